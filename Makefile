@@ -1,0 +1,40 @@
+# The two commands of the README (`make run`, `make test`) and a few helpers.
+# Every install step the project needs lives here or in scripts/.
+
+CARGO ?= cargo
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+BIN := $(CARGO_TARGET_DIR)/debug/ontoloop
+# `make run` links the built CLI here so `ontoloop status` works from another shell.
+BINDIR ?= $(HOME)/.cargo/bin
+
+.PHONY: run build link test services fmt lint check clean
+
+## run: build if needed, then start all four services on the embedded default
+run: link
+	$(BIN) up
+
+build:
+	$(CARGO) build -p ontoloop --bins
+
+link: build
+	@mkdir -p $(BINDIR) && ln -sf $(BIN) $(BINDIR)/ontoloop \
+	  && echo "ontoloop CLI linked at $(BINDIR)/ontoloop" \
+	  || echo "could not link into $(BINDIR); use $(BIN)"
+
+## test: make sure PostgreSQL and RabbitMQ answer, then run every test of the workspace
+test: services
+	$(CARGO) test --workspace --no-fail-fast
+
+services:
+	@scripts/ensure-services.sh
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf data

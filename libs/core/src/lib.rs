@@ -1,0 +1,21 @@
+//! ontoloop's domain: the types and rules every service shares.
+//!
+//! This crate owns the vocabulary (callers, services, signals, error codes) and, as the product
+//! grows, the knowledge model and its policies. It must never do IO: no network, no disk, no
+//! clock reads hidden inside a rule (time is passed in), and it never imports tonic or prost —
+//! conversions from wire types live at the edge, in `ontoloop-proto`.
+
+pub mod backoff;
+pub mod caller;
+pub mod error;
+pub mod redact;
+pub mod service;
+pub mod signal;
+pub mod topics;
+
+pub use backoff::Backoff;
+pub use caller::Caller;
+pub use error::{DomainError, ErrorCode};
+pub use redact::redact_url;
+pub use service::ServiceKind;
+pub use signal::{Severity, SignalType};

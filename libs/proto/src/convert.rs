@@ -1,0 +1,77 @@
+//! Conversions between wire types and domain types, and the one error-code mapping.
+
+use ontoloop_core::{Caller, DomainError, ErrorCode};
+use tonic::{Code, Status};
+
+use crate::v1;
+
+/// The gRPC code for each domain error code. Exhaustive on purpose: a new `ErrorCode` must be
+/// given its gRPC code here.
+pub fn grpc_code(code: ErrorCode) -> Code {
+    match code {
+        ErrorCode::InvalidArgument => Code::InvalidArgument,
+        ErrorCode::NotFound => Code::NotFound,
+        ErrorCode::PermissionDenied => Code::PermissionDenied,
+        ErrorCode::FailedPrecondition => Code::FailedPrecondition,
+        ErrorCode::Unavailable => Code::Unavailable,
+        ErrorCode::Unimplemented => Code::Unimplemented,
+        ErrorCode::Internal => Code::Internal,
+    }
+}
+
+/// A gRPC status carrying the domain error's code and message.
+pub fn status_from(err: DomainError) -> Status {
+    Status::new(grpc_code(err.code()), err.message().to_owned())
+}
+
+impl TryFrom<v1::Caller> for Caller {
+    type Error = Status;
+
+    fn try_from(caller: v1::Caller) -> Result<Self, Status> {
+        Caller::new(&caller.tenant, &caller.principal).map_err(status_from)
+    }
+}
+
+/// The caller of a request, which every request must carry.
+pub fn caller_from(caller: Option<v1::Caller>) -> Result<Caller, Status> {
+    caller
+        .ok_or_else(|| status_from(DomainError::missing("caller")))?
+        .try_into()
+}
+
+impl From<&Caller> for v1::Caller {
+    fn from(caller: &Caller) -> Self {
+        v1::Caller {
+            tenant: caller.tenant().to_owned(),
+            principal: caller.principal().to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_caller_is_invalid_and_named() {
+        let status = caller_from(None).expect_err("no caller");
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().contains("caller"));
+        let status = caller_from(Some(v1::Caller {
+            tenant: "acme".into(),
+            principal: String::new(),
+        }))
+        .expect_err("blank principal");
+        assert!(status.message().contains("caller.principal"));
+    }
+
+    #[test]
+    fn a_caller_round_trips() {
+        let caller = caller_from(Some(v1::Caller {
+            tenant: "acme".into(),
+            principal: "alice".into(),
+        }))
+        .expect("valid");
+        assert_eq!(v1::Caller::from(&caller).principal, "alice");
+    }
+}

@@ -1,0 +1,562 @@
+//! RabbitMQ via lapin.
+//!
+//! Topology, declared on first use of a queue `Q`: a durable direct exchange `ontoloop` routes key
+//! `Q` to the durable queue `Q`; `Q` dead-letters (broker-side rejections) to the durable direct
+//! exchange `ontoloop.dlx`, which routes key `Q.dlq` to the durable queue `Q.dlq`. Messages are
+//! persistent, every publish waits for the broker's confirm and is `mandatory` (an unroutable
+//! message is an error, never a silent drop), consumers acknowledge manually. Dead-lettering with
+//! a reason re-publishes the message to `Q.dlq` with the reason header, waits for the confirm,
+//! then acknowledges the original. A lost connection is re-opened with backoff.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{
+    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
+};
+use ontoloop_core::{Backoff, redact_url as redact};
+use ontoloop_settings::QueueSettings;
+use sha2::{Digest, Sha256};
+use tokio::sync::Mutex;
+
+use crate::{
+    Consumer, Delivery, Message, Queue, QueueError, REASON_HEADER, SOURCE_QUEUE_HEADER, Settle,
+    dead_letter_queue,
+};
+
+const EXCHANGE: &str = "ontoloop";
+const DEAD_LETTER_EXCHANGE: &str = "ontoloop.dlx";
+const PERSISTENT: u8 = 2;
+
+/// The RabbitMQ implementation. Clones share one connection.
+#[derive(Clone)]
+pub struct AmqpQueue {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AmqpQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmqpQueue")
+            .field("url", &redact(&self.inner.url))
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    url: String,
+    prefetch: u16,
+    backoff: Backoff,
+    connection: Mutex<Option<Connection>>,
+    publisher: Mutex<Option<Channel>>,
+    declared: Mutex<HashSet<String>>,
+}
+
+impl AmqpQueue {
+    /// Connects to the broker at `url`, retrying with the backoff in `settings`.
+    pub async fn connect(url: &str, settings: &QueueSettings) -> Result<Self, QueueError> {
+        let inner = Arc::new(Inner {
+            url: url.to_owned(),
+            prefetch: settings.prefetch,
+            backoff: Backoff::new(
+                Duration::from_millis(settings.backoff_initial_ms),
+                Duration::from_millis(settings.backoff_max_ms),
+                settings.connect_attempts,
+            ),
+            connection: Mutex::new(None),
+            publisher: Mutex::new(None),
+            declared: Mutex::new(HashSet::new()),
+        });
+        inner.channel().await?;
+        Ok(Self { inner })
+    }
+}
+
+impl Inner {
+    /// A fresh channel on a live connection, reconnecting with backoff when needed.
+    async fn channel(&self) -> Result<Channel, QueueError> {
+        let mut attempt = 1;
+        loop {
+            let mut connection = self.connection.lock().await;
+            let live = connection.as_ref().filter(|c| c.status().connected());
+            let result = match live {
+                Some(conn) => conn.create_channel().await,
+                None => match Connection::connect(
+                    &self.url,
+                    ConnectionProperties::default().with_connection_name("ontoloop".into()),
+                )
+                .await
+                {
+                    Ok(conn) => {
+                        let channel = conn.create_channel().await;
+                        *connection = Some(conn);
+                        // Queues declared on the old connection still exist (they are durable),
+                        // but re-declaring is cheap and covers a broker that lost its state.
+                        self.declared.lock().await.clear();
+                        channel
+                    }
+                    Err(err) => Err(err),
+                },
+            };
+            drop(connection);
+            match result {
+                Ok(channel) => return Ok(channel),
+                Err(err) => match self.backoff.delay_after(attempt) {
+                    Some(wait) => {
+                        tracing::warn!(
+                            attempt,
+                            wait_ms = wait.as_millis() as u64,
+                            url = %redact(&self.url),
+                            error = %err,
+                            "broker unreachable, retrying"
+                        );
+                        *self.connection.lock().await = None;
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                    None => {
+                        return Err(QueueError::Unreachable {
+                            url: redact(&self.url),
+                            attempts: attempt,
+                            reason: err.to_string(),
+                        });
+                    }
+                },
+            }
+        }
+    }
+
+    /// The shared publishing channel, in confirm mode.
+    async fn publisher(&self) -> Result<Channel, QueueError> {
+        let mut publisher = self.publisher.lock().await;
+        if let Some(channel) = publisher.as_ref().filter(|c| c.status().connected()) {
+            return Ok(channel.clone());
+        }
+        let channel = self.channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(broker)?;
+        *publisher = Some(channel.clone());
+        Ok(channel)
+    }
+
+    async fn declare_on(&self, channel: &Channel, queue: &str) -> Result<(), QueueError> {
+        if self.declared.lock().await.contains(queue) {
+            return Ok(());
+        }
+        let durable = ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        for exchange in [EXCHANGE, DEAD_LETTER_EXCHANGE] {
+            channel
+                .exchange_declare(
+                    exchange.into(),
+                    ExchangeKind::Direct,
+                    durable,
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(broker)?;
+        }
+        let dead = dead_letter_queue(queue);
+        channel
+            .queue_declare(
+                short(&dead)?,
+                QueueDeclareOptions::durable(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(broker)?;
+        channel
+            .queue_bind(
+                short(&dead)?,
+                DEAD_LETTER_EXCHANGE.into(),
+                short(&dead)?,
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(broker)?;
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            AMQPValue::LongString(DEAD_LETTER_EXCHANGE.into()),
+        );
+        args.insert(
+            "x-dead-letter-routing-key".into(),
+            AMQPValue::LongString(dead.as_str().into()),
+        );
+        channel
+            .queue_declare(short(queue)?, QueueDeclareOptions::durable(), args)
+            .await
+            .map_err(broker)?;
+        channel
+            .queue_bind(
+                short(queue)?,
+                EXCHANGE.into(),
+                short(queue)?,
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(broker)?;
+        self.declared.lock().await.insert(queue.to_owned());
+        Ok(())
+    }
+
+    /// Publishes to `exchange` with `routing_key` and waits for the confirm, re-opening the
+    /// channel and retrying with backoff when the connection drops.
+    async fn publish_to(
+        &self,
+        queue: &str,
+        exchange: &str,
+        routing_key: &str,
+        message: &Message,
+    ) -> Result<(), QueueError> {
+        let mut attempt = 1;
+        loop {
+            match self
+                .publish_once(queue, exchange, routing_key, message)
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(err @ QueueError::NotConfirmed { .. }) => return Err(err),
+                Err(err) => match self.backoff.delay_after(attempt) {
+                    Some(wait) => {
+                        tracing::warn!(attempt, queue, error = %err, "retrying publish");
+                        *self.publisher.lock().await = None;
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                    None => return Err(err),
+                },
+            }
+        }
+    }
+
+    async fn publish_once(
+        &self,
+        queue: &str,
+        exchange: &str,
+        routing_key: &str,
+        message: &Message,
+    ) -> Result<(), QueueError> {
+        let channel = self.publisher().await?;
+        self.declare_on(&channel, queue).await?;
+        let properties = BasicProperties::default()
+            .with_delivery_mode(PERSISTENT)
+            .with_message_id(short(&message.id)?)
+            .with_headers(to_field_table(&message.headers));
+        let confirm = channel
+            .basic_publish(
+                short(exchange)?,
+                short(routing_key)?,
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..Default::default()
+                },
+                &message.body,
+                properties,
+            )
+            .await
+            .map_err(broker)?
+            .await
+            .map_err(broker)?;
+        match confirm {
+            Confirmation::Ack(None) => Ok(()),
+            Confirmation::Ack(Some(_)) | Confirmation::Nack(_) | Confirmation::NotRequested => {
+                Err(QueueError::NotConfirmed {
+                    queue: routing_key.to_owned(),
+                })
+            }
+        }
+    }
+
+    async fn open_consumer(
+        &self,
+        queue: &str,
+        declare_as: &str,
+    ) -> Result<(Channel, lapin::Consumer), QueueError> {
+        let channel = self.channel().await?;
+        channel
+            .basic_qos(self.prefetch, BasicQosOptions::default())
+            .await
+            .map_err(broker)?;
+        self.declare_on(&channel, declare_as).await?;
+        let consumer = channel
+            .basic_consume(
+                short(queue)?,
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(broker)?;
+        Ok((channel, consumer))
+    }
+}
+
+#[async_trait::async_trait]
+impl Queue for AmqpQueue {
+    async fn declare(&self, queue: &str) -> Result<(), QueueError> {
+        let channel = self.inner.publisher().await?;
+        self.inner.declare_on(&channel, queue).await
+    }
+
+    async fn publish(&self, queue: &str, message: Message) -> Result<(), QueueError> {
+        self.inner
+            .publish_to(queue, EXCHANGE, queue, &message)
+            .await
+    }
+
+    async fn consume(&self, queue: &str) -> Result<Box<dyn Consumer>, QueueError> {
+        let (channel, stream) = self.inner.open_consumer(queue, queue).await?;
+        Ok(Box::new(AmqpConsumer {
+            inner: self.inner.clone(),
+            queue: queue.to_owned(),
+            declare_as: queue.to_owned(),
+            channel: Some(channel),
+            stream: Some(stream),
+        }))
+    }
+
+    async fn consume_dead_letters(&self, queue: &str) -> Result<Box<dyn Consumer>, QueueError> {
+        let dead = dead_letter_queue(queue);
+        let (channel, stream) = self.inner.open_consumer(&dead, queue).await?;
+        Ok(Box::new(AmqpConsumer {
+            inner: self.inner.clone(),
+            queue: dead,
+            declare_as: queue.to_owned(),
+            channel: Some(channel),
+            stream: Some(stream),
+        }))
+    }
+
+    async fn ready_count(&self, queue: &str) -> Result<u64, QueueError> {
+        let channel = self.inner.channel().await?;
+        let declared = channel
+            .queue_declare(
+                short(queue)?,
+                QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .map_err(broker)?;
+        let _ = channel.close(200, "OK".into()).await;
+        Ok(u64::from(declared.message_count()))
+    }
+
+    async fn delete(&self, queue: &str) -> Result<(), QueueError> {
+        let channel = self.inner.channel().await?;
+        for name in [queue.to_owned(), dead_letter_queue(queue)] {
+            channel
+                .queue_delete(short(&name)?, QueueDeleteOptions::default())
+                .await
+                .map_err(broker)?;
+        }
+        let _ = channel.close(200, "OK".into()).await;
+        self.inner.declared.lock().await.remove(queue);
+        Ok(())
+    }
+
+    fn kind(&self) -> &'static str {
+        "amqp"
+    }
+}
+
+struct AmqpConsumer {
+    inner: Arc<Inner>,
+    queue: String,
+    declare_as: String,
+    channel: Option<Channel>,
+    stream: Option<lapin::Consumer>,
+}
+
+#[async_trait::async_trait]
+impl Consumer for AmqpConsumer {
+    async fn next(&mut self) -> Option<Result<Delivery, QueueError>> {
+        if self.stream.is_none() {
+            // The previous stream ended with the connection; whatever it held unacknowledged the
+            // broker has already put back, so a new stream loses nothing.
+            match self
+                .inner
+                .open_consumer(&self.queue, &self.declare_as)
+                .await
+            {
+                Ok((channel, stream)) => {
+                    self.channel = Some(channel);
+                    self.stream = Some(stream);
+                }
+                Err(err) => return Some(Err(err)),
+            }
+        }
+        let stream = self.stream.as_mut()?;
+        match stream.next().await {
+            Some(Ok(delivery)) => Some(Ok(self.convert(delivery))),
+            Some(Err(err)) => {
+                self.stream = None;
+                self.channel = None;
+                Some(Err(broker(err)))
+            }
+            None => {
+                self.stream = None;
+                self.channel = None;
+                Some(Err(QueueError::Broker(format!(
+                    "consumer of {} was closed",
+                    self.queue
+                ))))
+            }
+        }
+    }
+}
+
+impl AmqpConsumer {
+    fn convert(&self, delivery: lapin::message::Delivery) -> Delivery {
+        let headers = from_field_table(delivery.properties.headers().as_ref());
+        let id = delivery
+            .properties
+            .message_id()
+            .as_ref()
+            .map(|id| id.as_str().to_owned())
+            // A message published without an id (a hand-rolled integration) gets one derived
+            // from its body, so a redelivery of it is still recognised.
+            .unwrap_or_else(|| content_id(&delivery.data));
+        Delivery {
+            message: Message {
+                id,
+                body: delivery.data,
+                headers,
+            },
+            redelivered: delivery.redelivered,
+            settle: Box::new(AmqpSettle {
+                inner: self.inner.clone(),
+                queue: self.queue.clone(),
+                acker: delivery.acker,
+            }),
+        }
+    }
+}
+
+struct AmqpSettle {
+    inner: Arc<Inner>,
+    queue: String,
+    acker: lapin::Acker,
+}
+
+impl AmqpSettle {
+    fn settled(&self, sent: lapin::Result<bool>) -> Result<(), QueueError> {
+        match sent {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(QueueError::Settle(format!(
+                "the channel of this delivery from {} is closed; the broker will redeliver it",
+                self.queue
+            ))),
+            Err(err) => Err(QueueError::Settle(err.to_string())),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Settle for AmqpSettle {
+    async fn ack(&self) -> Result<(), QueueError> {
+        let sent = self.acker.ack(BasicAckOptions::default()).await;
+        self.settled(sent)
+    }
+
+    async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), QueueError> {
+        let dead = message
+            .clone()
+            .header(REASON_HEADER, reason)
+            .header(SOURCE_QUEUE_HEADER, self.queue.clone());
+        let dead_queue = dead_letter_queue(&self.queue);
+        self.inner
+            .publish_to(&self.queue, DEAD_LETTER_EXCHANGE, &dead_queue, &dead)
+            .await?;
+        self.ack().await
+    }
+
+    async fn requeue(&self) -> Result<(), QueueError> {
+        let sent = self
+            .acker
+            .nack(BasicNackOptions {
+                requeue: true,
+                multiple: false,
+            })
+            .await;
+        self.settled(sent)
+    }
+}
+
+fn broker(err: lapin::Error) -> QueueError {
+    QueueError::Broker(err.to_string())
+}
+
+fn short(text: &str) -> Result<ShortString, QueueError> {
+    ShortString::try_new(text.to_owned())
+        .map_err(|_| QueueError::Broker(format!("name longer than 255 bytes: {text:.40}...")))
+}
+
+fn to_field_table(headers: &BTreeMap<String, String>) -> FieldTable {
+    let mut table = FieldTable::default();
+    for (key, value) in headers {
+        if let Ok(key) = ShortString::try_new(key.clone()) {
+            table.insert(key, AMQPValue::LongString(LongString::from(value.as_str())));
+        }
+    }
+    table
+}
+
+fn from_field_table(table: Option<&FieldTable>) -> BTreeMap<String, String> {
+    let mut headers = BTreeMap::new();
+    if let Some(table) = table {
+        for (key, value) in table.inner() {
+            let text = match value {
+                AMQPValue::LongString(text) => {
+                    String::from_utf8_lossy(text.as_bytes()).into_owned()
+                }
+                AMQPValue::ShortString(text) => text.as_str().to_owned(),
+                // Structured broker headers (x-death) are not part of the contract.
+                _ => continue,
+            };
+            headers.insert(key.as_str().to_owned(), text);
+        }
+    }
+    headers
+}
+
+fn content_id(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_through_a_field_table() {
+        let mut headers = BTreeMap::new();
+        headers.insert(REASON_HEADER.to_owned(), "body is not JSON".to_owned());
+        headers.insert("k".to_owned(), "ü".to_owned());
+        assert_eq!(from_field_table(Some(&to_field_table(&headers))), headers);
+    }
+
+    #[test]
+    fn content_ids_are_stable() {
+        assert_eq!(content_id(b"x"), content_id(b"x"));
+        assert_ne!(content_id(b"x"), content_id(b"y"));
+    }
+}

@@ -1,0 +1,175 @@
+//! The ontoloop message queue: one contract, two implementations.
+//!
+//! Owns the delivery semantics every service relies on — durable publish that returns only once
+//! the broker confirmed, manual acknowledgement, a dead-letter queue that keeps the rejection
+//! reason in a header, redelivery of whatever a dead consumer held — and provides them on
+//! RabbitMQ ([`AmqpQueue`], via lapin) and in process ([`MemoryQueue`], the embedded default).
+//! It never interprets message bodies: they are bytes here.
+
+mod amqp;
+mod memory;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use amqp::AmqpQueue;
+pub use memory::MemoryQueue;
+
+/// Header that carries the reason a message was dead-lettered.
+pub const REASON_HEADER: &str = "x-ontoloop-reason";
+/// Header that names the queue a dead-lettered message was rejected from.
+pub const SOURCE_QUEUE_HEADER: &str = "x-ontoloop-source-queue";
+
+/// The dead-letter queue that belongs to `queue`.
+pub fn dead_letter_queue(queue: &str) -> String {
+    format!("{queue}.dlq")
+}
+
+/// A queue operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// The broker could not be reached after every attempt.
+    #[error("broker at {url} unreachable after {attempts} attempts: {reason}")]
+    Unreachable {
+        /// Broker URL without its password.
+        url: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last error.
+        reason: String,
+    },
+    /// The broker refused to confirm a publish; the message may not be stored.
+    #[error("broker did not confirm the publish to {queue}")]
+    NotConfirmed {
+        /// Target queue.
+        queue: String,
+    },
+    /// The channel or connection a delivery came on is gone; the broker will redeliver it.
+    #[error("delivery can no longer be settled: {0}")]
+    Settle(String),
+    /// Any other broker error.
+    #[error("broker error: {0}")]
+    Broker(String),
+}
+
+/// A message: an id, a body and string headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Unique id; consumers deduplicate on it.
+    pub id: String,
+    /// Opaque payload.
+    pub body: Vec<u8>,
+    /// String headers.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl Message {
+    /// A message with a fresh random id and no headers.
+    pub fn new(body: impl Into<Vec<u8>>) -> Self {
+        Self::with_id(new_message_id(), body)
+    }
+
+    /// A message with a caller-chosen id (for idempotent re-publishing).
+    pub fn with_id(id: impl Into<String>, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            id: id.into(),
+            body: body.into(),
+            headers: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// A random 128-bit hex id.
+pub fn new_message_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// One delivered message; settle it exactly once with [`Delivery::ack`],
+/// [`Delivery::dead_letter`] or [`Delivery::requeue`]. Dropping it unsettled leaves it with the
+/// consumer until the consumer goes away, and then the queue redelivers it.
+pub struct Delivery {
+    /// The message.
+    pub message: Message,
+    /// True when the message was delivered before and not acknowledged.
+    pub redelivered: bool,
+    settle: Box<dyn Settle>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("message", &self.message)
+            .field("redelivered", &self.redelivered)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Delivery {
+    /// Processing succeeded; the queue forgets the message.
+    pub async fn ack(self) -> Result<(), QueueError> {
+        self.settle.ack().await
+    }
+
+    /// The message can never be processed: move it to the dead-letter queue with `reason` in the
+    /// [`REASON_HEADER`] header. The dead letter is confirmed before the original is acknowledged,
+    /// so the message is never in neither place.
+    pub async fn dead_letter(self, reason: &str) -> Result<(), QueueError> {
+        self.settle.dead_letter(&self.message, reason).await
+    }
+
+    /// Processing failed for a passing reason; put the message back for another try.
+    pub async fn requeue(self) -> Result<(), QueueError> {
+        self.settle.requeue().await
+    }
+}
+
+/// How an implementation settles one delivery.
+#[async_trait::async_trait]
+trait Settle: Send + Sync {
+    async fn ack(&self) -> Result<(), QueueError>;
+    async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), QueueError>;
+    async fn requeue(&self) -> Result<(), QueueError>;
+}
+
+/// A stream of deliveries from one queue. Dropping the consumer returns every unsettled
+/// delivery to the queue, to be redelivered to another consumer.
+#[async_trait::async_trait]
+pub trait Consumer: Send {
+    /// The next delivery; `None` once the consumer is closed for good.
+    async fn next(&mut self) -> Option<Result<Delivery, QueueError>>;
+}
+
+/// The queue contract both implementations satisfy (see `tests/contract.rs`).
+#[async_trait::async_trait]
+pub trait Queue: Send + Sync {
+    /// Declares `queue` and its dead-letter queue (idempotent). Publishing and consuming declare
+    /// on first use too; call it to make sure messages published before any consumer are kept.
+    async fn declare(&self, queue: &str) -> Result<(), QueueError>;
+
+    /// Publishes durably; returns once the broker has confirmed the message.
+    async fn publish(&self, queue: &str, message: Message) -> Result<(), QueueError>;
+
+    /// Starts consuming `queue` with manual acknowledgement.
+    async fn consume(&self, queue: &str) -> Result<Box<dyn Consumer>, QueueError>;
+
+    /// Starts consuming the dead-letter queue of `queue`.
+    async fn consume_dead_letters(&self, queue: &str) -> Result<Box<dyn Consumer>, QueueError>;
+
+    /// Messages ready in `queue` (not counting unacknowledged ones).
+    async fn ready_count(&self, queue: &str) -> Result<u64, QueueError>;
+
+    /// Deletes `queue` and its dead-letter queue (tests and maintenance).
+    async fn delete(&self, queue: &str) -> Result<(), QueueError>;
+
+    /// Implementation name for logs: `memory` or `amqp`.
+    fn kind(&self) -> &'static str;
+}
+
+/// A shared queue handle.
+pub type SharedQueue = Arc<dyn Queue>;

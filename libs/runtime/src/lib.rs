@@ -1,0 +1,130 @@
+//! Start-up, serving and shutdown glue shared by the ontoloop services.
+//!
+//! Owns what every service does the same way: connecting the store and the queue from settings,
+//! serving gRPC with health and reflection until a shutdown future resolves, turning SIGINT and
+//! SIGTERM into that future, and running queue consumers that drain on cancellation. It holds no
+//! service behaviour of its own.
+
+mod consume;
+mod serve;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ontoloop_queue::{AmqpQueue, MemoryQueue, SharedQueue};
+use ontoloop_settings::{QueueBackend, Settings};
+use ontoloop_store::Store;
+
+pub use consume::{Handled, run_consumer};
+pub use serve::{ServiceRouter, serve};
+
+/// What a service needs from the outside world, built once from settings. `ontoloop up` builds
+/// one and shares it, so the four services in one process share one store and one in-process
+/// queue.
+#[derive(Clone)]
+pub struct Context {
+    /// Validated settings.
+    pub settings: Arc<Settings>,
+    /// The store, migrated.
+    pub store: Store,
+    /// The queue.
+    pub queue: SharedQueue,
+}
+
+impl Context {
+    /// Connects the store (migrating it) and the queue the settings name, retrying each with
+    /// backoff.
+    pub async fn connect(settings: Settings) -> anyhow::Result<Self> {
+        let store = Store::open(&settings.store)
+            .await
+            .context("open the store")?;
+        let queue: SharedQueue = match settings.queue.backend() {
+            QueueBackend::Memory => Arc::new(MemoryQueue::new()),
+            QueueBackend::Amqp(url) => Arc::new(
+                AmqpQueue::connect(&url, &settings.queue)
+                    .await
+                    .context("connect to the message queue")?,
+            ),
+        };
+        tracing::info!(
+            store = ?store.backend(),
+            queue = queue.kind(),
+            "connected store and queue"
+        );
+        Ok(Self {
+            settings: Arc::new(settings),
+            store,
+            queue,
+        })
+    }
+}
+
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot listen for sigterm");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("received sigint, shutting down"),
+        () = terminate => tracing::info!("received sigterm, shutting down"),
+    }
+}
+
+/// Loads settings (defaults, then the file named by `ONTOLOOP_CONFIG` if set, then
+/// `ONTOLOOP__...` variables), installs tracing, and binds the service's configured address.
+/// This is everything a service's `main` does before `run`.
+pub async fn start(
+    kind: ontoloop_core::ServiceKind,
+) -> anyhow::Result<(Settings, tokio::net::TcpListener)> {
+    let file = std::env::var_os("ONTOLOOP_CONFIG").map(std::path::PathBuf::from);
+    let settings = Settings::load(file.as_deref()).context("load settings")?;
+    ontoloop_observability::init(&settings.log).context("set up logging")?;
+    let listener = bind(&settings, kind).await?;
+    Ok((settings, listener))
+}
+
+/// Binds the address the settings give `kind`.
+pub async fn bind(
+    settings: &Settings,
+    kind: ontoloop_core::ServiceKind,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    let host = settings.services.host.as_str();
+    let port = settings
+        .services
+        .port_of(kind.name())
+        .with_context(|| format!("no port setting for service {}", kind.name()))?;
+    tokio::net::TcpListener::bind((host, port))
+        .await
+        .with_context(|| format!("bind {} to {host}:{port}", kind.name()))
+}
+
+/// Turns a shutdown future into a cancellation token that every task of a service can watch.
+pub fn cancel_on(
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        trigger.cancel();
+    });
+    token
+}

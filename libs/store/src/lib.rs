@@ -1,0 +1,255 @@
+//! The ontoloop store on sea-orm: SQLite embedded, PostgreSQL at scale.
+//!
+//! Owns the connection (with retry and backoff), the schema through `ontoloop-migrations`, and
+//! every read and write of persistent state behind typed methods. It never talks to the queue and
+//! never decides domain policy; callers pass domain values in and get domain values out.
+
+mod entity;
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ontoloop_core::Backoff;
+use ontoloop_migrations::{Migrator, MigratorTrait};
+use ontoloop_settings::StoreSettings;
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{
+    ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, Set,
+};
+
+/// A store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached after every attempt.
+    #[error("database at {url} unreachable after {attempts} attempts: {source}")]
+    Unreachable {
+        /// The URL with any password removed.
+        url: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last error.
+        source: DbErr,
+    },
+    /// The embedded database's directory could not be created.
+    #[error("create directory {path} for the embedded database: {source}")]
+    DataDir {
+        /// The directory.
+        path: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A query or migration failed.
+    #[error("database operation failed: {0}")]
+    Db(#[from] DbErr),
+}
+
+/// Which database the store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+/// A message the analyst recorded from the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxMessage {
+    /// Store id, increasing in arrival order.
+    pub id: i64,
+    /// Queue the message came from.
+    pub queue: String,
+    /// The message's id on the queue.
+    pub message_id: String,
+    /// The message body (UTF-8 JSON).
+    pub body: String,
+    /// When the analyst recorded it.
+    pub received_at: DateTime<Utc>,
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    db: DatabaseConnection,
+}
+
+impl Store {
+    /// Connects, retrying with backoff while the database is unreachable. Each failed attempt is
+    /// logged with its number; the final error names the URL (without its password).
+    pub async fn connect(settings: &StoreSettings) -> Result<Self, StoreError> {
+        prepare_sqlite_dir(&settings.url)?;
+        let backoff = Backoff::new(
+            Duration::from_millis(settings.backoff_initial_ms),
+            Duration::from_millis(settings.backoff_max_ms),
+            settings.connect_attempts,
+        );
+        let mut attempt = 1;
+        loop {
+            let mut options = ConnectOptions::new(settings.url.clone());
+            options
+                .max_connections(settings.max_connections)
+                .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
+                .acquire_timeout(Duration::from_millis(settings.connect_timeout_ms))
+                .sqlx_logging(false);
+            match Database::connect(options).await {
+                Ok(db) => {
+                    let store = Self { db };
+                    if store.backend() == Backend::Sqlite {
+                        store.tune_sqlite().await?;
+                    }
+                    return Ok(store);
+                }
+                Err(err) => match backoff.delay_after(attempt) {
+                    Some(wait) => {
+                        tracing::warn!(
+                            attempt,
+                            wait_ms = wait.as_millis() as u64,
+                            url = %redact(&settings.url),
+                            error = %err,
+                            "database unreachable, retrying"
+                        );
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                    None => {
+                        return Err(StoreError::Unreachable {
+                            url: redact(&settings.url),
+                            attempts: attempt,
+                            source: err,
+                        });
+                    }
+                },
+            }
+        }
+    }
+
+    /// Connects and brings the schema up to date.
+    pub async fn open(settings: &StoreSettings) -> Result<Self, StoreError> {
+        let store = Self::connect(settings).await?;
+        store.migrate_up().await?;
+        Ok(store)
+    }
+
+    /// The database in use.
+    pub fn backend(&self) -> Backend {
+        match self.db.get_database_backend() {
+            DbBackend::Sqlite => Backend::Sqlite,
+            // The settings only admit sqlite:// and postgres:// URLs.
+            _ => Backend::Postgres,
+        }
+    }
+
+    /// Applies every pending migration.
+    pub async fn migrate_up(&self) -> Result<(), StoreError> {
+        Migrator::up(&self.db, None).await?;
+        Ok(())
+    }
+
+    /// Rolls every migration back (used by tests and by `ontoloop` maintenance).
+    pub async fn migrate_down(&self) -> Result<(), StoreError> {
+        Migrator::down(&self.db, None).await?;
+        Ok(())
+    }
+
+    /// Names of the applied migrations, oldest first.
+    pub async fn applied_migrations(&self) -> Result<Vec<String>, StoreError> {
+        let applied = Migrator::get_applied_migrations(&self.db).await?;
+        Ok(applied.iter().map(|m| m.name().to_owned()).collect())
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.db.ping().await?;
+        Ok(())
+    }
+
+    /// Records a queue message once. Returns `false` when the same (queue, message id) was
+    /// already recorded, so a redelivered message has no second effect.
+    pub async fn record_inbox(
+        &self,
+        queue: &str,
+        message_id: &str,
+        body: &str,
+        received_at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        use entity::inbox_message::{ActiveModel, Column, Entity};
+        let row = ActiveModel {
+            queue: Set(queue.to_owned()),
+            message_id: Set(message_id.to_owned()),
+            body: Set(body.to_owned()),
+            received_at: Set(received_at),
+            ..Default::default()
+        };
+        let inserted = Entity::insert(row)
+            .on_conflict(
+                OnConflict::columns([Column::Queue, Column::MessageId])
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_without_returning(&self.db)
+            .await?;
+        Ok(inserted > 0)
+    }
+
+    /// Recorded messages of one queue, in arrival order.
+    pub async fn inbox(&self, queue: &str, limit: u64) -> Result<Vec<InboxMessage>, StoreError> {
+        use entity::inbox_message::{Column, Entity};
+        let rows = Entity::find()
+            .filter(Column::Queue.eq(queue))
+            .order_by_asc(Column::Id)
+            .limit(limit)
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| InboxMessage {
+                id: row.id,
+                queue: row.queue,
+                message_id: row.message_id,
+                body: row.body,
+                received_at: row.received_at,
+            })
+            .collect())
+    }
+
+    /// Closes the pool.
+    pub async fn close(self) -> Result<(), StoreError> {
+        self.db.close().await?;
+        Ok(())
+    }
+
+    async fn tune_sqlite(&self) -> Result<(), StoreError> {
+        use sea_orm::ConnectionTrait;
+        // WAL lets readers proceed while the analyst writes; the busy timeout turns lock
+        // contention between pooled connections into a short wait instead of an error.
+        self.db
+            .execute_unprepared("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;")
+            .await?;
+        Ok(())
+    }
+}
+
+pub use ontoloop_core::redact_url as redact;
+
+/// SQLite creates the file but not its directory; create `./data` and friends up front.
+fn prepare_sqlite_dir(url: &str) -> Result<(), StoreError> {
+    let Some(rest) = url.strip_prefix("sqlite://") else {
+        return Ok(());
+    };
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    if let Some(dir) = Path::new(path)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::DataDir {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! The store on both backends: SQLite in a temporary file and the machine's PostgreSQL (in a
+//! database created for the test run and dropped after). PostgreSQL tests fail, never skip, when
+//! the server does not answer: `.ci/run` starts it.
+
+use chrono::{TimeZone, Utc};
+use ontoloop_settings::{Loader, StoreSettings};
+use ontoloop_store::{Backend, Store, StoreError};
+use sea_orm::{ConnectionTrait, Database};
+
+fn admin_url() -> String {
+    std::env::var("ONTOLOOP_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+fn settings_for(url: &str) -> StoreSettings {
+    Loader::new()
+        .env_vars([])
+        .set("store.url", url)
+        .set("store.connect_attempts", "3")
+        .set("store.backoff_initial_ms", "50")
+        .set("store.backoff_max_ms", "100")
+        .load()
+        .expect("settings")
+        .store
+}
+
+/// A throwaway PostgreSQL database; dropped by `finish`.
+struct PgDatabase {
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    async fn create() -> Self {
+        let name = format!(
+            "ontoloop_test_{:x}",
+            std::process::id() as u64 * 1_000_003 + nanos()
+        );
+        let admin = Database::connect(admin_url())
+            .await
+            .expect("PostgreSQL answers");
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create test database");
+        admin.close().await.ok();
+        let base = admin_url();
+        let url = match base.rfind('/') {
+            Some(i) => format!("{}/{name}", &base[..i]),
+            None => panic!("admin url has no database part: {base}"),
+        };
+        Self { name, url }
+    }
+
+    async fn finish(self) {
+        let admin = Database::connect(admin_url())
+            .await
+            .expect("PostgreSQL answers");
+        admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .await
+            .expect("drop test database");
+    }
+}
+
+fn nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or_default()
+}
+
+async fn migrations_go_up_and_down(store: &Store) {
+    store.migrate_up().await.expect("up");
+    let applied = store.applied_migrations().await.expect("applied");
+    assert_eq!(applied, vec!["m20261129_000001_create_inbox".to_owned()]);
+    // Up again is a no-op.
+    store.migrate_up().await.expect("up twice");
+    store.migrate_down().await.expect("down");
+    assert!(
+        store
+            .applied_migrations()
+            .await
+            .expect("applied")
+            .is_empty()
+    );
+    let gone = store.record_inbox("q", "m", "{}", Utc::now()).await;
+    assert!(
+        matches!(gone, Err(StoreError::Db(_))),
+        "the table is gone after down"
+    );
+    store.migrate_up().await.expect("up again");
+}
+
+async fn messages_round_trip_once(store: &Store) {
+    let at = Utc
+        .with_ymd_and_hms(2026, 11, 29, 12, 0, 0)
+        .single()
+        .expect("valid time");
+    let body = r#"{"type":"doc.upsert","doc_id":"pricing"}"#;
+    assert!(
+        store
+            .record_inbox("ontoloop.events", "m-1", body, at)
+            .await
+            .expect("insert")
+    );
+    assert!(
+        !store
+            .record_inbox("ontoloop.events", "m-1", body, at)
+            .await
+            .expect("duplicate"),
+        "a redelivered message is recorded once"
+    );
+    assert!(
+        store
+            .record_inbox("ontoloop.signals", "m-1", "{}", at)
+            .await
+            .expect("other queue")
+    );
+    let rows = store.inbox("ontoloop.events", 10).await.expect("read");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].message_id, "m-1");
+    assert_eq!(rows[0].body, body);
+    assert_eq!(rows[0].received_at, at);
+}
+
+#[tokio::test]
+async fn sqlite_migrations_and_round_trip() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!(
+        "sqlite://{}/nested/ontoloop.db?mode=rwc",
+        dir.path().display()
+    );
+    let store = Store::connect(&settings_for(&url))
+        .await
+        .expect("connect sqlite");
+    assert_eq!(store.backend(), Backend::Sqlite);
+    migrations_go_up_and_down(&store).await;
+    messages_round_trip_once(&store).await;
+    store.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn postgres_migrations_and_round_trip() {
+    let database = PgDatabase::create().await;
+    let store = Store::connect(&settings_for(&database.url))
+        .await
+        .expect("connect postgres");
+    assert_eq!(store.backend(), Backend::Postgres);
+    migrations_go_up_and_down(&store).await;
+    messages_round_trip_once(&store).await;
+    store.close().await.expect("close");
+    database.finish().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_reported_after_backoff() {
+    let mut settings = settings_for("postgres://app:secret@127.0.0.1:1/ontoloop");
+    settings.connect_timeout_ms = 300;
+    let err = Store::connect(&settings)
+        .await
+        .expect_err("nothing listens on port 1");
+    let text = err.to_string();
+    assert!(
+        matches!(err, StoreError::Unreachable { attempts: 3, .. }),
+        "{text}"
+    );
+    assert!(
+        !text.contains("secret"),
+        "the password must not leak: {text}"
+    );
+}

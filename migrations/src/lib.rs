@@ -1,0 +1,18 @@
+//! sea-orm migrations of the ontoloop store.
+//!
+//! Owns the schema's history: one timestamped file per change, listed in order below. A
+//! migration that has been published is never edited; change the schema with a new file.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261129_000001_create_inbox;
+
+/// Every migration, oldest first.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261129_000001_create_inbox::Migration)]
+    }
+}

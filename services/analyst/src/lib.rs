@@ -1,0 +1,119 @@
+//! The analyst service: the one writer of knowledge, and the review queue.
+//!
+//! Owns the `AnalystService` gRPC edge and the consumers of the analyst's queues. Every message
+//! it takes from the queue is recorded durably (idempotently, by message id) before it is
+//! acknowledged; a message that can never be processed goes to the dead-letter queue with the
+//! reason. It must never acknowledge a message it has not recorded.
+
+mod inbox;
+
+use std::future::Future;
+use std::time::Duration;
+
+use ontoloop_core::{DomainError, ServiceKind, topics};
+use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
+use ontoloop_proto::v1::{
+    DecideRequest, DecideResponse, ListPatternsRequest, ListPatternsResponse, NextReviewRequest,
+    NextReviewResponse,
+};
+use ontoloop_proto::{caller_from, status_from};
+use ontoloop_runtime::{Context, ServiceRouter};
+use ontoloop_settings::Settings;
+use tokio::net::TcpListener;
+use tonic::{Request, Response, Status};
+
+pub use inbox::handle_message;
+
+/// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
+pub async fn run(
+    listener: TcpListener,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let ctx = Context::connect(settings).await?;
+    serve(listener, ctx, shutdown).await
+}
+
+/// Serves with an existing context (shared with other services by `ontoloop up`). On shutdown
+/// the gRPC server stops taking calls and the consumers finish the message in hand; messages
+/// they had not started go back to the queue.
+pub async fn serve(
+    listener: TcpListener,
+    ctx: Context,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let cancel = ontoloop_runtime::cancel_on(shutdown);
+    let mut consumers = Vec::new();
+    for queue in topics::ANALYST_INPUTS {
+        let store = ctx.store.clone();
+        let token = cancel.clone();
+        let shared = ctx.queue.clone();
+        consumers.push(tokio::spawn(async move {
+            ontoloop_runtime::run_consumer(shared, queue, token, |message, _redelivered| {
+                let store = store.clone();
+                let message = message.clone();
+                async move { handle_message(&store, queue, &message).await }
+            })
+            .await
+        }));
+    }
+    let service = AnalystServiceServer::new(Analyst { _ctx: ctx.clone() });
+    let served = ontoloop_runtime::serve(
+        listener,
+        ServiceRouter::new(ServiceKind::Analyst, service),
+        cancel.clone().cancelled_owned(),
+    )
+    .await;
+    // The server may also stop on its own error; the consumers must stop with it.
+    cancel.cancel();
+    let drain = Duration::from_millis(ctx.settings.services.drain_timeout_ms);
+    for consumer in consumers {
+        match tokio::time::timeout(drain, consumer).await {
+            Ok(Ok(Ok(_settled))) => {}
+            Ok(Ok(Err(err))) => tracing::error!(error = %err, "consumer failed"),
+            Ok(Err(err)) => tracing::error!(error = %err, "consumer task panicked"),
+            Err(_) => tracing::error!(
+                timeout_ms = drain.as_millis() as u64,
+                "consumer did not drain in time"
+            ),
+        }
+    }
+    served
+}
+
+struct Analyst {
+    _ctx: Context,
+}
+
+#[tonic::async_trait]
+impl AnalystService for Analyst {
+    async fn next_review(
+        &self,
+        request: Request<NextReviewRequest>,
+    ) -> Result<Response<NextReviewResponse>, Status> {
+        caller_from(request.into_inner().caller)?;
+        Err(status_from(DomainError::unimplemented(
+            "NextReview needs the statistical supervisor and the review queue (issue #5)",
+        )))
+    }
+
+    async fn decide(
+        &self,
+        request: Request<DecideRequest>,
+    ) -> Result<Response<DecideResponse>, Status> {
+        caller_from(request.into_inner().caller)?;
+        Err(status_from(DomainError::unimplemented(
+            "Decide needs the statistical supervisor and the review queue (issue #5)",
+        )))
+    }
+
+    async fn list_patterns(
+        &self,
+        request: Request<ListPatternsRequest>,
+    ) -> Result<Response<ListPatternsResponse>, Status> {
+        caller_from(request.into_inner().caller)?;
+        Err(status_from(DomainError::unimplemented(
+            "ListPatterns needs signal clustering into patterns (issue #5)",
+        )))
+    }
+}

@@ -1,0 +1,91 @@
+//! `ontoloop up`: the four services in one process, sharing one store and one queue.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ontoloop_core::ServiceKind;
+use ontoloop_runtime::Context;
+use ontoloop_settings::Settings;
+
+/// Binds every service at its configured address first (so a taken port fails before anything
+/// starts), then serves all four until `shutdown` resolves.
+pub async fn up(
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let mut listeners = Vec::new();
+    for kind in ServiceKind::ALL {
+        listeners.push((kind, ontoloop_runtime::bind(&settings, kind).await?));
+    }
+    let ctx = Context::connect(settings)
+        .await
+        .context("connect store and queue")?;
+    println!(
+        "ontoloop up: store {} · queue {}",
+        ontoloop_store::redact(&ctx.settings.store.url),
+        ontoloop_store::redact(&ctx.settings.queue.url)
+    );
+    for (kind, listener) in &listeners {
+        let addr = listener.local_addr().context("read bound address")?;
+        println!("  {:<10} listening on {addr}", kind.name());
+    }
+    println!("ready: `ontoloop status` from another shell; Ctrl-C stops everything");
+    let store = ctx.store.clone();
+    let outcome = serve_all(listeners, ctx, shutdown).await;
+    if tokio::time::timeout(Duration::from_secs(5), store.close())
+        .await
+        .is_err()
+    {
+        tracing::warn!("store did not close in time");
+    }
+    println!("ontoloop stopped");
+    outcome
+}
+
+/// Serves each service on its listener with one shared context until `shutdown` resolves, then
+/// waits for every service to drain. One service failing stops the others: a partial system is
+/// worse than none. The system tests run this same function.
+pub async fn serve_all(
+    listeners: Vec<(ServiceKind, tokio::net::TcpListener)>,
+    ctx: Context,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let cancel = ontoloop_runtime::cancel_on(shutdown);
+    let mut tasks = Vec::new();
+    for (kind, listener) in listeners {
+        let ctx = ctx.clone();
+        let stop = cancel.clone().cancelled_owned();
+        tasks.push((
+            kind,
+            tokio::spawn(async move {
+                match kind {
+                    ServiceKind::Retrieval => ontoloop_retrieval::serve(listener, ctx, stop).await,
+                    ServiceKind::Firewall => ontoloop_firewall::serve(listener, ctx, stop).await,
+                    ServiceKind::Telemetry => ontoloop_telemetry::serve(listener, ctx, stop).await,
+                    ServiceKind::Analyst => ontoloop_analyst::serve(listener, ctx, stop).await,
+                }
+            }),
+        ));
+    }
+    let mut failed = None;
+    for (kind, task) in tasks {
+        let outcome = task.await;
+        cancel.cancel();
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
+                tracing::error!(service = kind.name(), error = %err, "service failed");
+                failed.get_or_insert(err.context(format!("service {} failed", kind.name())));
+            }
+            Err(err) => {
+                tracing::error!(service = kind.name(), error = %err, "service task panicked");
+                failed.get_or_insert(anyhow::anyhow!("service {} panicked: {err}", kind.name()));
+            }
+        }
+    }
+    match failed {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}

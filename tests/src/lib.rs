@@ -1,0 +1,157 @@
+//! A sandbox that runs the whole system for tests: all four services, in one process, through
+//! the same `serve_all` that `ontoloop up` uses, on whatever store and queue the settings name.
+//! Tests get a shutdown trigger and [`wait_until`] instead of sleeps.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use ontoloop_core::ServiceKind;
+use ontoloop_runtime::Context;
+use ontoloop_settings::{Loader, Settings};
+use sea_orm::{ConnectionTrait, Database};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The machine's PostgreSQL, as an administrator connection URL (`ONTOLOOP_TEST_DATABASE_URL`).
+pub fn pg_admin_url() -> String {
+    std::env::var("ONTOLOOP_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The machine's RabbitMQ (`ONTOLOOP_TEST_AMQP_URL`).
+pub fn amqp_url() -> String {
+    std::env::var("ONTOLOOP_TEST_AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+/// Settings for a test: defaults, no process environment, these overrides.
+pub fn settings(overrides: &[(&str, &str)]) -> Settings {
+    let mut loader = Loader::new().env_vars([]);
+    for (key, value) in overrides {
+        loader = loader.set(key, *value);
+    }
+    loader.load().expect("test settings are valid")
+}
+
+/// A PostgreSQL database created for one test and dropped by [`PgDatabase::drop_now`].
+pub struct PgDatabase {
+    name: String,
+    /// URL of the new database.
+    pub url: String,
+}
+
+impl PgDatabase {
+    /// Creates an empty database with a unique name.
+    pub async fn create() -> anyhow::Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let name = format!("ontoloop_sys_{}_{nanos}", std::process::id());
+        let admin = Database::connect(pg_admin_url())
+            .await
+            .context("connect to PostgreSQL as administrator")?;
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE {name}"))
+            .await
+            .context("create the test database")?;
+        admin.close().await.ok();
+        let base = pg_admin_url();
+        let cut = base.rfind('/').context("admin URL names no database")?;
+        Ok(Self {
+            url: format!("{}/{name}", &base[..cut]),
+            name,
+        })
+    }
+
+    /// Drops the database, closing whatever still uses it.
+    pub async fn drop_now(self) -> anyhow::Result<()> {
+        let admin = Database::connect(pg_admin_url()).await?;
+        admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .await?;
+        Ok(())
+    }
+}
+
+/// The whole system, running.
+pub struct Sandbox {
+    addrs: Vec<(ServiceKind, SocketAddr)>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The shared context (store and queue) the services run on.
+    pub ctx: Context,
+}
+
+impl Sandbox {
+    /// Binds every service on `127.0.0.1:0`, connects the store and queue the settings name and
+    /// starts serving.
+    pub async fn start(settings: Settings) -> anyhow::Result<Self> {
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for kind in ServiceKind::ALL {
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            addrs.push((kind, listener.local_addr()?));
+            listeners.push((kind, listener));
+        }
+        let ctx = Context::connect(settings).await?;
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(ontoloop::up::serve_all(
+            listeners,
+            ctx.clone(),
+            cancel.clone().cancelled_owned(),
+        ));
+        Ok(Self {
+            addrs,
+            cancel,
+            task,
+            ctx,
+        })
+    }
+
+    /// The address a service listens on.
+    pub fn addr(&self, kind: ServiceKind) -> SocketAddr {
+        self.addrs
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, addr)| *addr)
+            .expect("every service is bound")
+    }
+
+    /// `http://ADDR` of a service, for a tonic client.
+    pub fn endpoint(&self, kind: ServiceKind) -> String {
+        format!("http://{}", self.addr(kind))
+    }
+
+    /// Triggers shutdown and waits for every service to drain.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .context("services did not stop within 30 s")?
+            .context("sandbox task panicked")?
+    }
+}
+
+/// Polls `predicate` every 20 ms until it holds or `timeout` passes; true when it held.
+pub async fn wait_until<F, Fut>(timeout: Duration, mut predicate: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if predicate().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

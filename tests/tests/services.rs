@@ -1,0 +1,318 @@
+//! Service tests on the embedded default (SQLite in a temporary directory, the in-process
+//! queue): every service serves health and reflection, answers what is not built yet with
+//! UNIMPLEMENTED naming what is missing, rejects requests without a caller, and shuts down
+//! cleanly. The analyst records queue messages and dead-letters bad ones with the reason.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use ontoloop_core::{ServiceKind, topics};
+use ontoloop_proto::v1;
+use ontoloop_queue::{Message, REASON_HEADER};
+use ontoloop_tests::{Sandbox, settings, wait_until};
+use tonic::Code;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_reflection::pb::v1::ServerReflectionRequest;
+use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+async fn embedded() -> (Sandbox, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}/ontoloop.db?mode=rwc", dir.path().display());
+    let sandbox = Sandbox::start(settings(&[("store.url", &url)]))
+        .await
+        .expect("sandbox starts");
+    (sandbox, dir)
+}
+
+async fn channel(sandbox: &Sandbox, kind: ServiceKind) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
+        .expect("valid endpoint")
+        .connect()
+        .await
+        .expect("connect")
+}
+
+fn caller() -> Option<v1::Caller> {
+    Some(v1::Caller {
+        tenant: "acme".into(),
+        principal: "alice".into(),
+    })
+}
+
+async fn health(sandbox: &Sandbox, kind: ServiceKind) -> i32 {
+    let mut client = HealthClient::new(channel(sandbox, kind).await);
+    client
+        .check(HealthCheckRequest {
+            service: kind.grpc_name().into(),
+        })
+        .await
+        .expect("health answers")
+        .into_inner()
+        .status
+}
+
+async fn reflected_services(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String> {
+    let mut client = ServerReflectionClient::new(channel(sandbox, kind).await);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .expect("reflection answers")
+        .into_inner();
+    let response = responses.next().await.expect("one response").expect("ok");
+    match response.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            list.service.into_iter().map(|s| s.name).collect()
+        }
+        other => panic!("unexpected reflection response: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn every_service_serves_health_and_reflection() {
+    let (sandbox, _dir) = embedded().await;
+    for kind in ServiceKind::ALL {
+        assert_eq!(
+            health(&sandbox, kind).await,
+            1,
+            "{} is SERVING",
+            kind.name()
+        );
+        let services = reflected_services(&sandbox, kind).await;
+        assert!(
+            services.contains(&kind.grpc_name().to_owned()),
+            "{services:?}"
+        );
+        assert!(
+            services.contains(&"grpc.health.v1.Health".to_owned()),
+            "{services:?}"
+        );
+    }
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
+fn assert_unimplemented(result: Result<impl std::fmt::Debug, tonic::Status>, what: &str) {
+    let status = result.expect_err("not built yet");
+    assert_eq!(status.code(), Code::Unimplemented, "{what}: {status:?}");
+    assert!(
+        status.message().contains("issue #"),
+        "{what} must name what is missing: {}",
+        status.message()
+    );
+}
+
+fn assert_needs_caller(result: Result<impl std::fmt::Debug, tonic::Status>, what: &str) {
+    let status = result.expect_err("no caller");
+    assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
+    assert!(
+        status.message().contains("caller"),
+        "{what}: {}",
+        status.message()
+    );
+}
+
+#[tokio::test]
+async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() {
+    use v1::analyst_service_client::AnalystServiceClient;
+    use v1::firewall_service_client::FirewallServiceClient;
+    use v1::retrieval_service_client::RetrievalServiceClient;
+    use v1::telemetry_service_client::TelemetryServiceClient;
+
+    let (sandbox, _dir) = embedded().await;
+    let mut retrieval = RetrievalServiceClient::connect(sandbox.endpoint(ServiceKind::Retrieval))
+        .await
+        .expect("connect");
+    let ask = v1::AskRequest {
+        caller: caller(),
+        text: "How much is Pro?".into(),
+        ..Default::default()
+    };
+    assert_unimplemented(retrieval.ask(ask.clone()).await, "Ask");
+    assert_needs_caller(
+        retrieval
+            .ask(v1::AskRequest {
+                caller: None,
+                ..ask
+            })
+            .await,
+        "Ask",
+    );
+    let lookup = v1::LookupRequest {
+        caller: caller(),
+        entity: "Pro".into(),
+        predicate_path: vec!["price".into()],
+        ..Default::default()
+    };
+    assert_unimplemented(retrieval.lookup(lookup).await, "Lookup");
+    assert_unimplemented(
+        retrieval
+            .plate(v1::PlateRequest {
+                caller: caller(),
+                ..Default::default()
+            })
+            .await,
+        "Plate",
+    );
+
+    let mut firewall = FirewallServiceClient::connect(sandbox.endpoint(ServiceKind::Firewall))
+        .await
+        .expect("connect");
+    let validate = v1::ValidateRequest {
+        caller: caller(),
+        input: Some(v1::validate_request::Input::Text("Pro costs 49.".into())),
+        ..Default::default()
+    };
+    assert_unimplemented(firewall.validate(validate.clone()).await, "Validate");
+    assert_needs_caller(
+        firewall
+            .validate(v1::ValidateRequest {
+                caller: None,
+                ..validate
+            })
+            .await,
+        "Validate",
+    );
+
+    let mut telemetry = TelemetryServiceClient::connect(sandbox.endpoint(ServiceKind::Telemetry))
+        .await
+        .expect("connect");
+    assert_unimplemented(
+        telemetry
+            .report_signal(v1::Signal {
+                caller: caller(),
+                ..Default::default()
+            })
+            .await,
+        "ReportSignal",
+    );
+    assert_unimplemented(
+        telemetry
+            .report_signals(tokio_stream::iter([v1::Signal::default()]))
+            .await,
+        "ReportSignals",
+    );
+    assert_unimplemented(
+        telemetry
+            .push_event(v1::Event {
+                caller: caller(),
+                ..Default::default()
+            })
+            .await,
+        "PushEvent",
+    );
+    assert_needs_caller(
+        telemetry.push_event(v1::Event::default()).await,
+        "PushEvent",
+    );
+
+    let mut analyst = AnalystServiceClient::connect(sandbox.endpoint(ServiceKind::Analyst))
+        .await
+        .expect("connect");
+    assert_unimplemented(
+        analyst
+            .next_review(v1::NextReviewRequest {
+                caller: caller(),
+                ..Default::default()
+            })
+            .await,
+        "NextReview",
+    );
+    assert_unimplemented(
+        analyst
+            .decide(v1::DecideRequest {
+                caller: caller(),
+                ..Default::default()
+            })
+            .await,
+        "Decide",
+    );
+    assert_unimplemented(
+        analyst
+            .list_patterns(v1::ListPatternsRequest {
+                caller: caller(),
+                ..Default::default()
+            })
+            .await,
+        "ListPatterns",
+    );
+    assert_needs_caller(
+        analyst
+            .list_patterns(v1::ListPatternsRequest::default())
+            .await,
+        "ListPatterns",
+    );
+
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn shutdown_stops_every_service() {
+    let (sandbox, _dir) = embedded().await;
+    let addrs: Vec<_> = ServiceKind::ALL.iter().map(|k| sandbox.addr(*k)).collect();
+    sandbox.shutdown().await.expect("clean shutdown");
+    for addr in addrs {
+        let refused = tokio::net::TcpStream::connect(addr).await;
+        assert!(
+            refused.is_err(),
+            "{addr} still accepts connections after shutdown"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_analyst_records_messages_and_dead_letters_bad_ones() {
+    let (sandbox, _dir) = embedded().await;
+    let queue = sandbox.ctx.queue.clone();
+    let store = sandbox.ctx.store.clone();
+    queue
+        .publish(topics::EVENTS, Message::with_id("bad-1", "not json"))
+        .await
+        .expect("publish");
+    queue
+        .publish(
+            topics::EVENTS,
+            Message::with_id("ok-1", r#"{"type":"doc.upsert"}"#),
+        )
+        .await
+        .expect("publish");
+    let recorded = wait_until(Duration::from_secs(10), || {
+        let store = store.clone();
+        async move {
+            store
+                .inbox(topics::EVENTS, 10)
+                .await
+                .map(|rows| rows.len() == 1)
+                .unwrap_or(false)
+        }
+    })
+    .await;
+    assert!(recorded, "the good message after a bad one is recorded");
+    let rows = store.inbox(topics::EVENTS, 10).await.expect("read");
+    assert_eq!(rows[0].message_id, "ok-1");
+    let mut dead = queue
+        .consume_dead_letters(topics::EVENTS)
+        .await
+        .expect("dlq");
+    let letter = tokio::time::timeout(Duration::from_secs(10), dead.next())
+        .await
+        .expect("a dead letter")
+        .expect("open")
+        .expect("delivery");
+    assert_eq!(letter.message.id, "bad-1");
+    let reason = letter
+        .message
+        .headers
+        .get(REASON_HEADER)
+        .cloned()
+        .unwrap_or_default();
+    assert!(reason.contains("not JSON"), "{reason}");
+    letter.ack().await.expect("ack");
+    drop(dead);
+    sandbox.shutdown().await.expect("clean shutdown");
+}

@@ -1,0 +1,189 @@
+//! The whole system on the machine's PostgreSQL and RabbitMQ: all four services serve, an
+//! integration's AMQP message reaches the analyst's store, a malformed one lands in the
+//! dead-letter queue with its reason while the next is still processed, and a shutdown in the
+//! middle of a burst loses nothing: a restarted system processes every message exactly once.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use ontoloop_core::{ServiceKind, topics};
+use ontoloop_queue::{AmqpQueue, Message, Queue, REASON_HEADER};
+use ontoloop_tests::{PgDatabase, Sandbox, amqp_url, settings, wait_until};
+
+const BURST: usize = 300;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
+    let database = PgDatabase::create().await.expect("PostgreSQL answers");
+    let amqp = amqp_url();
+    let system_settings = settings(&[
+        ("store.url", &database.url),
+        ("queue.url", &amqp),
+        ("queue.prefetch", "16"),
+    ]);
+    let sandbox = Sandbox::start(system_settings.clone())
+        .await
+        .expect("system starts");
+    assert_eq!(sandbox.ctx.queue.kind(), "amqp");
+
+    // Every service answers its health check through the CLI's own code path.
+    let mut probe = system_settings.clone();
+    probe.services.retrieval_port = sandbox.addr(ServiceKind::Retrieval).port();
+    probe.services.firewall_port = sandbox.addr(ServiceKind::Firewall).port();
+    probe.services.telemetry_port = sandbox.addr(ServiceKind::Telemetry).port();
+    probe.services.analyst_port = sandbox.addr(ServiceKind::Analyst).port();
+    let report = ontoloop::status::check_all(&probe, Duration::from_secs(5)).await;
+    assert!(report.iter().all(|s| s.status == "SERVING"), "{report:?}");
+
+    // An integration publishes straight to RabbitMQ, as the docs describe.
+    let integration = AmqpQueue::connect(&amqp, &system_settings.queue)
+        .await
+        .expect("broker answers");
+    let run = format!("{:x}", std::process::id());
+    let bad_id = format!("sys-bad-{run}");
+    integration
+        .publish(topics::EVENTS, Message::with_id(&bad_id, "{truncated"))
+        .await
+        .expect("publish");
+    let good_id = format!("sys-good-{run}");
+    integration
+        .publish(
+            topics::EVENTS,
+            Message::with_id(&good_id, r#"{"type":"record.set"}"#),
+        )
+        .await
+        .expect("publish");
+    let store = sandbox.ctx.store.clone();
+    let recorded = wait_until(Duration::from_secs(20), || {
+        let (store, id) = (store.clone(), good_id.clone());
+        async move {
+            store
+                .inbox(topics::EVENTS, 1000)
+                .await
+                .is_ok_and(|rows| rows.iter().any(|r| r.message_id == id))
+        }
+    })
+    .await;
+    assert!(
+        recorded,
+        "the message after a malformed one is still recorded in PostgreSQL"
+    );
+
+    // The malformed one is in the dead-letter queue with its reason.
+    let mut dead = integration
+        .consume_dead_letters(topics::EVENTS)
+        .await
+        .expect("dlq");
+    let reason = loop {
+        let letter = tokio::time::timeout(Duration::from_secs(20), dead.next())
+            .await
+            .expect("the dead letter arrives")
+            .expect("open")
+            .expect("delivery");
+        let mine = letter.message.id == bad_id;
+        let reason = letter.message.headers.get(REASON_HEADER).cloned();
+        // Dead letters of earlier runs are settled and skipped.
+        letter.ack().await.expect("ack");
+        if mine {
+            break reason;
+        }
+    };
+    drop(dead);
+    assert!(reason.unwrap_or_default().contains("not JSON"));
+
+    // A burst, with a shutdown in the middle of it.
+    let ids: Vec<String> = (0..BURST).map(|n| format!("sys-burst-{run}-{n}")).collect();
+    for id in &ids {
+        integration
+            .publish(
+                topics::EVENTS,
+                Message::with_id(id, r#"{"type":"doc.upsert"}"#),
+            )
+            .await
+            .expect("publish");
+    }
+    let store = sandbox.ctx.store.clone();
+    wait_until(Duration::from_secs(20), || {
+        let store = store.clone();
+        async move {
+            store
+                .inbox(topics::EVENTS, 100_000)
+                .await
+                .is_ok_and(|rows| rows.len() > 20)
+        }
+    })
+    .await;
+    sandbox
+        .shutdown()
+        .await
+        .expect("clean shutdown in the middle of a burst");
+
+    // A new system on the same database and broker picks up where the old one stopped.
+    let restarted = Sandbox::start(system_settings)
+        .await
+        .expect("system restarts");
+    let store = restarted.ctx.store.clone();
+    let wanted: HashSet<String> = ids.iter().cloned().collect();
+    let all_in = wait_until(Duration::from_secs(60), || {
+        let (store, wanted) = (store.clone(), wanted.clone());
+        async move {
+            store
+                .inbox(topics::EVENTS, 100_000)
+                .await
+                .is_ok_and(|rows| {
+                    rows.iter()
+                        .filter(|r| wanted.contains(&r.message_id))
+                        .count()
+                        == wanted.len()
+                })
+        }
+    })
+    .await;
+    assert!(
+        all_in,
+        "every message of the burst is recorded after the restart"
+    );
+    let rows = store.inbox(topics::EVENTS, 100_000).await.expect("read");
+    let burst_rows = rows
+        .iter()
+        .filter(|r| wanted.contains(&r.message_id))
+        .count();
+    assert_eq!(burst_rows, BURST, "each message is recorded exactly once");
+    restarted.shutdown().await.expect("clean shutdown");
+    database.drop_now().await.expect("drop test database");
+}
+
+#[tokio::test]
+async fn an_unreachable_store_or_broker_is_an_error_not_a_panic() {
+    let unreachable_store = settings(&[
+        ("store.url", "postgres://postgres@127.0.0.1:1/ontoloop"),
+        ("store.connect_attempts", "2"),
+        ("store.connect_timeout_ms", "200"),
+        ("store.backoff_initial_ms", "10"),
+    ]);
+    let err = Sandbox::start(unreachable_store)
+        .await
+        .err()
+        .expect("no database on port 1");
+    assert!(
+        format!("{err:#}").contains("unreachable after 2 attempts"),
+        "{err:#}"
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!("sqlite://{}/x.db?mode=rwc", dir.path().display());
+    let unreachable_broker = settings(&[
+        ("store.url", &sqlite),
+        ("queue.url", "amqp://guest:guest@127.0.0.1:1/%2f"),
+        ("queue.connect_attempts", "2"),
+        ("queue.backoff_initial_ms", "10"),
+    ]);
+    let err = Sandbox::start(unreachable_broker)
+        .await
+        .err()
+        .expect("no broker on port 1");
+    assert!(
+        format!("{err:#}").contains("unreachable after 2 attempts"),
+        "{err:#}"
+    );
+}
