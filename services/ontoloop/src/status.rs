@@ -101,7 +101,11 @@ async fn ask(kind: ServiceKind, addr: &str) -> Result<String, String> {
 /// Prints the report as text lines or as `{"services":[...]}`.
 pub fn print(report: &[ServiceStatus], json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::json!({ "services": report }));
+        #[derive(Serialize)]
+        struct Report<'a> {
+            services: &'a [ServiceStatus],
+        }
+        println!("{}", serde_json::to_string(&Report { services: report })?);
         return Ok(());
     }
     for service in report {
