@@ -1,0 +1,146 @@
+//! The pattern extractor: sentences of a text to claims, with the ontology's patterns.
+
+use super::ontology::{Ontology, PredicateKind};
+
+/// Version of the rule set, recorded on every fact it produces.
+pub const RULE_SET: &str = "patterns/v1";
+
+/// Who a claim is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimSubject {
+    /// Named in the sentence.
+    Named(String),
+    /// The predicate's fixed subject.
+    Fixed(String),
+}
+
+impl ClaimSubject {
+    /// The subject's name.
+    pub fn name(&self) -> &str {
+        match self {
+            ClaimSubject::Named(name) | ClaimSubject::Fixed(name) => name,
+        }
+    }
+}
+
+/// One statement a sentence makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// Predicate name.
+    pub predicate: String,
+    /// Slot claim or rename.
+    pub kind: PredicateKind,
+    /// Subject (for a rename: the current name).
+    pub subject: ClaimSubject,
+    /// Object (for a rename: the former name).
+    pub object: String,
+    /// The sentence, trimmed.
+    pub sentence: String,
+}
+
+/// Splits text into sentences: a sentence ends at `.`, `!` or `?` followed by white space or
+/// the end of the text (so `99.9` does not end one). Sentences are trimmed; empty ones dropped.
+pub fn split_sentences(text: &str) -> Vec<&str> {
+    let mut sentences = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '.' | '!' | '?') {
+            let at_end = chars.peek().is_none_or(|(_, next)| next.is_whitespace());
+            if at_end {
+                let end = i + c.len_utf8();
+                let sentence = text[start..end].trim();
+                if !sentence.is_empty() {
+                    sentences.push(sentence);
+                }
+                start = end;
+            }
+        }
+    }
+    let tail = text[start..].trim();
+    if !tail.is_empty() {
+        sentences.push(tail);
+    }
+    sentences
+}
+
+/// Every claim the ontology's patterns find in `text`, in sentence order.
+pub fn extract_claims(ontology: &Ontology, text: &str) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for sentence in split_sentences(text) {
+        claims.extend(claims_in_sentence(ontology, sentence));
+    }
+    claims
+}
+
+/// The claims one sentence makes (usually none or one).
+pub fn claims_in_sentence(ontology: &Ontology, sentence: &str) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for predicate in ontology.predicates() {
+        for pattern in &predicate.patterns {
+            let Some(found) = pattern.matches(sentence) else {
+                continue;
+            };
+            let subject = match (&found.subject, &predicate.fixed_subject) {
+                (Some(named), _) => ClaimSubject::Named(named.clone()),
+                (None, Some(fixed)) => ClaimSubject::Fixed(fixed.clone()),
+                (None, None) => continue,
+            };
+            claims.push(Claim {
+                predicate: predicate.name.clone(),
+                kind: predicate.kind,
+                subject,
+                object: found.object,
+                sentence: sentence.trim().to_owned(),
+            });
+            break;
+        }
+    }
+    claims
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knowledge::ontology::tests::sample;
+
+    #[test]
+    fn sentences_end_only_before_white_space() {
+        let text = "The Pro plan comes with a 99.9% uptime SLA. Really?  Yes!Next";
+        assert_eq!(
+            split_sentences(text),
+            vec![
+                "The Pro plan comes with a 99.9% uptime SLA.",
+                "Really?",
+                "Yes!Next"
+            ]
+        );
+    }
+
+    #[test]
+    fn extracts_slots_fixed_subjects_and_renames() {
+        let text = "Tessaly Beacon was formerly called Tessaly Track. The Pro plan costs €59 per user per month. \
+                    Customers can request a refund within 14 days of purchase. We accept cards.";
+        let claims = extract_claims(&sample(), text);
+        assert_eq!(claims.len(), 3);
+        assert_eq!(claims[0].kind, PredicateKind::Rename);
+        assert_eq!(
+            claims[0].subject,
+            ClaimSubject::Named("Tessaly Beacon".into())
+        );
+        assert_eq!(claims[0].object, "Tessaly Track");
+        assert_eq!(
+            (
+                claims[1].predicate.as_str(),
+                claims[1].subject.name(),
+                claims[1].object.as_str()
+            ),
+            ("price", "Pro", "59")
+        );
+        assert_eq!(
+            claims[2].subject,
+            ClaimSubject::Fixed("Refund policy".into())
+        );
+        assert_eq!(claims[2].object, "14");
+    }
+}

@@ -1,0 +1,630 @@
+//! The knowledge graph of one tenant: entities with canonical ids and aliases, and versioned
+//! facts with provenance. Facts are superseded (given a `valid_to`), never overwritten, so the
+//! graph still answers "as of" any earlier instant.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::extract::{RULE_SET, extract_claims};
+use super::names::NameNormaliser;
+use super::ontology::{Ontology, PredicateKind};
+
+/// Origin of system-of-record facts; its authority comes from the ontology like any origin.
+pub const RECORD_ORIGIN: &str = "record";
+
+/// Where a fact came from: a source and the version of it that was read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceRef {
+    /// Page id, or record system id (`record:billing`).
+    pub source_id: String,
+    /// Version read (records: the intake sequence number).
+    pub version: u64,
+    /// Origin (decides authority).
+    pub origin: String,
+}
+
+/// One immutable version of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageVersion {
+    /// Page id.
+    pub source_id: String,
+    /// Version number, from 1.
+    pub version: u64,
+    /// Title.
+    pub title: String,
+    /// Origin.
+    pub origin: String,
+    /// Body.
+    pub body: String,
+    /// When this version appeared.
+    pub updated_at: DateTime<Utc>,
+    /// Principals who may read it; empty means the whole tenant.
+    pub acl: Vec<String>,
+}
+
+impl PageVersion {
+    /// Whether `principal` may read this page.
+    pub fn readable_by(&self, principal: &str) -> bool {
+        readable(&self.acl, principal)
+    }
+}
+
+/// Whether an ACL admits `principal` (an empty ACL admits the whole tenant).
+pub fn readable(acl: &[String], principal: &str) -> bool {
+    acl.is_empty() || acl.iter().any(|p| p == principal)
+}
+
+/// An entity: canonical id, display name, type, every name it has been called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entity {
+    /// Canonical id (`ent:` + the key of the first name seen).
+    pub id: String,
+    /// Current display name.
+    pub name: String,
+    /// Entity type, when known.
+    pub entity_type: Option<String>,
+    /// Every name, current and former.
+    pub aliases: BTreeSet<String>,
+}
+
+/// A fact with its provenance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    /// Id, unique in the tenant.
+    pub id: u64,
+    /// Canonical subject entity id.
+    pub entity: String,
+    /// Predicate name.
+    pub predicate: String,
+    /// Object value as stated.
+    pub object: String,
+    /// Source and version first stating it.
+    pub source: SourceRef,
+    /// Latest version of the source known to still state it.
+    pub seen_version: u64,
+    /// Authority of the origin.
+    pub authority: i32,
+    /// When the graph extracted it.
+    pub extracted_at: DateTime<Utc>,
+    /// When it became valid (the source version's time).
+    pub valid_from: DateTime<Utc>,
+    /// When it stopped being valid.
+    pub valid_to: Option<DateTime<Utc>>,
+    /// Rule-set version, or model and prompt version.
+    pub extractor: String,
+    /// Extraction confidence.
+    pub confidence: f64,
+    /// Who may read the source it came from.
+    pub acl: Vec<String>,
+}
+
+impl Fact {
+    /// Whether the fact held at `at`.
+    pub fn valid_at(&self, at: DateTime<Utc>) -> bool {
+        self.valid_from <= at && self.valid_to.is_none_or(|to| at < to)
+    }
+
+    /// Whether the fact has not been superseded.
+    pub fn is_current(&self) -> bool {
+        self.valid_to.is_none()
+    }
+}
+
+/// What one maintenance step changed, for persistence and cost reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    /// Entities created or changed (merged, renamed, new alias).
+    pub entities: BTreeSet<String>,
+    /// Entities merged away into another (id, into).
+    pub merged: Vec<(String, String)>,
+    /// Facts created or superseded (ids).
+    pub facts: BTreeSet<u64>,
+    /// Graph writes: facts added plus facts superseded plus alias changes.
+    pub writes: u64,
+}
+
+impl Changes {
+    /// Folds another step's changes into this one.
+    pub fn absorb(&mut self, other: Changes) {
+        self.entities.extend(other.entities);
+        self.merged.extend(other.merged);
+        self.facts.extend(other.facts);
+        self.writes += other.writes;
+    }
+}
+
+/// The graph of one tenant.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    normaliser: NameNormaliser,
+    entities: BTreeMap<String, Entity>,
+    index: HashMap<String, String>,
+    facts: Vec<Fact>,
+    next_fact_id: u64,
+}
+
+impl Graph {
+    /// An empty graph whose names are normalised with the ontology's type nouns.
+    pub fn new(ontology: &Ontology) -> Self {
+        Self {
+            normaliser: NameNormaliser::new(ontology.type_nouns()),
+            next_fact_id: 1,
+            ..Self::default()
+        }
+    }
+
+    /// Rebuilds a graph from stored entities and facts.
+    pub fn from_parts(ontology: &Ontology, entities: Vec<Entity>, facts: Vec<Fact>) -> Self {
+        let mut graph = Self::new(ontology);
+        for entity in entities {
+            for alias in &entity.aliases {
+                graph
+                    .index
+                    .insert(graph.normaliser.key(alias), entity.id.clone());
+            }
+            graph
+                .index
+                .insert(graph.normaliser.key(&entity.name), entity.id.clone());
+            graph.entities.insert(entity.id.clone(), entity);
+        }
+        graph.next_fact_id = facts.iter().map(|f| f.id + 1).max().unwrap_or(1);
+        graph.facts = facts;
+        graph
+    }
+
+    /// The name normaliser.
+    pub fn normaliser(&self) -> &NameNormaliser {
+        &self.normaliser
+    }
+
+    /// The entity a name, alias or canonical id refers to.
+    pub fn resolve(&self, name: &str) -> Option<&Entity> {
+        if let Some(entity) = self.entities.get(name) {
+            return Some(entity);
+        }
+        let id = self.index.get(&self.normaliser.key(name))?;
+        self.entities.get(id)
+    }
+
+    /// An entity by id.
+    pub fn entity(&self, id: &str) -> Option<&Entity> {
+        self.entities.get(id)
+    }
+
+    /// Every entity.
+    pub fn entities(&self) -> impl Iterator<Item = &Entity> {
+        self.entities.values()
+    }
+
+    /// Every fact, current and superseded.
+    pub fn facts(&self) -> &[Fact] {
+        &self.facts
+    }
+
+    /// A fact by id.
+    pub fn fact(&self, id: u64) -> Option<&Fact> {
+        self.facts.iter().find(|f| f.id == id)
+    }
+
+    /// Facts of one slot valid at `at`.
+    pub fn slot_at<'a>(
+        &'a self,
+        entity: &'a str,
+        predicate: &'a str,
+        at: DateTime<Utc>,
+    ) -> impl Iterator<Item = &'a Fact> + 'a {
+        self.facts
+            .iter()
+            .filter(move |f| f.entity == entity && f.predicate == predicate && f.valid_at(at))
+    }
+
+    /// The entity `name` refers to, created when unknown.
+    pub fn ensure_entity(
+        &mut self,
+        name: &str,
+        entity_type: Option<&str>,
+        changes: &mut Changes,
+    ) -> String {
+        let key = self.normaliser.key(name);
+        if let Some(id) = self.index.get(&key).cloned() {
+            if let Some(entity) = self.entities.get_mut(&id) {
+                let mut changed = entity.aliases.insert(name.trim().to_owned());
+                if entity.entity_type.is_none() && entity_type.is_some() {
+                    entity.entity_type = entity_type.map(str::to_owned);
+                    changed = true;
+                }
+                if changed {
+                    changes.entities.insert(id.clone());
+                }
+            }
+            return id;
+        }
+        let id = format!("ent:{key}");
+        let entity = Entity {
+            id: id.clone(),
+            name: name.trim().to_owned(),
+            entity_type: entity_type
+                .map(str::to_owned)
+                .or_else(|| self.normaliser.type_of(name)),
+            aliases: BTreeSet::from([name.trim().to_owned()]),
+        };
+        self.index.insert(key, id.clone());
+        self.entities.insert(id.clone(), entity);
+        changes.entities.insert(id.clone());
+        changes.writes += 1;
+        id
+    }
+
+    /// Renames: `new` becomes the display name of the entity called `old`, `old` stays an alias,
+    /// and an entity already created under `new` is merged into it (its facts move over).
+    pub fn rename(&mut self, old: &str, new: &str, changes: &mut Changes) -> String {
+        let id = self.ensure_entity(old, None, changes);
+        let new_key = self.normaliser.key(new);
+        if let Some(other) = self
+            .index
+            .get(&new_key)
+            .cloned()
+            .filter(|other| *other != id)
+            && let Some(absorbed) = self.entities.remove(&other)
+        {
+            for fact in self.facts.iter_mut().filter(|f| f.entity == other) {
+                fact.entity = id.clone();
+                changes.facts.insert(fact.id);
+            }
+            for alias in &absorbed.aliases {
+                self.index.insert(self.normaliser.key(alias), id.clone());
+            }
+            if let Some(entity) = self.entities.get_mut(&id) {
+                entity.aliases.extend(absorbed.aliases);
+                if entity.entity_type.is_none() {
+                    entity.entity_type = absorbed.entity_type;
+                }
+            }
+            changes.merged.push((other, id.clone()));
+            changes.writes += 1;
+        }
+        self.index.insert(new_key, id.clone());
+        if let Some(entity) = self.entities.get_mut(&id)
+            && entity.name != new.trim()
+        {
+            entity.name = new.trim().to_owned();
+            entity.aliases.insert(new.trim().to_owned());
+            changes.entities.insert(id.clone());
+            changes.writes += 1;
+        }
+        id
+    }
+
+    /// Reads one page version into the graph (patch): facts of older versions of the same page
+    /// that this version no longer states are superseded at its time; facts it still states are
+    /// kept (so unchanged facts on a changed page keep their provenance); new ones are added.
+    pub fn apply_page(
+        &mut self,
+        ontology: &Ontology,
+        page: &PageVersion,
+        extracted_at: DateTime<Utc>,
+    ) -> Changes {
+        let mut changes = Changes::default();
+        let claims = extract_claims(ontology, &page.body);
+        // Renames first, so the page's other sentences land on the renamed entity.
+        for claim in claims.iter().filter(|c| c.kind == PredicateKind::Rename) {
+            self.rename(&claim.object, claim.subject.name(), &mut changes);
+        }
+        let authority = ontology.authority(&page.origin);
+        let mut stated = BTreeSet::new();
+        for claim in claims.iter().filter(|c| c.kind == PredicateKind::Slot) {
+            let entity_type = ontology
+                .predicate(&claim.predicate)
+                .and_then(|p| (p.subject_types.len() == 1).then(|| p.subject_types[0].clone()));
+            let entity =
+                self.ensure_entity(claim.subject.name(), entity_type.as_deref(), &mut changes);
+            if let Some(object_type) = ontology
+                .predicate(&claim.predicate)
+                .filter(|p| p.object_is_entity())
+                .map(|p| p.object_type.clone())
+            {
+                self.ensure_entity(&claim.object, Some(&object_type), &mut changes);
+            }
+            stated.insert((entity, claim.predicate.clone(), claim.object.clone()));
+        }
+        let mut kept = BTreeSet::new();
+        for fact in self.facts.iter_mut().filter(|f| {
+            f.source.source_id == page.source_id
+                && f.is_current()
+                && f.source.version < page.version
+        }) {
+            let slot = (
+                fact.entity.clone(),
+                fact.predicate.clone(),
+                fact.object.clone(),
+            );
+            if stated.contains(&slot) {
+                fact.seen_version = page.version;
+                kept.insert(slot);
+            } else {
+                fact.valid_to = Some(page.updated_at);
+                changes.facts.insert(fact.id);
+                changes.writes += 1;
+            }
+        }
+        for (entity, predicate, object) in stated.into_iter().filter(|s| !kept.contains(s)) {
+            if self.facts.iter().any(|f| {
+                f.is_current()
+                    && f.source.source_id == page.source_id
+                    && f.entity == entity
+                    && f.predicate == predicate
+                    && f.object == object
+            }) {
+                continue;
+            }
+            let id = self.push_fact(Fact {
+                id: 0,
+                entity,
+                predicate,
+                object,
+                source: SourceRef {
+                    source_id: page.source_id.clone(),
+                    version: page.version,
+                    origin: page.origin.clone(),
+                },
+                seen_version: page.version,
+                authority,
+                extracted_at,
+                valid_from: page.updated_at,
+                valid_to: None,
+                extractor: RULE_SET.to_owned(),
+                confidence: 1.0,
+                acl: page.acl.clone(),
+            });
+            changes.facts.insert(id);
+            changes.writes += 1;
+        }
+        changes
+    }
+
+    /// A system-of-record value: supersedes every current value of the slot on the canonical
+    /// entity, whatever spelling the pages used, and becomes the slot's record fact.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_record(
+        &mut self,
+        ontology: &Ontology,
+        source: &str,
+        sequence: u64,
+        entity: &str,
+        predicate: &str,
+        value: &str,
+        at: DateTime<Utc>,
+    ) -> Changes {
+        let mut changes = Changes::default();
+        let entity_type = ontology
+            .predicate(predicate)
+            .and_then(|p| (p.subject_types.len() == 1).then(|| p.subject_types[0].clone()));
+        let id = self.ensure_entity(entity, entity_type.as_deref(), &mut changes);
+        for fact in self
+            .facts
+            .iter_mut()
+            .filter(|f| f.entity == id && f.predicate == predicate && f.is_current())
+        {
+            fact.valid_to = Some(at);
+            changes.facts.insert(fact.id);
+            changes.writes += 1;
+        }
+        let fact_id = self.push_fact(Fact {
+            id: 0,
+            entity: id,
+            predicate: predicate.to_owned(),
+            object: value.to_owned(),
+            source: SourceRef {
+                source_id: source.to_owned(),
+                version: sequence,
+                origin: RECORD_ORIGIN.to_owned(),
+            },
+            seen_version: sequence,
+            authority: ontology.authority(RECORD_ORIGIN),
+            extracted_at: at,
+            valid_from: at,
+            valid_to: None,
+            extractor: format!("record:{source}"),
+            confidence: 1.0,
+            acl: Vec::new(),
+        });
+        changes.facts.insert(fact_id);
+        changes.writes += 1;
+        changes
+    }
+
+    /// Supersedes every current page fact (a full rebuild starts from here and re-reads every
+    /// current page); record facts stay, since no page is their source of truth.
+    pub fn retire_page_facts(&mut self, at: DateTime<Utc>) -> Changes {
+        let mut changes = Changes::default();
+        for fact in self
+            .facts
+            .iter_mut()
+            .filter(|f| f.is_current() && f.source.origin != RECORD_ORIGIN)
+        {
+            fact.valid_to = Some(at);
+            changes.facts.insert(fact.id);
+            changes.writes += 1;
+        }
+        changes
+    }
+
+    fn push_fact(&mut self, mut fact: Fact) -> u64 {
+        fact.id = self.next_fact_id;
+        self.next_fact_id += 1;
+        let id = fact.id;
+        self.facts.push(fact);
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knowledge::ontology::tests::sample;
+    use chrono::TimeZone;
+
+    fn at(day: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 9, day, 9, 0, 0)
+            .single()
+            .expect("valid date")
+    }
+
+    fn page(id: &str, version: u64, origin: &str, body: &str, day: u32) -> PageVersion {
+        PageVersion {
+            source_id: id.into(),
+            version,
+            title: id.into(),
+            origin: origin.into(),
+            body: body.into(),
+            updated_at: at(day),
+            acl: Vec::new(),
+        }
+    }
+
+    fn current<'a>(graph: &'a Graph, entity: &str, predicate: &str) -> Vec<&'a str> {
+        let id = graph
+            .resolve(entity)
+            .map(|e| e.id.clone())
+            .unwrap_or_default();
+        let mut values: Vec<&str> = graph
+            .facts()
+            .iter()
+            .filter(|f| f.entity == id && f.predicate == predicate && f.is_current())
+            .map(|f| f.object.as_str())
+            .collect();
+        values.sort();
+        values
+    }
+
+    #[test]
+    fn a_new_version_supersedes_only_what_changed() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let v1 = page(
+            "d02",
+            1,
+            "pricing-page",
+            "The Pro plan costs €49 per user per month. The Starter plan costs €19 per user per month.",
+            1,
+        );
+        graph.apply_page(&ontology, &v1, at(1));
+        let v2 = page(
+            "d02",
+            2,
+            "pricing-page",
+            "The Pro plan costs €59 per user per month. The Starter plan costs €19 per user per month.",
+            22,
+        );
+        let changes = graph.apply_page(&ontology, &v2, at(22));
+        assert_eq!(changes.writes, 2, "one superseded, one added");
+        assert_eq!(current(&graph, "Pro plan", "price"), vec!["59"]);
+        let starter: Vec<_> = graph.facts().iter().filter(|f| f.object == "19").collect();
+        assert_eq!(starter.len(), 1);
+        assert_eq!(
+            starter[0].source.version, 1,
+            "unchanged fact keeps its provenance"
+        );
+        assert_eq!(starter[0].seen_version, 2);
+        let old = graph
+            .facts()
+            .iter()
+            .find(|f| f.object == "49")
+            .expect("history is kept");
+        assert_eq!(old.valid_to, Some(at(22)));
+        let pro = graph.resolve("pro").expect("pro").id.clone();
+        assert_eq!(
+            graph
+                .slot_at(&pro, "price", at(10))
+                .map(|f| f.object.as_str())
+                .collect::<Vec<_>>(),
+            vec!["49"],
+            "as of before the change"
+        );
+    }
+
+    #[test]
+    fn a_rename_keeps_the_old_name_and_merges_a_node_made_under_the_new_one() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        graph.apply_page(
+            &ontology,
+            &page(
+                "d06",
+                1,
+                "product-page",
+                "Tessaly Track is owned by the Helix team.",
+                1,
+            ),
+            at(1),
+        );
+        graph.apply_page(
+            &ontology,
+            &page(
+                "d16",
+                1,
+                "faq",
+                "Tessaly Beacon is included in the Starter plan.",
+                2,
+            ),
+            at(2),
+        );
+        assert_ne!(
+            graph.resolve("Tessaly Track").map(|e| &e.id),
+            graph.resolve("Tessaly Beacon").map(|e| &e.id)
+        );
+        let mut changes = Changes::default();
+        graph.rename("Tessaly Track", "Tessaly Beacon", &mut changes);
+        let track = graph
+            .resolve("Tessaly Track")
+            .expect("old name still resolves");
+        assert_eq!(track.name, "Tessaly Beacon");
+        assert_eq!(
+            graph.resolve("tessaly beacon").map(|e| &e.id),
+            Some(&track.id)
+        );
+        assert_eq!(
+            current(&graph, "Tessaly Track", "included_in"),
+            vec!["Starter"]
+        );
+        assert_eq!(changes.merged.len(), 1);
+    }
+
+    #[test]
+    fn a_record_supersedes_every_spelling_of_its_slot() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        graph.apply_page(
+            &ontology,
+            &page(
+                "d02",
+                1,
+                "pricing-page",
+                "The Pro plan costs €49 per user per month.",
+                1,
+            ),
+            at(1),
+        );
+        graph.apply_page(
+            &ontology,
+            &page(
+                "d15",
+                1,
+                "faq",
+                "The pro plan costs €49 per user per month.",
+                1,
+            ),
+            at(1),
+        );
+        graph.apply_record(&ontology, "record:billing", 7, "Pro", "price", "59", at(22));
+        assert_eq!(current(&graph, "PRO plan", "price"), vec!["59"]);
+        let record = graph
+            .facts()
+            .iter()
+            .find(|f| f.is_current())
+            .expect("record fact");
+        assert_eq!(record.authority, 4);
+        assert_eq!(record.source.origin, RECORD_ORIGIN);
+    }
+}

@@ -1,0 +1,20 @@
+//! The knowledge model: an ontology loaded from configuration, the pattern extractor, entity
+//! names and aliases, versioned facts with provenance, and the answer policy that decides what
+//! an agent is told. Everything here is pure: callers pass pages, facts and the time in.
+
+pub mod answer;
+pub mod extract;
+pub mod graph;
+pub mod names;
+pub mod ontology;
+pub mod pattern;
+
+pub use answer::{
+    Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, SlotContext, SlotDecision, decide,
+    same_value,
+};
+pub use extract::{Claim, ClaimSubject, extract_claims, split_sentences};
+pub use graph::{Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, readable};
+pub use names::NameNormaliser;
+pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
+pub use pattern::{Pattern, PatternError, Slot};

@@ -1,0 +1,341 @@
+//! The ontology: predicates with their sentence patterns, subject and object types, rename
+//! predicates, and an authority rank per source origin. Loaded from configuration (a world
+//! file's `ontology` block is one such document); nothing here knows any particular world.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use super::pattern::{Pattern, PatternError};
+
+/// An ontology document that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OntologyError {
+    /// The JSON does not parse or has the wrong shape; names the field path and position.
+    #[error("ontology: {path}: {message} (line {line}, column {column})")]
+    Shape {
+        /// Field path, for example `predicates[2].patterns`.
+        path: String,
+        /// What is wrong.
+        message: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A field has a value that cannot work.
+    #[error("ontology: {path}: {message}")]
+    Invalid {
+        /// Field path.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// What kind of statement a predicate makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PredicateKind {
+    /// An ordinary slot: subject, predicate, object.
+    Slot,
+    /// `{s}` is the current name of what was called `{o}`.
+    Rename,
+}
+
+/// One predicate.
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    /// Name, for example `price`.
+    pub name: String,
+    /// Subject types it applies to (`product|service` gives two).
+    pub subject_types: Vec<String>,
+    /// Object type: `number`, `text`, or an entity type such as `team`.
+    pub object_type: String,
+    /// Unit of a numeric object, if any.
+    pub unit: Option<String>,
+    /// The fixed subject of a predicate whose patterns have no `{s}`.
+    pub fixed_subject: Option<String>,
+    /// Slot or rename.
+    pub kind: PredicateKind,
+    /// Compiled patterns.
+    pub patterns: Vec<Pattern>,
+}
+
+impl Predicate {
+    /// Whether the object names another entity (so a question can hop through it).
+    pub fn object_is_entity(&self) -> bool {
+        !matches!(self.object_type.as_str(), "number" | "text" | "any")
+    }
+
+    /// Whether `entity_type` can be this predicate's subject.
+    pub fn applies_to(&self, entity_type: &str) -> bool {
+        self.subject_types
+            .iter()
+            .any(|t| t == entity_type || t == "any")
+    }
+}
+
+/// A loaded, validated ontology.
+#[derive(Debug, Clone)]
+pub struct Ontology {
+    predicates: Vec<Predicate>,
+    authority: BTreeMap<String, i32>,
+    default_authority: i32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOntology {
+    predicates: Vec<RawPredicate>,
+    authority: BTreeMap<String, i32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPredicate {
+    name: String,
+    subject_type: String,
+    object_type: String,
+    #[serde(default)]
+    unit: Option<String>,
+    #[serde(default)]
+    subject: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    patterns: Vec<String>,
+}
+
+/// The origin name whose authority applies to origins the map does not list.
+pub const DEFAULT_ORIGIN: &str = "default";
+
+impl Ontology {
+    /// Parses and validates an ontology document.
+    pub fn from_json(text: &str) -> Result<Self, OntologyError> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let raw: RawOntology =
+            serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+                let path = err.path().to_string();
+                let inner = err.into_inner();
+                OntologyError::Shape {
+                    path,
+                    message: inner.to_string(),
+                    line: inner.line(),
+                    column: inner.column(),
+                }
+            })?;
+        Self::from_raw(raw)
+    }
+
+    /// Validates an ontology given as a JSON value (for example the `ontology` block of a world).
+    pub fn from_value(value: serde_json::Value) -> Result<Self, OntologyError> {
+        let raw: RawOntology =
+            serde_path_to_error::deserialize(value).map_err(|err| OntologyError::Invalid {
+                path: err.path().to_string(),
+                message: err.into_inner().to_string(),
+            })?;
+        Self::from_raw(raw)
+    }
+
+    fn from_raw(raw: RawOntology) -> Result<Self, OntologyError> {
+        let invalid = |path: String, message: String| OntologyError::Invalid { path, message };
+        let default_authority = *raw.authority.get(DEFAULT_ORIGIN).ok_or_else(|| {
+            invalid(
+                "authority".into(),
+                format!("needs a {DEFAULT_ORIGIN:?} entry for unlisted origins"),
+            )
+        })?;
+        let mut names = BTreeSet::new();
+        let mut predicates = Vec::new();
+        for (i, p) in raw.predicates.into_iter().enumerate() {
+            let path = |field: &str| format!("predicates[{i}].{field}");
+            if p.name.trim().is_empty() {
+                return Err(invalid(path("name"), "must not be empty".into()));
+            }
+            if !names.insert(p.name.clone()) {
+                return Err(invalid(
+                    path("name"),
+                    format!("{:?} is defined twice", p.name),
+                ));
+            }
+            let kind = match p.kind.as_deref() {
+                None | Some("slot") => PredicateKind::Slot,
+                Some("rename") => PredicateKind::Rename,
+                Some(other) => {
+                    return Err(invalid(
+                        path("kind"),
+                        format!("unknown kind {other:?} (use rename)"),
+                    ));
+                }
+            };
+            if p.patterns.is_empty() {
+                return Err(invalid(
+                    path("patterns"),
+                    "needs at least one pattern".into(),
+                ));
+            }
+            let mut patterns = Vec::new();
+            for (j, source) in p.patterns.iter().enumerate() {
+                let pattern = Pattern::compile(source).map_err(|err: PatternError| {
+                    invalid(format!("predicates[{i}].patterns[{j}]"), err.to_string())
+                })?;
+                let fixed = p.subject.is_some();
+                if pattern.has_subject() == fixed {
+                    let why = if fixed {
+                        "has a fixed subject, so its patterns must not use {s}"
+                    } else {
+                        "has no fixed subject, so its patterns need {s}"
+                    };
+                    return Err(invalid(
+                        format!("predicates[{i}].patterns[{j}]"),
+                        format!("predicate {:?} {why}", p.name),
+                    ));
+                }
+                patterns.push(pattern);
+            }
+            if kind == PredicateKind::Rename && p.subject.is_some() {
+                return Err(invalid(
+                    path("subject"),
+                    "a rename predicate cannot have a fixed subject".into(),
+                ));
+            }
+            predicates.push(Predicate {
+                name: p.name,
+                subject_types: p
+                    .subject_type
+                    .split('|')
+                    .map(|t| t.trim().to_lowercase())
+                    .filter(|t| !t.is_empty())
+                    .collect(),
+                object_type: p.object_type.trim().to_lowercase(),
+                unit: p.unit,
+                fixed_subject: p.subject,
+                kind,
+                patterns,
+            });
+        }
+        if predicates.is_empty() {
+            return Err(invalid(
+                "predicates".into(),
+                "needs at least one predicate".into(),
+            ));
+        }
+        Ok(Self {
+            predicates,
+            authority: raw.authority,
+            default_authority,
+        })
+    }
+
+    /// Every predicate, in document order.
+    pub fn predicates(&self) -> &[Predicate] {
+        &self.predicates
+    }
+
+    /// A predicate by name.
+    pub fn predicate(&self, name: &str) -> Option<&Predicate> {
+        self.predicates.iter().find(|p| p.name == name)
+    }
+
+    /// Authority rank of an origin; unlisted origins get the `default` rank.
+    pub fn authority(&self, origin: &str) -> i32 {
+        self.authority
+            .get(origin)
+            .copied()
+            .unwrap_or(self.default_authority)
+    }
+
+    /// The entity type nouns the ontology uses (`plan`, `team`, ...), for name normalisation.
+    pub fn type_nouns(&self) -> Vec<String> {
+        let mut nouns = BTreeSet::new();
+        for p in &self.predicates {
+            for t in p
+                .subject_types
+                .iter()
+                .chain(std::iter::once(&p.object_type))
+            {
+                if !matches!(t.as_str(), "any" | "text" | "number" | "") {
+                    nouns.insert(t.clone());
+                }
+            }
+        }
+        nouns.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) const SAMPLE: &str = r#"{
+      "predicates": [
+        {"name": "price", "subject_type": "plan", "object_type": "number", "unit": "EUR",
+         "patterns": ["The {s} plan costs €{o:number} per user per month."]},
+        {"name": "refund_days", "subject_type": "policy", "object_type": "number", "subject": "Refund policy",
+         "patterns": ["Customers can request a refund within {o:number} days of purchase."]},
+        {"name": "owned_by", "subject_type": "product|service", "object_type": "team",
+         "patterns": ["{s} is owned by the {o} team."]},
+        {"name": "led_by", "subject_type": "team", "object_type": "person",
+         "patterns": ["The {s} team is led by {o}."]},
+        {"name": "included_in", "subject_type": "product", "object_type": "plan",
+         "patterns": ["{s} is included in the {o} plan."]},
+        {"name": "does", "subject_type": "product", "object_type": "text", "patterns": ["{s} is our {o}."]},
+        {"name": "formerly", "kind": "rename", "subject_type": "any", "object_type": "any",
+         "patterns": ["{s} was formerly called {o}."]}
+      ],
+      "authority": {"record": 4, "pricing-page": 3, "meeting-notes": 1, "default": 2}
+    }"#;
+
+    pub(crate) fn sample() -> Ontology {
+        Ontology::from_json(SAMPLE).expect("sample ontology is valid")
+    }
+
+    #[test]
+    fn loads_predicates_and_authority() {
+        let ontology = sample();
+        assert_eq!(ontology.predicates().len(), 7);
+        assert_eq!(ontology.authority("pricing-page"), 3);
+        assert_eq!(ontology.authority("wiki"), 2);
+        assert_eq!(
+            ontology.predicate("formerly").map(|p| p.kind),
+            Some(PredicateKind::Rename)
+        );
+        assert!(
+            ontology
+                .predicate("owned_by")
+                .is_some_and(|p| p.applies_to("service") && p.object_is_entity())
+        );
+        assert_eq!(
+            ontology.type_nouns(),
+            vec!["person", "plan", "policy", "product", "service", "team"]
+        );
+    }
+
+    #[test]
+    fn shape_errors_name_the_field_and_position() {
+        let err = Ontology::from_json(r#"{"predicates": [{"name": "x", "subject_type": "a", "object_type": 3, "patterns": []}], "authority": {"default": 1}}"#)
+            .expect_err("object_type is a number");
+        match err {
+            OntologyError::Shape {
+                path, line, column, ..
+            } => {
+                assert_eq!(path, "predicates[0].object_type");
+                assert_eq!(line, 1);
+                assert!(column > 40);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_values_name_the_field() {
+        let err = Ontology::from_json(r#"{"predicates": [{"name": "x", "subject_type": "a", "object_type": "b", "patterns": ["{o} only."]}], "authority": {"default": 1}}"#)
+            .expect_err("no subject slot");
+        assert!(
+            err.to_string().contains("predicates[0].patterns[0]"),
+            "{err}"
+        );
+        let err = Ontology::from_json(r#"{"predicates": [{"name": "x", "subject_type": "a", "object_type": "b", "patterns": ["{s} is {o}."]}], "authority": {"record": 1}}"#)
+            .expect_err("no default authority");
+        assert!(err.to_string().contains("authority"), "{err}");
+    }
+}
