@@ -6,6 +6,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_create_inbox;
+mod m20261129_000002_create_knowledge;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -13,6 +14,9 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261129_000001_create_inbox::Migration)]
+        vec![
+            Box::new(m20261129_000001_create_inbox::Migration),
+            Box::new(m20261129_000002_create_knowledge::Migration),
+        ]
     }
 }

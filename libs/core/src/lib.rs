@@ -8,6 +8,7 @@
 pub mod backoff;
 pub mod caller;
 pub mod error;
+pub mod events;
 pub mod knowledge;
 pub mod redact;
 pub mod service;

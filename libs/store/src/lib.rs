@@ -5,6 +5,9 @@
 //! never decides domain policy; callers pass domain values in and get domain values out.
 
 mod entity;
+pub mod knowledge;
+
+pub use knowledge::{KnowledgeCommit, KnowledgeRows, RunRecord, StoredRun, content_hash, intake_state};
 
 use std::path::Path;
 use std::time::Duration;
@@ -39,6 +42,12 @@ pub enum StoreError {
         path: String,
         /// Why it failed.
         source: std::io::Error,
+    },
+    /// Another writer changed the tenant's knowledge first; reload and retry.
+    #[error("knowledge of tenant {tenant} changed concurrently")]
+    Conflict {
+        /// The tenant.
+        tenant: String,
     },
     /// A query or migration failed.
     #[error("database operation failed: {0}")]

@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod extract;
 pub mod graph;
+pub mod maintenance;
 pub mod names;
 pub mod ontology;
 pub mod pattern;
@@ -14,6 +15,7 @@ pub use answer::{
     same_value,
 };
 pub use extract::{Claim, ClaimSubject, extract_claims, split_sentences};
+pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use graph::{Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, readable};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};

@@ -1,0 +1,33 @@
+//! Rows of `fact`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[sea_orm(table_name = "fact")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub tenant: String,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: i64,
+    pub entity: String,
+    pub predicate: String,
+    #[sea_orm(column_type = "Text")]
+    pub object: String,
+    pub source_id: String,
+    pub source_version: i64,
+    pub seen_version: i64,
+    pub origin: String,
+    pub authority: i32,
+    pub extracted_at: ChronoDateTimeUtc,
+    pub valid_from: ChronoDateTimeUtc,
+    pub valid_to: Option<ChronoDateTimeUtc>,
+    pub extractor: String,
+    pub confidence: f64,
+    #[sea_orm(column_type = "Text")]
+    pub acl: String,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

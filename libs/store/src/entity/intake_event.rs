@@ -1,0 +1,24 @@
+//! Rows of `intake_event`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "intake_event")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub seq: i64,
+    pub tenant: String,
+    pub idempotency_key: Option<String>,
+    pub kind: String,
+    #[sea_orm(column_type = "Text")]
+    pub body: String,
+    pub received_at: ChronoDateTimeUtc,
+    pub state: String,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub detail: Option<String>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,23 @@
+//! Rows of `maintenance_run`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "maintenance_run")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub tenant: String,
+    pub seq: i64,
+    pub mode: String,
+    pub pages_read: i64,
+    pub pages_total: i64,
+    pub est_tokens: i64,
+    pub graph_writes: i64,
+    pub at: ChronoDateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,27 @@
+//! Rows of `page_version`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "page_version")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub tenant: String,
+    pub doc_id: String,
+    pub version: i64,
+    #[sea_orm(column_type = "Text")]
+    pub title: String,
+    pub origin: String,
+    #[sea_orm(column_type = "Text")]
+    pub body: String,
+    pub content_hash: String,
+    pub updated_at: ChronoDateTimeUtc,
+    #[sea_orm(column_type = "Text")]
+    pub acl: String,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,426 @@
+//! Persistent knowledge: the intake log, page versions, the extraction log, entities, facts,
+//! per-tenant state and maintenance runs. The analyst commits each step in one transaction,
+//! guarded by the tenant's knowledge version so two writers can never interleave.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use ontoloop_core::knowledge::{Entity, Fact, MaintenanceReport, PageVersion, SourceRef};
+use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::{
+    ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
+};
+
+use crate::entity::{entity_row, extraction_log, fact, intake_event, maintenance_run, page_version, tenant_state};
+use crate::{Store, StoreError};
+
+/// States of an intake event.
+pub mod intake_state {
+    /// Accepted, not yet applied.
+    pub const PENDING: &str = "pending";
+    /// Applied to the knowledge graph.
+    pub const APPLIED: &str = "applied";
+    /// Refused by the analyst; the detail says why.
+    pub const FAILED: &str = "failed";
+}
+
+/// A tenant's stored knowledge, as loaded by the analyst and retrieval.
+#[derive(Debug, Clone, Default)]
+pub struct KnowledgeRows {
+    /// The tenant's ontology document, if one was set.
+    pub ontology: Option<String>,
+    /// Knowledge version (0 for a tenant with nothing yet).
+    pub version: i64,
+    /// Every page version, oldest first per page.
+    pub pages: Vec<PageVersion>,
+    /// Extraction log: page id to the version the graph last read.
+    pub extraction_log: BTreeMap<String, u64>,
+    /// Entities.
+    pub entities: Vec<Entity>,
+    /// Facts, current and superseded.
+    pub facts: Vec<Fact>,
+}
+
+impl KnowledgeRows {
+    /// The current version of every page.
+    pub fn current_pages(&self) -> Vec<PageVersion> {
+        let mut latest: BTreeMap<&str, &PageVersion> = BTreeMap::new();
+        for page in &self.pages {
+            let slot = latest.entry(page.source_id.as_str()).or_insert(page);
+            if page.version > slot.version {
+                *slot = page;
+            }
+        }
+        latest.into_values().cloned().collect()
+    }
+}
+
+/// One maintenance run to record.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// Intake sequence number that caused it.
+    pub seq: i64,
+    /// Mode name.
+    pub mode: String,
+    /// Its cost.
+    pub report: MaintenanceReport,
+    /// When it ran.
+    pub at: DateTime<Utc>,
+}
+
+/// A stored maintenance run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRun {
+    /// Intake sequence number that caused it.
+    pub seq: i64,
+    /// Mode name.
+    pub mode: String,
+    /// Its cost.
+    pub report: MaintenanceReport,
+}
+
+/// Everything one analyst step writes, committed atomically.
+#[derive(Debug, Clone, Default)]
+pub struct KnowledgeCommit {
+    /// Replaces the tenant's ontology.
+    pub ontology: Option<String>,
+    /// New page versions.
+    pub pages: Vec<PageVersion>,
+    /// Entities to insert or replace.
+    pub entities: Vec<Entity>,
+    /// Entities merged away.
+    pub removed_entities: Vec<String>,
+    /// Facts to insert or replace.
+    pub facts: Vec<Fact>,
+    /// Extraction log entries: page, version read, when.
+    pub extraction_log: Vec<(String, u64, DateTime<Utc>)>,
+    /// Maintenance runs.
+    pub runs: Vec<RunRecord>,
+    /// Intake events settled by this step: sequence, and the failure reason if refused.
+    pub settled: Vec<(i64, Option<String>)>,
+}
+
+impl Store {
+    /// Appends an accepted event to the intake log and returns its sequence number. With an
+    /// idempotency key already seen for the tenant, returns the earlier number and `true`.
+    pub async fn intake_append(
+        &self,
+        tenant: &str,
+        idempotency_key: Option<&str>,
+        kind: &str,
+        body: &str,
+        received_at: DateTime<Utc>,
+    ) -> Result<(i64, bool), StoreError> {
+        if let Some(key) = idempotency_key
+            && let Some(row) = intake_event::Entity::find()
+                .filter(intake_event::Column::Tenant.eq(tenant))
+                .filter(intake_event::Column::IdempotencyKey.eq(key))
+                .one(&self.db)
+                .await?
+        {
+            return Ok((row.seq, true));
+        }
+        let row = intake_event::ActiveModel {
+            tenant: Set(tenant.to_owned()),
+            idempotency_key: Set(idempotency_key.map(str::to_owned)),
+            kind: Set(kind.to_owned()),
+            body: Set(body.to_owned()),
+            received_at: Set(received_at),
+            state: Set(intake_state::PENDING.to_owned()),
+            detail: Set(None),
+            ..Default::default()
+        };
+        let result = intake_event::Entity::insert(row).exec(&self.db).await?;
+        Ok((result.last_insert_id, false))
+    }
+
+    /// The state of an intake event (`pending`, `applied`, `failed`) and its detail.
+    pub async fn intake_state(&self, seq: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
+        Ok(intake_event::Entity::find_by_id(seq)
+            .one(&self.db)
+            .await?
+            .map(|row| (row.state, row.detail)))
+    }
+
+    /// Marks an intake event failed outside a knowledge commit (a body that never parsed).
+    pub async fn intake_fail(&self, seq: i64, reason: &str) -> Result<(), StoreError> {
+        intake_event::Entity::update_many()
+            .col_expr(intake_event::Column::State, Expr::value(intake_state::FAILED))
+            .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
+            .filter(intake_event::Column::Seq.eq(seq))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// The tenant's knowledge version (0 when it has none).
+    pub async fn knowledge_version(&self, tenant: &str) -> Result<i64, StoreError> {
+        Ok(tenant_state::Entity::find_by_id(tenant.to_owned())
+            .one(&self.db)
+            .await?
+            .map_or(0, |row| row.knowledge_version))
+    }
+
+    /// Loads everything the tenant knows.
+    pub async fn load_knowledge(&self, tenant: &str) -> Result<KnowledgeRows, StoreError> {
+        let state = tenant_state::Entity::find_by_id(tenant.to_owned()).one(&self.db).await?;
+        let pages = page_version::Entity::find()
+            .filter(page_version::Column::Tenant.eq(tenant))
+            .order_by_asc(page_version::Column::DocId)
+            .order_by_asc(page_version::Column::Version)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|row| PageVersion {
+                source_id: row.doc_id,
+                version: to_u64(row.version),
+                title: row.title,
+                origin: row.origin,
+                body: row.body,
+                updated_at: row.updated_at,
+                acl: decode_list(&row.acl),
+            })
+            .collect();
+        let extraction_log = extraction_log::Entity::find()
+            .filter(extraction_log::Column::Tenant.eq(tenant))
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|row| (row.doc_id, to_u64(row.version)))
+            .collect();
+        let entities = entity_row::Entity::find()
+            .filter(entity_row::Column::Tenant.eq(tenant))
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|row| Entity {
+                id: row.id,
+                name: row.name,
+                entity_type: row.entity_type,
+                aliases: decode_list(&row.aliases).into_iter().collect::<BTreeSet<_>>(),
+            })
+            .collect();
+        let facts = fact::Entity::find()
+            .filter(fact::Column::Tenant.eq(tenant))
+            .order_by_asc(fact::Column::Id)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|row| Fact {
+                id: to_u64(row.id),
+                entity: row.entity,
+                predicate: row.predicate,
+                object: row.object,
+                source: SourceRef {
+                    source_id: row.source_id,
+                    version: to_u64(row.source_version),
+                    origin: row.origin,
+                },
+                seen_version: to_u64(row.seen_version),
+                authority: row.authority,
+                extracted_at: row.extracted_at,
+                valid_from: row.valid_from,
+                valid_to: row.valid_to,
+                extractor: row.extractor,
+                confidence: row.confidence,
+                acl: decode_list(&row.acl),
+            })
+            .collect();
+        Ok(KnowledgeRows {
+            ontology: state.as_ref().and_then(|s| s.ontology.clone()),
+            version: state.map_or(0, |s| s.knowledge_version),
+            pages,
+            extraction_log,
+            entities,
+            facts,
+        })
+    }
+
+    /// Maintenance runs of a tenant, oldest first.
+    pub async fn maintenance_runs(&self, tenant: &str) -> Result<Vec<StoredRun>, StoreError> {
+        Ok(maintenance_run::Entity::find()
+            .filter(maintenance_run::Column::Tenant.eq(tenant))
+            .order_by_asc(maintenance_run::Column::Id)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|row| StoredRun {
+                seq: row.seq,
+                mode: row.mode,
+                report: MaintenanceReport {
+                    pages_read: to_u64(row.pages_read),
+                    pages_total: to_u64(row.pages_total),
+                    est_tokens: to_u64(row.est_tokens),
+                    graph_writes: to_u64(row.graph_writes),
+                },
+            })
+            .collect())
+    }
+
+    /// Commits one analyst step atomically if the tenant is still at `expected_version`;
+    /// returns the new version, or [`StoreError::Conflict`] when another writer got there first.
+    pub async fn commit_knowledge(&self, tenant: &str, expected_version: i64, commit: KnowledgeCommit) -> Result<i64, StoreError> {
+        let txn = self.db.begin().await?;
+        let now = Utc::now();
+        let next = expected_version + 1;
+        let claimed = if expected_version == 0 {
+            let row = tenant_state::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                ontology: Set(commit.ontology.clone()),
+                knowledge_version: Set(next),
+                updated_at: Set(now),
+            };
+            tenant_state::Entity::insert(row)
+                .on_conflict(OnConflict::column(tenant_state::Column::Tenant).do_nothing().to_owned())
+                .exec_without_returning(&txn)
+                .await?
+        } else {
+            let mut update = tenant_state::Entity::update_many()
+                .col_expr(tenant_state::Column::KnowledgeVersion, Expr::value(next))
+                .col_expr(tenant_state::Column::UpdatedAt, Expr::value(now));
+            if let Some(ontology) = &commit.ontology {
+                update = update.col_expr(tenant_state::Column::Ontology, Expr::value(ontology.clone()));
+            }
+            update
+                .filter(tenant_state::Column::Tenant.eq(tenant))
+                .filter(tenant_state::Column::KnowledgeVersion.eq(expected_version))
+                .exec(&txn)
+                .await?
+                .rows_affected
+        };
+        if claimed != 1 {
+            txn.rollback().await?;
+            return Err(StoreError::Conflict { tenant: tenant.to_owned() });
+        }
+        if !commit.pages.is_empty() {
+            let rows = commit.pages.iter().map(|page| page_version::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                doc_id: Set(page.source_id.clone()),
+                version: Set(to_i64(page.version)),
+                title: Set(page.title.clone()),
+                origin: Set(page.origin.clone()),
+                body: Set(page.body.clone()),
+                content_hash: Set(content_hash(&page.body)),
+                updated_at: Set(page.updated_at),
+                acl: Set(encode_list(&page.acl)),
+                ..Default::default()
+            });
+            page_version::Entity::insert_many(rows).exec_without_returning(&txn).await?;
+        }
+        if !commit.removed_entities.is_empty() {
+            entity_row::Entity::delete_many()
+                .filter(entity_row::Column::Tenant.eq(tenant))
+                .filter(entity_row::Column::Id.is_in(commit.removed_entities.clone()))
+                .exec(&txn)
+                .await?;
+        }
+        for chunk in commit.entities.chunks(200) {
+            let rows = chunk.iter().map(|e| entity_row::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                id: Set(e.id.clone()),
+                name: Set(e.name.clone()),
+                entity_type: Set(e.entity_type.clone()),
+                aliases: Set(encode_list(&e.aliases.iter().cloned().collect::<Vec<_>>())),
+            });
+            entity_row::Entity::insert_many(rows)
+                .on_conflict(
+                    OnConflict::columns([entity_row::Column::Tenant, entity_row::Column::Id])
+                        .update_columns([entity_row::Column::Name, entity_row::Column::EntityType, entity_row::Column::Aliases])
+                        .to_owned(),
+                )
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        for chunk in commit.facts.chunks(200) {
+            let rows = chunk.iter().map(|f| fact::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                id: Set(to_i64(f.id)),
+                entity: Set(f.entity.clone()),
+                predicate: Set(f.predicate.clone()),
+                object: Set(f.object.clone()),
+                source_id: Set(f.source.source_id.clone()),
+                source_version: Set(to_i64(f.source.version)),
+                seen_version: Set(to_i64(f.seen_version)),
+                origin: Set(f.source.origin.clone()),
+                authority: Set(f.authority),
+                extracted_at: Set(f.extracted_at),
+                valid_from: Set(f.valid_from),
+                valid_to: Set(f.valid_to),
+                extractor: Set(f.extractor.clone()),
+                confidence: Set(f.confidence),
+                acl: Set(encode_list(&f.acl)),
+            });
+            fact::Entity::insert_many(rows)
+                .on_conflict(
+                    OnConflict::columns([fact::Column::Tenant, fact::Column::Id])
+                        .update_columns([fact::Column::Entity, fact::Column::SeenVersion, fact::Column::ValidTo])
+                        .to_owned(),
+                )
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        for (doc_id, version, at) in &commit.extraction_log {
+            let row = extraction_log::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                doc_id: Set(doc_id.clone()),
+                version: Set(to_i64(*version)),
+                extracted_at: Set(*at),
+            };
+            extraction_log::Entity::insert(row)
+                .on_conflict(
+                    OnConflict::columns([extraction_log::Column::Tenant, extraction_log::Column::DocId])
+                        .update_columns([extraction_log::Column::Version, extraction_log::Column::ExtractedAt])
+                        .to_owned(),
+                )
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        for run in &commit.runs {
+            let row = maintenance_run::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                seq: Set(run.seq),
+                mode: Set(run.mode.clone()),
+                pages_read: Set(to_i64(run.report.pages_read)),
+                pages_total: Set(to_i64(run.report.pages_total)),
+                est_tokens: Set(to_i64(run.report.est_tokens)),
+                graph_writes: Set(to_i64(run.report.graph_writes)),
+                at: Set(run.at),
+                ..Default::default()
+            };
+            maintenance_run::Entity::insert(row).exec_without_returning(&txn).await?;
+        }
+        for (seq, failure) in &commit.settled {
+            let state = if failure.is_some() { intake_state::FAILED } else { intake_state::APPLIED };
+            intake_event::Entity::update_many()
+                .col_expr(intake_event::Column::State, Expr::value(state))
+                .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
+                .filter(intake_event::Column::Seq.eq(*seq))
+                .exec(&txn)
+                .await?;
+        }
+        txn.commit().await?;
+        Ok(next)
+    }
+}
+
+/// Hex SHA-256 of a page body; an unchanged body is not a new version.
+pub fn content_hash(body: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(body.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn encode_list(items: &[String]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".to_owned())
+}
+
+fn decode_list(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
