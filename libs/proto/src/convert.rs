@@ -75,3 +75,63 @@ mod tests {
         assert_eq!(v1::Caller::from(&caller).principal, "alice");
     }
 }
+
+/// Converts a pushed event into the queue's event envelope for `tenant`, stamped at `now` when
+/// the event carries no time. HR and docs-push events are not built yet.
+pub fn event_from(
+    event: v1::Event,
+    tenant: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<ontoloop_core::events::EventEnvelope, Status> {
+    use ontoloop_core::events::{Event, EventEnvelope};
+    use v1::event::Kind;
+    let at = match event.at {
+        Some(ts) => chrono::DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or_default())
+            .ok_or_else(|| status_from(DomainError::invalid("at", "timestamp out of range")))?,
+        None => now,
+    };
+    let kind = event.kind.ok_or_else(|| status_from(DomainError::missing("kind")))?;
+    let event = match kind {
+        Kind::DocUpsert(d) => Event::DocUpsert {
+            doc_id: d.doc_id,
+            title: d.title,
+            origin: d.origin,
+            body: d.body,
+            acl: d.acl,
+            hold: d.hold,
+        },
+        Kind::RecordSet(r) => Event::RecordSet {
+            source: r.source,
+            entity: r.entity,
+            predicate: r.predicate,
+            value: r.value,
+        },
+        Kind::RecordRename(r) => Event::RecordRename {
+            source: r.source,
+            old: r.old,
+            new: r.new,
+        },
+        Kind::OntologySet(o) => Event::OntologySet {
+            ontology: serde_json::from_str(&o.ontology_json)
+                .map_err(|err| status_from(DomainError::invalid("ontology_set.ontology_json", err)))?,
+        },
+        Kind::GraphMaintain(m) => Event::GraphMaintain { mode: m.mode },
+        Kind::Hr(_) => {
+            return Err(status_from(DomainError::unimplemented(
+                "HR events need the org graph (issue #6)",
+            )));
+        }
+        Kind::DocsPush(_) => {
+            return Err(status_from(DomainError::unimplemented(
+                "docs-push events need the product graph (issue #6)",
+            )));
+        }
+    };
+    event.validate().map_err(status_from)?;
+    Ok(EventEnvelope {
+        tenant: tenant.to_owned(),
+        seq: None,
+        at,
+        event,
+    })
+}

@@ -6,6 +6,7 @@
 //! reason. It must never acknowledge a message it has not recorded.
 
 mod inbox;
+pub mod knowledge;
 
 use std::future::Future;
 use std::time::Duration;
@@ -44,15 +45,28 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let cancel = ontoloop_runtime::cancel_on(shutdown);
     let mut consumers = Vec::new();
-    for queue in topics::ANALYST_INPUTS {
+    let writer = knowledge::KnowledgeWriter::new(ctx.store.clone());
+    {
+        let token = cancel.clone();
+        let shared = ctx.queue.clone();
+        consumers.push(tokio::spawn(async move {
+            ontoloop_runtime::run_consumer(shared, topics::EVENTS, token, |message, _redelivered| {
+                let writer = writer.clone();
+                let message = message.clone();
+                async move { writer.handle(&message).await }
+            })
+            .await
+        }));
+    }
+    {
         let store = ctx.store.clone();
         let token = cancel.clone();
         let shared = ctx.queue.clone();
         consumers.push(tokio::spawn(async move {
-            ontoloop_runtime::run_consumer(shared, queue, token, |message, _redelivered| {
+            ontoloop_runtime::run_consumer(shared, topics::SIGNALS, token, |message, _redelivered| {
                 let store = store.clone();
                 let message = message.clone();
-                async move { handle_message(&store, queue, &message).await }
+                async move { handle_message(&store, topics::SIGNALS, &message).await }
             })
             .await
         }));

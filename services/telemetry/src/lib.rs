@@ -5,7 +5,8 @@
 
 use std::future::Future;
 
-use ontoloop_core::{DomainError, ServiceKind};
+use ontoloop_core::{DomainError, ServiceKind, topics};
+use ontoloop_queue::Message;
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
 use ontoloop_proto::{caller_from, status_from};
@@ -30,7 +31,7 @@ pub async fn serve(
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let service = TelemetryServiceServer::new(Telemetry { _ctx: ctx });
+    let service = TelemetryServiceServer::new(Telemetry { ctx });
     ontoloop_runtime::serve(
         listener,
         ServiceRouter::new(ServiceKind::Telemetry, service),
@@ -40,7 +41,12 @@ pub async fn serve(
 }
 
 struct Telemetry {
-    _ctx: Context,
+    ctx: Context,
+}
+
+fn unavailable(action: &str, err: impl std::fmt::Display) -> Status {
+    tracing::warn!(error = %err, "cannot {action}");
+    Status::unavailable(format!("cannot {action}: {err}"))
 }
 
 #[tonic::async_trait]
@@ -62,9 +68,38 @@ impl TelemetryService for Telemetry {
     }
 
     async fn push_event(&self, request: Request<Event>) -> Result<Response<EventAck>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "PushEvent needs event validation and intake sequence numbers (issue #3)",
-        )))
+        let event = request.into_inner();
+        let caller = caller_from(event.caller.clone())?;
+        let key = Some(event.idempotency_key.trim().to_owned()).filter(|k| !k.is_empty());
+        let mut envelope = ontoloop_proto::convert::event_from(event, caller.tenant(), chrono::Utc::now())?;
+        let body = envelope.to_json();
+        let (seq, duplicate) = self
+            .ctx
+            .store
+            .intake_append(caller.tenant(), key.as_deref(), envelope.event.kind(), &body, chrono::Utc::now())
+            .await
+            .map_err(|err| unavailable("record the event", err))?;
+        if duplicate {
+            return Ok(Response::new(EventAck {
+                sequence: u64::try_from(seq).unwrap_or_default(),
+                duplicate: true,
+            }));
+        }
+        envelope.seq = Some(seq);
+        let message = Message::with_id(format!("evt-{seq}"), envelope.to_json()).header("x-ontoloop-tenant", caller.tenant());
+        if let Err(err) = self.ctx.queue.publish(topics::EVENTS, message).await {
+            // The event never reached the queue: say so on the intake log too, so a reader
+            // waiting for this sequence number is not left waiting.
+            let reason = format!("publish failed: {err}");
+            if let Err(store_err) = self.ctx.store.intake_fail(seq, &reason).await {
+                tracing::error!(seq, error = %store_err, "cannot mark unpublished event failed");
+            }
+            return Err(unavailable("publish the event", err));
+        }
+        tracing::debug!(seq, kind = envelope.event.kind(), tenant = caller.tenant(), "event accepted");
+        Ok(Response::new(EventAck {
+            sequence: u64::try_from(seq).unwrap_or_default(),
+            duplicate: false,
+        }))
     }
 }

@@ -1,0 +1,279 @@
+//! Applying events to a tenant's knowledge: page versions, extraction, system-of-record patches,
+//! renames and maintenance runs. The analyst is the one writer: each event becomes one atomic
+//! commit, guarded by the tenant's knowledge version.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use ontoloop_core::events::{Event, EventEnvelope};
+use ontoloop_core::knowledge::{
+    Changes, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion, estimate_tokens, pages_to_read,
+};
+use ontoloop_queue::Message;
+use ontoloop_runtime::Handled;
+use ontoloop_store::{KnowledgeCommit, RunRecord, Store, StoreError};
+use tokio::sync::Mutex;
+
+/// A tenant's knowledge as the analyst holds it between events.
+#[derive(Clone)]
+struct TenantKnowledge {
+    version: i64,
+    ontology: Option<Arc<Ontology>>,
+    graph: Graph,
+    pages: Vec<PageVersion>,
+    log: BTreeMap<String, u64>,
+}
+
+impl TenantKnowledge {
+    fn current_pages(&self) -> Vec<PageVersion> {
+        let mut latest: BTreeMap<&str, &PageVersion> = BTreeMap::new();
+        for page in &self.pages {
+            let slot = latest.entry(page.source_id.as_str()).or_insert(page);
+            if page.version > slot.version {
+                *slot = page;
+            }
+        }
+        latest.into_values().cloned().collect()
+    }
+}
+
+/// The analyst's writer of knowledge.
+#[derive(Clone)]
+pub struct KnowledgeWriter {
+    store: Store,
+    tenants: Arc<Mutex<HashMap<String, TenantKnowledge>>>,
+}
+
+/// Why an event could not be applied.
+enum Refusal {
+    /// It can never apply: dead-letter it.
+    Invalid(String),
+    /// Try again (store trouble or a concurrent writer).
+    Passing(String),
+}
+
+impl From<StoreError> for Refusal {
+    fn from(err: StoreError) -> Self {
+        Refusal::Passing(err.to_string())
+    }
+}
+
+impl KnowledgeWriter {
+    /// A writer over `store`.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            tenants: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// Handles one message of the events queue.
+    pub async fn handle(&self, message: &Message) -> Handled {
+        let envelope = match EventEnvelope::parse(&message.body) {
+            Ok(envelope) => envelope,
+            Err(reason) => {
+                let reason = format!("invalid event: {reason}");
+                if let Some(seq) = sequence_of(&message.body)
+                    && let Err(err) = self.store.intake_fail(seq, &reason).await
+                {
+                    return Handled::Retry(format!("mark event {seq} failed: {err}"));
+                }
+                return Handled::Reject(reason);
+            }
+        };
+        match self.apply(&envelope).await {
+            Ok(()) => Handled::Done,
+            Err(Refusal::Passing(reason)) => Handled::Retry(reason),
+            Err(Refusal::Invalid(reason)) => {
+                if let Some(seq) = envelope.seq
+                    && let Err(err) = self.store.intake_fail(seq, &reason).await
+                {
+                    return Handled::Retry(format!("mark event {seq} failed: {err}"));
+                }
+                Handled::Reject(reason)
+            }
+        }
+    }
+
+    async fn apply(&self, envelope: &EventEnvelope) -> Result<(), Refusal> {
+        // One writer per tenant inside this process; the store's version check covers others.
+        let mut tenants = self.tenants.lock().await;
+        let tenant = envelope.tenant.as_str();
+        let stored_version = self.store.knowledge_version(tenant).await?;
+        let cached = tenants.get(tenant).filter(|k| k.version == stored_version).cloned();
+        let mut knowledge = match cached {
+            Some(knowledge) => knowledge,
+            None => self.load(tenant).await?,
+        };
+        if let Some(seq) = envelope.seq
+            && let Some((state, _)) = self.store.intake_state(seq).await?
+            && state != ontoloop_store::intake_state::PENDING
+        {
+            // A redelivery of an event already settled has no second effect.
+            return Ok(());
+        }
+        let mut commit = KnowledgeCommit::default();
+        step(&mut knowledge, envelope, &mut commit)?;
+        if let Some(seq) = envelope.seq {
+            commit.settled.push((seq, None));
+        }
+        match self.store.commit_knowledge(tenant, knowledge.version, commit).await {
+            Ok(version) => {
+                knowledge.version = version;
+                tenants.insert(tenant.to_owned(), knowledge);
+                Ok(())
+            }
+            Err(StoreError::Conflict { .. }) => {
+                tenants.remove(tenant);
+                Err(Refusal::Passing(format!("tenant {tenant} changed concurrently; retrying")))
+            }
+            Err(err) => {
+                tenants.remove(tenant);
+                Err(err.into())
+            }
+        }
+    }
+
+    async fn load(&self, tenant: &str) -> Result<TenantKnowledge, Refusal> {
+        let rows = self.store.load_knowledge(tenant).await?;
+        let ontology = match &rows.ontology {
+            Some(text) => Some(Arc::new(
+                Ontology::from_json(text).map_err(|err| Refusal::Passing(format!("stored ontology of {tenant} is unreadable: {err}")))?,
+            )),
+            None => None,
+        };
+        let graph = match &ontology {
+            Some(ontology) => Graph::from_parts(ontology, rows.entities, rows.facts),
+            None => Graph::default(),
+        };
+        Ok(TenantKnowledge {
+            version: rows.version,
+            ontology,
+            graph,
+            pages: rows.pages,
+            log: rows.extraction_log,
+        })
+    }
+}
+
+/// Applies one event to `knowledge`, describing the writes in `commit`.
+fn step(knowledge: &mut TenantKnowledge, envelope: &EventEnvelope, commit: &mut KnowledgeCommit) -> Result<(), Refusal> {
+    let at = envelope.at;
+    let seq = envelope.seq.unwrap_or_default();
+    if let Event::OntologySet { ontology } = &envelope.event {
+        let parsed = Ontology::from_value(ontology.clone()).map_err(|err| Refusal::Invalid(err.to_string()))?;
+        let text = serde_json::to_string(ontology).map_err(|err| Refusal::Invalid(err.to_string()))?;
+        if knowledge.ontology.is_none() || knowledge.graph.facts().is_empty() {
+            knowledge.graph = Graph::new(&parsed);
+        }
+        knowledge.ontology = Some(Arc::new(parsed));
+        commit.ontology = Some(text);
+        return Ok(());
+    }
+    let ontology = knowledge
+        .ontology
+        .clone()
+        .ok_or_else(|| Refusal::Invalid(format!("tenant {} has no ontology yet: send an ontology.set event first", envelope.tenant)))?;
+    let mut changes = Changes::default();
+    let (mode, report) = match &envelope.event {
+        Event::DocUpsert { doc_id, title, origin, body, acl, hold } => {
+            let latest = knowledge.pages.iter().filter(|p| p.source_id == *doc_id).max_by_key(|p| p.version).cloned();
+            if let Some(latest) = &latest
+                && latest.body == *body
+                && latest.title == *title
+                && latest.origin == *origin
+                && latest.acl == *acl
+            {
+                // An unchanged body is not a new version.
+                return Ok(());
+            }
+            let page = PageVersion {
+                source_id: doc_id.clone(),
+                version: latest.map_or(1, |p| p.version + 1),
+                title: title.clone(),
+                origin: origin.clone(),
+                body: body.clone(),
+                updated_at: at,
+                acl: acl.clone(),
+            };
+            knowledge.pages.push(page.clone());
+            commit.pages.push(page.clone());
+            if *hold {
+                return Ok(());
+            }
+            let report = read_pages(knowledge, &ontology, &[page], at, commit, &mut changes);
+            (MaintenanceMode::Patch, report)
+        }
+        Event::RecordSet { source, entity, predicate, value } => {
+            if ontology.predicate(predicate).is_none() {
+                return Err(Refusal::Invalid(format!("predicate: {predicate:?} is not in the ontology")));
+            }
+            changes.absorb(knowledge.graph.apply_record(&ontology, source, u64::try_from(seq).unwrap_or_default(), entity, predicate, value, at));
+            (MaintenanceMode::RecordPatch, MaintenanceReport::default())
+        }
+        Event::RecordRename { old, new, .. } => {
+            knowledge.graph.rename(old, new, &mut changes);
+            (MaintenanceMode::RecordPatch, MaintenanceReport::default())
+        }
+        Event::GraphMaintain { mode } => {
+            let mode = MaintenanceMode::from_name(mode).ok_or_else(|| Refusal::Invalid(format!("mode: {mode:?} is unknown")))?;
+            let current = knowledge.current_pages();
+            if mode == MaintenanceMode::Rebuild {
+                changes.absorb(knowledge.graph.retire_page_facts(at));
+            }
+            let to_read: Vec<PageVersion> = pages_to_read(mode, &current, &knowledge.log).into_iter().cloned().collect();
+            let report = read_pages(knowledge, &ontology, &to_read, at, commit, &mut changes);
+            (mode, report)
+        }
+        Event::OntologySet { .. } => return Ok(()),
+    };
+    let report = MaintenanceReport {
+        graph_writes: changes.writes,
+        pages_total: knowledge.current_pages().len() as u64,
+        ..report
+    };
+    commit.runs.push(RunRecord {
+        seq,
+        mode: mode.name().to_owned(),
+        report,
+        at,
+    });
+    for id in &changes.entities {
+        if let Some(entity) = knowledge.graph.entity(id) {
+            commit.entities.push(entity.clone());
+        }
+    }
+    commit.removed_entities.extend(changes.merged.iter().map(|(gone, _)| gone.clone()));
+    for id in &changes.facts {
+        if let Some(fact) = knowledge.graph.fact(*id) {
+            commit.facts.push(fact.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Extracts `pages` into the graph and the extraction log; returns the reading cost.
+fn read_pages(
+    knowledge: &mut TenantKnowledge,
+    ontology: &Ontology,
+    pages: &[PageVersion],
+    at: DateTime<Utc>,
+    commit: &mut KnowledgeCommit,
+    changes: &mut Changes,
+) -> MaintenanceReport {
+    let mut report = MaintenanceReport::default();
+    for page in pages {
+        changes.absorb(knowledge.graph.apply_page(ontology, page, at));
+        knowledge.log.insert(page.source_id.clone(), page.version);
+        commit.extraction_log.push((page.source_id.clone(), page.version, at));
+        report.pages_read += 1;
+        report.est_tokens += estimate_tokens(&page.title) + estimate_tokens(&page.body);
+    }
+    report
+}
+
+/// The intake sequence number of a body that did not parse as a whole, if it has one.
+fn sequence_of(body: &[u8]) -> Option<i64> {
+    serde_json::from_slice::<serde_json::Value>(body).ok()?.get("seq")?.as_i64()
+}
