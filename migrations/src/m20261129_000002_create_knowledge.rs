@@ -91,7 +91,11 @@ impl MigrationTrait for Migration {
                     .col(string(ExtractionLog::DocId))
                     .col(big_integer(ExtractionLog::Version))
                     .col(timestamp_with_time_zone(ExtractionLog::ExtractedAt))
-                    .primary_key(Index::create().col(ExtractionLog::Tenant).col(ExtractionLog::DocId))
+                    .primary_key(
+                        Index::create()
+                            .col(ExtractionLog::Tenant)
+                            .col(ExtractionLog::DocId),
+                    )
                     .to_owned(),
             )
             .await?;
@@ -163,7 +167,9 @@ impl MigrationTrait for Migration {
             IntakeEvent::Table.into_iden(),
             TenantState::Table.into_iden(),
         ] {
-            manager.drop_table(Table::drop().table(table).if_exists().to_owned()).await?;
+            manager
+                .drop_table(Table::drop().table(table).if_exists().to_owned())
+                .await?;
         }
         Ok(())
     }

@@ -108,7 +108,12 @@ impl Event {
                 required("doc_id", doc_id)?;
                 required("origin", origin)
             }
-            Event::RecordSet { source, entity, predicate, value } => {
+            Event::RecordSet {
+                source,
+                entity,
+                predicate,
+                value,
+            } => {
                 required("source", source)?;
                 required("entity", entity)?;
                 required("predicate", predicate)?;
@@ -124,12 +129,18 @@ impl Event {
                 Ok(())
             }
             Event::OntologySet { ontology } => {
-                crate::knowledge::Ontology::from_value(ontology.clone()).map_err(|err| DomainError::invalid("ontology", err))?;
+                crate::knowledge::Ontology::from_value(ontology.clone())
+                    .map_err(|err| DomainError::invalid("ontology", err))?;
                 Ok(())
             }
             Event::GraphMaintain { mode } => match MaintenanceMode::from_name(mode) {
-                Some(MaintenanceMode::Patch | MaintenanceMode::Rebuild | MaintenanceMode::Repair) => Ok(()),
-                _ => Err(DomainError::invalid("mode", format!("{mode:?} is not patch, rebuild or repair"))),
+                Some(
+                    MaintenanceMode::Patch | MaintenanceMode::Rebuild | MaintenanceMode::Repair,
+                ) => Ok(()),
+                _ => Err(DomainError::invalid(
+                    "mode",
+                    format!("{mode:?} is not patch, rebuild or repair"),
+                )),
             },
         }
     }
@@ -139,11 +150,12 @@ impl EventEnvelope {
     /// Parses a queue body; the error names the field path and position.
     pub fn parse(body: &[u8]) -> Result<Self, String> {
         let mut deserializer = serde_json::Deserializer::from_slice(body);
-        let envelope: Self = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
-            let path = err.path().to_string();
-            let inner = err.into_inner();
-            format!("{path}: {inner}")
-        })?;
+        let envelope: Self =
+            serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+                let path = err.path().to_string();
+                let inner = err.into_inner();
+                format!("{path}: {inner}")
+            })?;
         if envelope.tenant.trim().is_empty() {
             return Err(DomainError::missing("tenant").to_string());
         }
@@ -175,13 +187,22 @@ mod tests {
         let err = EventEnvelope::parse(br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"record.set","source":"r","entity":"Pro","predicate":"price"}"#)
             .expect_err("no value");
         assert!(err.contains("value"), "{err}");
-        let err = EventEnvelope::parse(br#"{"tenant":"acme","at":"yesterday","type":"graph.maintain","mode":"patch"}"#).expect_err("bad time");
+        let err = EventEnvelope::parse(
+            br#"{"tenant":"acme","at":"yesterday","type":"graph.maintain","mode":"patch"}"#,
+        )
+        .expect_err("bad time");
         assert!(err.starts_with("at"), "{err}");
         let err = EventEnvelope::parse(br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"sometimes"}"#).expect_err("bad mode");
         assert!(err.contains("mode"), "{err}");
-        let err = EventEnvelope::parse(br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"doc.delete"}"#).expect_err("unknown type");
+        let err = EventEnvelope::parse(
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"doc.delete"}"#,
+        )
+        .expect_err("unknown type");
         assert!(err.contains("doc.delete"), "{err}");
-        let err = EventEnvelope::parse(br#"{"tenant":"","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"patch"}"#).expect_err("no tenant");
+        let err = EventEnvelope::parse(
+            br#"{"tenant":"","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"patch"}"#,
+        )
+        .expect_err("no tenant");
         assert!(err.contains("tenant"), "{err}");
     }
 }

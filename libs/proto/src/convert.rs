@@ -86,11 +86,16 @@ pub fn event_from(
     use ontoloop_core::events::{Event, EventEnvelope};
     use v1::event::Kind;
     let at = match event.at {
-        Some(ts) => chrono::DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or_default())
-            .ok_or_else(|| status_from(DomainError::invalid("at", "timestamp out of range")))?,
+        Some(ts) => chrono::DateTime::from_timestamp(
+            ts.seconds,
+            u32::try_from(ts.nanos).unwrap_or_default(),
+        )
+        .ok_or_else(|| status_from(DomainError::invalid("at", "timestamp out of range")))?,
         None => now,
     };
-    let kind = event.kind.ok_or_else(|| status_from(DomainError::missing("kind")))?;
+    let kind = event
+        .kind
+        .ok_or_else(|| status_from(DomainError::missing("kind")))?;
     let event = match kind {
         Kind::DocUpsert(d) => Event::DocUpsert {
             doc_id: d.doc_id,
@@ -112,8 +117,9 @@ pub fn event_from(
             new: r.new,
         },
         Kind::OntologySet(o) => Event::OntologySet {
-            ontology: serde_json::from_str(&o.ontology_json)
-                .map_err(|err| status_from(DomainError::invalid("ontology_set.ontology_json", err)))?,
+            ontology: serde_json::from_str(&o.ontology_json).map_err(|err| {
+                status_from(DomainError::invalid("ontology_set.ontology_json", err))
+            })?,
         },
         Kind::GraphMaintain(m) => Event::GraphMaintain { mode: m.mode },
         Kind::Hr(_) => {

@@ -7,11 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use ontoloop_core::knowledge::{Entity, Fact, MaintenanceReport, PageVersion, SourceRef};
 use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{
-    ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
-};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
 
-use crate::entity::{entity_row, extraction_log, fact, intake_event, maintenance_run, page_version, tenant_state};
+use crate::entity::{
+    entity_row, extraction_log, fact, intake_event, maintenance_run, page_version, tenant_state,
+};
 use crate::{Store, StoreError};
 
 /// States of an intake event.
@@ -135,7 +135,10 @@ impl Store {
     }
 
     /// The state of an intake event (`pending`, `applied`, `failed`) and its detail.
-    pub async fn intake_state(&self, seq: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
+    pub async fn intake_state(
+        &self,
+        seq: i64,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
         Ok(intake_event::Entity::find_by_id(seq)
             .one(&self.db)
             .await?
@@ -145,7 +148,10 @@ impl Store {
     /// Marks an intake event failed outside a knowledge commit (a body that never parsed).
     pub async fn intake_fail(&self, seq: i64, reason: &str) -> Result<(), StoreError> {
         intake_event::Entity::update_many()
-            .col_expr(intake_event::Column::State, Expr::value(intake_state::FAILED))
+            .col_expr(
+                intake_event::Column::State,
+                Expr::value(intake_state::FAILED),
+            )
             .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
             .filter(intake_event::Column::Seq.eq(seq))
             .exec(&self.db)
@@ -163,7 +169,9 @@ impl Store {
 
     /// Loads everything the tenant knows.
     pub async fn load_knowledge(&self, tenant: &str) -> Result<KnowledgeRows, StoreError> {
-        let state = tenant_state::Entity::find_by_id(tenant.to_owned()).one(&self.db).await?;
+        let state = tenant_state::Entity::find_by_id(tenant.to_owned())
+            .one(&self.db)
+            .await?;
         let pages = page_version::Entity::find()
             .filter(page_version::Column::Tenant.eq(tenant))
             .order_by_asc(page_version::Column::DocId)
@@ -197,7 +205,9 @@ impl Store {
                 id: row.id,
                 name: row.name,
                 entity_type: row.entity_type,
-                aliases: decode_list(&row.aliases).into_iter().collect::<BTreeSet<_>>(),
+                aliases: decode_list(&row.aliases)
+                    .into_iter()
+                    .collect::<BTreeSet<_>>(),
             })
             .collect();
         let facts = fact::Entity::find()
@@ -259,7 +269,12 @@ impl Store {
 
     /// Commits one analyst step atomically if the tenant is still at `expected_version`;
     /// returns the new version, or [`StoreError::Conflict`] when another writer got there first.
-    pub async fn commit_knowledge(&self, tenant: &str, expected_version: i64, commit: KnowledgeCommit) -> Result<i64, StoreError> {
+    pub async fn commit_knowledge(
+        &self,
+        tenant: &str,
+        expected_version: i64,
+        commit: KnowledgeCommit,
+    ) -> Result<i64, StoreError> {
         let txn = self.db.begin().await?;
         let now = Utc::now();
         let next = expected_version + 1;
@@ -271,7 +286,11 @@ impl Store {
                 updated_at: Set(now),
             };
             tenant_state::Entity::insert(row)
-                .on_conflict(OnConflict::column(tenant_state::Column::Tenant).do_nothing().to_owned())
+                .on_conflict(
+                    OnConflict::column(tenant_state::Column::Tenant)
+                        .do_nothing()
+                        .to_owned(),
+                )
                 .exec_without_returning(&txn)
                 .await?
         } else {
@@ -279,7 +298,10 @@ impl Store {
                 .col_expr(tenant_state::Column::KnowledgeVersion, Expr::value(next))
                 .col_expr(tenant_state::Column::UpdatedAt, Expr::value(now));
             if let Some(ontology) = &commit.ontology {
-                update = update.col_expr(tenant_state::Column::Ontology, Expr::value(ontology.clone()));
+                update = update.col_expr(
+                    tenant_state::Column::Ontology,
+                    Expr::value(ontology.clone()),
+                );
             }
             update
                 .filter(tenant_state::Column::Tenant.eq(tenant))
@@ -290,7 +312,9 @@ impl Store {
         };
         if claimed != 1 {
             txn.rollback().await?;
-            return Err(StoreError::Conflict { tenant: tenant.to_owned() });
+            return Err(StoreError::Conflict {
+                tenant: tenant.to_owned(),
+            });
         }
         if !commit.pages.is_empty() {
             let rows = commit.pages.iter().map(|page| page_version::ActiveModel {
@@ -305,7 +329,9 @@ impl Store {
                 acl: Set(encode_list(&page.acl)),
                 ..Default::default()
             });
-            page_version::Entity::insert_many(rows).exec_without_returning(&txn).await?;
+            page_version::Entity::insert_many(rows)
+                .exec_without_returning(&txn)
+                .await?;
         }
         if !commit.removed_entities.is_empty() {
             entity_row::Entity::delete_many()
@@ -325,7 +351,11 @@ impl Store {
             entity_row::Entity::insert_many(rows)
                 .on_conflict(
                     OnConflict::columns([entity_row::Column::Tenant, entity_row::Column::Id])
-                        .update_columns([entity_row::Column::Name, entity_row::Column::EntityType, entity_row::Column::Aliases])
+                        .update_columns([
+                            entity_row::Column::Name,
+                            entity_row::Column::EntityType,
+                            entity_row::Column::Aliases,
+                        ])
                         .to_owned(),
                 )
                 .exec_without_returning(&txn)
@@ -353,7 +383,11 @@ impl Store {
             fact::Entity::insert_many(rows)
                 .on_conflict(
                     OnConflict::columns([fact::Column::Tenant, fact::Column::Id])
-                        .update_columns([fact::Column::Entity, fact::Column::SeenVersion, fact::Column::ValidTo])
+                        .update_columns([
+                            fact::Column::Entity,
+                            fact::Column::SeenVersion,
+                            fact::Column::ValidTo,
+                        ])
                         .to_owned(),
                 )
                 .exec_without_returning(&txn)
@@ -368,9 +402,15 @@ impl Store {
             };
             extraction_log::Entity::insert(row)
                 .on_conflict(
-                    OnConflict::columns([extraction_log::Column::Tenant, extraction_log::Column::DocId])
-                        .update_columns([extraction_log::Column::Version, extraction_log::Column::ExtractedAt])
-                        .to_owned(),
+                    OnConflict::columns([
+                        extraction_log::Column::Tenant,
+                        extraction_log::Column::DocId,
+                    ])
+                    .update_columns([
+                        extraction_log::Column::Version,
+                        extraction_log::Column::ExtractedAt,
+                    ])
+                    .to_owned(),
                 )
                 .exec_without_returning(&txn)
                 .await?;
@@ -387,10 +427,16 @@ impl Store {
                 at: Set(run.at),
                 ..Default::default()
             };
-            maintenance_run::Entity::insert(row).exec_without_returning(&txn).await?;
+            maintenance_run::Entity::insert(row)
+                .exec_without_returning(&txn)
+                .await?;
         }
         for (seq, failure) in &commit.settled {
-            let state = if failure.is_some() { intake_state::FAILED } else { intake_state::APPLIED };
+            let state = if failure.is_some() {
+                intake_state::FAILED
+            } else {
+                intake_state::APPLIED
+            };
             intake_event::Entity::update_many()
                 .col_expr(intake_event::Column::State, Expr::value(state))
                 .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
@@ -406,7 +452,10 @@ impl Store {
 /// Hex SHA-256 of a page body; an unchanged body is not a new version.
 pub fn content_hash(body: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(body.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn encode_list(items: &[String]) -> String {

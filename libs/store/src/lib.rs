@@ -7,7 +7,9 @@
 mod entity;
 pub mod knowledge;
 
-pub use knowledge::{KnowledgeCommit, KnowledgeRows, RunRecord, StoredRun, content_hash, intake_state};
+pub use knowledge::{
+    KnowledgeCommit, KnowledgeRows, RunRecord, StoredRun, content_hash, intake_state,
+};
 
 use std::path::Path;
 use std::time::Duration;

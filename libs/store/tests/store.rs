@@ -76,7 +76,13 @@ fn nanos() -> u64 {
 async fn migrations_go_up_and_down(store: &Store) {
     store.migrate_up().await.expect("up");
     let applied = store.applied_migrations().await.expect("applied");
-    assert_eq!(applied, vec!["m20261129_000001_create_inbox".to_owned(), "m20261129_000002_create_knowledge".to_owned()]);
+    assert_eq!(
+        applied,
+        vec![
+            "m20261129_000001_create_inbox".to_owned(),
+            "m20261129_000002_create_knowledge".to_owned()
+        ]
+    );
     // Up again is a no-op.
     store.migrate_up().await.expect("up twice");
     store.migrate_down().await.expect("down");

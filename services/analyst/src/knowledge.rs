@@ -8,7 +8,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{
-    Changes, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion, estimate_tokens, pages_to_read,
+    Changes, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion, estimate_tokens,
+    pages_to_read,
 };
 use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
@@ -101,7 +102,10 @@ impl KnowledgeWriter {
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
         let stored_version = self.store.knowledge_version(tenant).await?;
-        let cached = tenants.get(tenant).filter(|k| k.version == stored_version).cloned();
+        let cached = tenants
+            .get(tenant)
+            .filter(|k| k.version == stored_version)
+            .cloned();
         let mut knowledge = match cached {
             Some(knowledge) => knowledge,
             None => self.load(tenant).await?,
@@ -118,7 +122,11 @@ impl KnowledgeWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        match self.store.commit_knowledge(tenant, knowledge.version, commit).await {
+        match self
+            .store
+            .commit_knowledge(tenant, knowledge.version, commit)
+            .await
+        {
             Ok(version) => {
                 knowledge.version = version;
                 tenants.insert(tenant.to_owned(), knowledge);
@@ -126,7 +134,9 @@ impl KnowledgeWriter {
             }
             Err(StoreError::Conflict { .. }) => {
                 tenants.remove(tenant);
-                Err(Refusal::Passing(format!("tenant {tenant} changed concurrently; retrying")))
+                Err(Refusal::Passing(format!(
+                    "tenant {tenant} changed concurrently; retrying"
+                )))
             }
             Err(err) => {
                 tenants.remove(tenant);
@@ -138,9 +148,9 @@ impl KnowledgeWriter {
     async fn load(&self, tenant: &str) -> Result<TenantKnowledge, Refusal> {
         let rows = self.store.load_knowledge(tenant).await?;
         let ontology = match &rows.ontology {
-            Some(text) => Some(Arc::new(
-                Ontology::from_json(text).map_err(|err| Refusal::Passing(format!("stored ontology of {tenant} is unreadable: {err}")))?,
-            )),
+            Some(text) => Some(Arc::new(Ontology::from_json(text).map_err(|err| {
+                Refusal::Passing(format!("stored ontology of {tenant} is unreadable: {err}"))
+            })?)),
             None => None,
         };
         let graph = match &ontology {
@@ -158,12 +168,18 @@ impl KnowledgeWriter {
 }
 
 /// Applies one event to `knowledge`, describing the writes in `commit`.
-fn step(knowledge: &mut TenantKnowledge, envelope: &EventEnvelope, commit: &mut KnowledgeCommit) -> Result<(), Refusal> {
+fn step(
+    knowledge: &mut TenantKnowledge,
+    envelope: &EventEnvelope,
+    commit: &mut KnowledgeCommit,
+) -> Result<(), Refusal> {
     let at = envelope.at;
     let seq = envelope.seq.unwrap_or_default();
     if let Event::OntologySet { ontology } = &envelope.event {
-        let parsed = Ontology::from_value(ontology.clone()).map_err(|err| Refusal::Invalid(err.to_string()))?;
-        let text = serde_json::to_string(ontology).map_err(|err| Refusal::Invalid(err.to_string()))?;
+        let parsed = Ontology::from_value(ontology.clone())
+            .map_err(|err| Refusal::Invalid(err.to_string()))?;
+        let text =
+            serde_json::to_string(ontology).map_err(|err| Refusal::Invalid(err.to_string()))?;
         if knowledge.ontology.is_none() || knowledge.graph.facts().is_empty() {
             knowledge.graph = Graph::new(&parsed);
         }
@@ -171,14 +187,28 @@ fn step(knowledge: &mut TenantKnowledge, envelope: &EventEnvelope, commit: &mut 
         commit.ontology = Some(text);
         return Ok(());
     }
-    let ontology = knowledge
-        .ontology
-        .clone()
-        .ok_or_else(|| Refusal::Invalid(format!("tenant {} has no ontology yet: send an ontology.set event first", envelope.tenant)))?;
+    let ontology = knowledge.ontology.clone().ok_or_else(|| {
+        Refusal::Invalid(format!(
+            "tenant {} has no ontology yet: send an ontology.set event first",
+            envelope.tenant
+        ))
+    })?;
     let mut changes = Changes::default();
     let (mode, report) = match &envelope.event {
-        Event::DocUpsert { doc_id, title, origin, body, acl, hold } => {
-            let latest = knowledge.pages.iter().filter(|p| p.source_id == *doc_id).max_by_key(|p| p.version).cloned();
+        Event::DocUpsert {
+            doc_id,
+            title,
+            origin,
+            body,
+            acl,
+            hold,
+        } => {
+            let latest = knowledge
+                .pages
+                .iter()
+                .filter(|p| p.source_id == *doc_id)
+                .max_by_key(|p| p.version)
+                .cloned();
             if let Some(latest) = &latest
                 && latest.body == *body
                 && latest.title == *title
@@ -205,11 +235,26 @@ fn step(knowledge: &mut TenantKnowledge, envelope: &EventEnvelope, commit: &mut 
             let report = read_pages(knowledge, &ontology, &[page], at, commit, &mut changes);
             (MaintenanceMode::Patch, report)
         }
-        Event::RecordSet { source, entity, predicate, value } => {
+        Event::RecordSet {
+            source,
+            entity,
+            predicate,
+            value,
+        } => {
             if ontology.predicate(predicate).is_none() {
-                return Err(Refusal::Invalid(format!("predicate: {predicate:?} is not in the ontology")));
+                return Err(Refusal::Invalid(format!(
+                    "predicate: {predicate:?} is not in the ontology"
+                )));
             }
-            changes.absorb(knowledge.graph.apply_record(&ontology, source, u64::try_from(seq).unwrap_or_default(), entity, predicate, value, at));
+            changes.absorb(knowledge.graph.apply_record(
+                &ontology,
+                source,
+                u64::try_from(seq).unwrap_or_default(),
+                entity,
+                predicate,
+                value,
+                at,
+            ));
             (MaintenanceMode::RecordPatch, MaintenanceReport::default())
         }
         Event::RecordRename { old, new, .. } => {
@@ -217,12 +262,16 @@ fn step(knowledge: &mut TenantKnowledge, envelope: &EventEnvelope, commit: &mut 
             (MaintenanceMode::RecordPatch, MaintenanceReport::default())
         }
         Event::GraphMaintain { mode } => {
-            let mode = MaintenanceMode::from_name(mode).ok_or_else(|| Refusal::Invalid(format!("mode: {mode:?} is unknown")))?;
+            let mode = MaintenanceMode::from_name(mode)
+                .ok_or_else(|| Refusal::Invalid(format!("mode: {mode:?} is unknown")))?;
             let current = knowledge.current_pages();
             if mode == MaintenanceMode::Rebuild {
                 changes.absorb(knowledge.graph.retire_page_facts(at));
             }
-            let to_read: Vec<PageVersion> = pages_to_read(mode, &current, &knowledge.log).into_iter().cloned().collect();
+            let to_read: Vec<PageVersion> = pages_to_read(mode, &current, &knowledge.log)
+                .into_iter()
+                .cloned()
+                .collect();
             let report = read_pages(knowledge, &ontology, &to_read, at, commit, &mut changes);
             (mode, report)
         }
@@ -244,7 +293,9 @@ fn step(knowledge: &mut TenantKnowledge, envelope: &EventEnvelope, commit: &mut 
             commit.entities.push(entity.clone());
         }
     }
-    commit.removed_entities.extend(changes.merged.iter().map(|(gone, _)| gone.clone()));
+    commit
+        .removed_entities
+        .extend(changes.merged.iter().map(|(gone, _)| gone.clone()));
     for id in &changes.facts {
         if let Some(fact) = knowledge.graph.fact(*id) {
             commit.facts.push(fact.clone());
@@ -266,7 +317,9 @@ fn read_pages(
     for page in pages {
         changes.absorb(knowledge.graph.apply_page(ontology, page, at));
         knowledge.log.insert(page.source_id.clone(), page.version);
-        commit.extraction_log.push((page.source_id.clone(), page.version, at));
+        commit
+            .extraction_log
+            .push((page.source_id.clone(), page.version, at));
         report.pages_read += 1;
         report.est_tokens += estimate_tokens(&page.title) + estimate_tokens(&page.body);
     }
@@ -275,5 +328,8 @@ fn read_pages(
 
 /// The intake sequence number of a body that did not parse as a whole, if it has one.
 fn sequence_of(body: &[u8]) -> Option<i64> {
-    serde_json::from_slice::<serde_json::Value>(body).ok()?.get("seq")?.as_i64()
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()?
+        .get("seq")?
+        .as_i64()
 }

@@ -50,11 +50,16 @@ pub async fn serve(
         let token = cancel.clone();
         let shared = ctx.queue.clone();
         consumers.push(tokio::spawn(async move {
-            ontoloop_runtime::run_consumer(shared, topics::EVENTS, token, |message, _redelivered| {
-                let writer = writer.clone();
-                let message = message.clone();
-                async move { writer.handle(&message).await }
-            })
+            ontoloop_runtime::run_consumer(
+                shared,
+                topics::EVENTS,
+                token,
+                |message, _redelivered| {
+                    let writer = writer.clone();
+                    let message = message.clone();
+                    async move { writer.handle(&message).await }
+                },
+            )
             .await
         }));
     }
@@ -63,11 +68,16 @@ pub async fn serve(
         let token = cancel.clone();
         let shared = ctx.queue.clone();
         consumers.push(tokio::spawn(async move {
-            ontoloop_runtime::run_consumer(shared, topics::SIGNALS, token, |message, _redelivered| {
-                let store = store.clone();
-                let message = message.clone();
-                async move { handle_message(&store, topics::SIGNALS, &message).await }
-            })
+            ontoloop_runtime::run_consumer(
+                shared,
+                topics::SIGNALS,
+                token,
+                |message, _redelivered| {
+                    let store = store.clone();
+                    let message = message.clone();
+                    async move { handle_message(&store, topics::SIGNALS, &message).await }
+                },
+            )
             .await
         }));
     }

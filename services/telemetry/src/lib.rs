@@ -6,10 +6,10 @@
 use std::future::Future;
 
 use ontoloop_core::{DomainError, ServiceKind, topics};
-use ontoloop_queue::Message;
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
 use ontoloop_proto::{caller_from, status_from};
+use ontoloop_queue::Message;
 use ontoloop_runtime::{Context, ServiceRouter};
 use ontoloop_settings::Settings;
 use tokio::net::TcpListener;
@@ -71,12 +71,19 @@ impl TelemetryService for Telemetry {
         let event = request.into_inner();
         let caller = caller_from(event.caller.clone())?;
         let key = Some(event.idempotency_key.trim().to_owned()).filter(|k| !k.is_empty());
-        let mut envelope = ontoloop_proto::convert::event_from(event, caller.tenant(), chrono::Utc::now())?;
+        let mut envelope =
+            ontoloop_proto::convert::event_from(event, caller.tenant(), chrono::Utc::now())?;
         let body = envelope.to_json();
         let (seq, duplicate) = self
             .ctx
             .store
-            .intake_append(caller.tenant(), key.as_deref(), envelope.event.kind(), &body, chrono::Utc::now())
+            .intake_append(
+                caller.tenant(),
+                key.as_deref(),
+                envelope.event.kind(),
+                &body,
+                chrono::Utc::now(),
+            )
             .await
             .map_err(|err| unavailable("record the event", err))?;
         if duplicate {
@@ -86,7 +93,8 @@ impl TelemetryService for Telemetry {
             }));
         }
         envelope.seq = Some(seq);
-        let message = Message::with_id(format!("evt-{seq}"), envelope.to_json()).header("x-ontoloop-tenant", caller.tenant());
+        let message = Message::with_id(format!("evt-{seq}"), envelope.to_json())
+            .header("x-ontoloop-tenant", caller.tenant());
         if let Err(err) = self.ctx.queue.publish(topics::EVENTS, message).await {
             // The event never reached the queue: say so on the intake log too, so a reader
             // waiting for this sequence number is not left waiting.
@@ -96,7 +104,12 @@ impl TelemetryService for Telemetry {
             }
             return Err(unavailable("publish the event", err));
         }
-        tracing::debug!(seq, kind = envelope.event.kind(), tenant = caller.tenant(), "event accepted");
+        tracing::debug!(
+            seq,
+            kind = envelope.event.kind(),
+            tenant = caller.tenant(),
+            "event accepted"
+        );
         Ok(Response::new(EventAck {
             sequence: u64::try_from(seq).unwrap_or_default(),
             duplicate: false,

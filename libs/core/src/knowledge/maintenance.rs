@@ -30,7 +30,9 @@ impl MaintenanceMode {
 
     /// Parses a wire name.
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Patch, Self::Rebuild, Self::Repair, Self::RecordPatch].into_iter().find(|m| m.name() == name)
+        [Self::Patch, Self::Rebuild, Self::Repair, Self::RecordPatch]
+            .into_iter()
+            .find(|m| m.name() == name)
     }
 }
 
@@ -54,12 +56,19 @@ pub fn estimate_tokens(text: &str) -> u64 {
 
 /// The pages a run in `mode` must read: every current page for a rebuild; for patch and repair
 /// only those whose current version is newer than the version the extraction log recorded.
-pub fn pages_to_read<'a>(mode: MaintenanceMode, current: &'a [PageVersion], log: &BTreeMap<String, u64>) -> Vec<&'a PageVersion> {
+pub fn pages_to_read<'a>(
+    mode: MaintenanceMode,
+    current: &'a [PageVersion],
+    log: &BTreeMap<String, u64>,
+) -> Vec<&'a PageVersion> {
     match mode {
         MaintenanceMode::Rebuild => current.iter().collect(),
         MaintenanceMode::Patch | MaintenanceMode::Repair => current
             .iter()
-            .filter(|page| log.get(&page.source_id).is_none_or(|read| *read < page.version))
+            .filter(|page| {
+                log.get(&page.source_id)
+                    .is_none_or(|read| *read < page.version)
+            })
             .collect(),
         MaintenanceMode::RecordPatch => Vec::new(),
     }
@@ -86,11 +95,20 @@ mod tests {
     fn patch_reads_only_pages_newer_than_the_log() {
         let current = vec![page("a", 2), page("b", 1), page("c", 1)];
         let log = BTreeMap::from([("a".to_owned(), 1), ("b".to_owned(), 1)]);
-        let ids: Vec<_> = pages_to_read(MaintenanceMode::Patch, &current, &log).iter().map(|p| p.source_id.as_str()).collect();
+        let ids: Vec<_> = pages_to_read(MaintenanceMode::Patch, &current, &log)
+            .iter()
+            .map(|p| p.source_id.as_str())
+            .collect();
         assert_eq!(ids, vec!["a", "c"]);
-        assert_eq!(pages_to_read(MaintenanceMode::Rebuild, &current, &log).len(), 3);
+        assert_eq!(
+            pages_to_read(MaintenanceMode::Rebuild, &current, &log).len(),
+            3
+        );
         assert!(pages_to_read(MaintenanceMode::RecordPatch, &current, &log).is_empty());
         assert_eq!(estimate_tokens("abcdefgh"), 2);
-        assert_eq!(MaintenanceMode::from_name("repair"), Some(MaintenanceMode::Repair));
+        assert_eq!(
+            MaintenanceMode::from_name("repair"),
+            Some(MaintenanceMode::Repair)
+        );
     }
 }

@@ -3,20 +3,22 @@
 //! an agent is told. Everything here is pure: callers pass pages, facts and the time in.
 
 pub mod answer;
+pub mod designs;
 pub mod extract;
 pub mod graph;
 pub mod maintenance;
 pub mod names;
 pub mod ontology;
 pub mod pattern;
+pub mod question;
 
 pub use answer::{
     Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, SlotContext, SlotDecision, decide,
     same_value,
 };
 pub use extract::{Claim, ClaimSubject, extract_claims, split_sentences};
-pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use graph::{Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, readable};
+pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};

@@ -1,0 +1,575 @@
+//! Answering a slot or a multi-hop question over one tenant's knowledge, by ontoloop's policy or
+//! by one of the four baseline designs of the drift study (kept for comparison, faithfully).
+//!
+//! Everything the designs need arrives as a [`KnowledgeView`]: the graph, the current pages, the
+//! extraction log and a search function that already applied the caller's permissions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use super::answer::{
+    Answer, AnswerStatus, Candidate, SlotContext, SlotDecision, decide, same_value,
+};
+use super::extract::{Claim, claims_in_sentence, extract_claims, split_sentences};
+use super::graph::{Graph, PageVersion, SourceRef, readable};
+use super::ontology::{Ontology, PredicateKind};
+
+/// Which design answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Design {
+    /// ontoloop's own policy: authority, then recency, computed hedges.
+    Ontoloop,
+    /// Top-3 BM25 pages, first candidate.
+    Rag,
+    /// One graph value per question: the value most sources agree on, ties to the latest write.
+    GraphOnly,
+    /// The graph value first, then the top-3 pages; first usable answer.
+    Hybrid,
+    /// Every graph value with dates plus the top-3 pages; newest claim wins; hedges.
+    HybridVersioned,
+}
+
+impl Design {
+    /// Every design, ontoloop first.
+    pub const ALL: [Design; 5] = [
+        Design::Ontoloop,
+        Design::Rag,
+        Design::GraphOnly,
+        Design::Hybrid,
+        Design::HybridVersioned,
+    ];
+
+    /// Name used in tables and on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Ontoloop => "ontoloop",
+            Design::Rag => "Rag",
+            Design::GraphOnly => "Graph",
+            Design::Hybrid => "Hybrid",
+            Design::HybridVersioned => "HybridVersioned",
+        }
+    }
+
+    /// Parses a name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// Pages the study's baselines read per question.
+pub const BASELINE_TOP_K: usize = 3;
+
+/// What a design can see of one tenant, for one caller.
+pub struct KnowledgeView<'a> {
+    /// The tenant's ontology.
+    pub ontology: &'a Ontology,
+    /// The graph.
+    pub graph: &'a Graph,
+    /// The current version of every page (all pages, permission is checked on use).
+    pub current: &'a BTreeMap<String, PageVersion>,
+    /// Extraction log: page id to the version the graph last read.
+    pub log: &'a BTreeMap<String, u64>,
+    /// BM25 search over the pages the caller may read: page ids, best first.
+    pub search: &'a dyn Fn(&str, usize) -> Vec<String>,
+    /// The caller's principal.
+    pub principal: &'a str,
+    /// Facts are taken as of this instant.
+    pub as_of: DateTime<Utc>,
+    /// ontoloop hedges answers resting only on origins below this authority.
+    pub hedge_below_authority: i32,
+    /// Pages ontoloop's policy reads besides the sources the graph cites.
+    pub top_k: usize,
+}
+
+impl KnowledgeView<'_> {
+    fn readable_page(&self, id: &str) -> Option<&PageVersion> {
+        self.current
+            .get(id)
+            .filter(|p| p.readable_by(self.principal))
+    }
+
+    fn ahead(&self, id: &str) -> bool {
+        match (self.current.get(id), self.log.get(id)) {
+            (Some(page), Some(read)) => *read < page.version,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    /// The words of a predicate for a follow-up hop's query: its first pattern without slots.
+    fn predicate_words(&self, predicate: &str) -> String {
+        self.ontology
+            .predicate(predicate)
+            .and_then(|p| p.patterns.first())
+            .map(|p| p.literal_text())
+            .unwrap_or_else(|| predicate.replace('_', " "))
+    }
+}
+
+/// Answers `entity` → `hops` with `design`. `question` is the first hop's search query (the
+/// question text); later hops search for the previous value and the predicate's words.
+pub fn answer(
+    view: &KnowledgeView<'_>,
+    design: Design,
+    entity: &str,
+    hops: &[String],
+    question: &str,
+) -> Answer {
+    let mut current = entity.trim().to_owned();
+    let mut decisions = Vec::new();
+    for (i, predicate) in hops.iter().enumerate() {
+        let query = if i == 0 {
+            question.to_owned()
+        } else {
+            format!("{current} {}", view.predicate_words(predicate))
+        };
+        let decision = match design {
+            Design::Ontoloop => ontoloop_slot(view, &current, predicate, &query),
+            other => baseline_slot(view, other, &current, predicate, &query),
+        };
+        let abstained = decision.status == AnswerStatus::Abstained;
+        let entity_id = view
+            .graph
+            .resolve(&current)
+            .map_or_else(|| current.clone(), |e| e.id.clone());
+        let next = clean_value(&decision.value);
+        decisions.push((entity_id, predicate.clone(), decision));
+        if abstained {
+            let reason = format!("nothing the caller may read states {predicate} of {current:?}");
+            return Answer::combine(decisions, Some(reason));
+        }
+        current = next;
+    }
+    Answer::combine(decisions, None)
+}
+
+/// A hop's value as the next hop's entity: trimmed, final period and a leading "the" dropped.
+fn clean_value(value: &str) -> String {
+    let value = value.trim().trim_end_matches('.').trim();
+    let value = value
+        .strip_prefix("the ")
+        .or_else(|| value.strip_prefix("The "))
+        .unwrap_or(value);
+    let lower = value.to_lowercase();
+    match lower.strip_suffix(" team") {
+        Some(_) => value[..value.len() - " team".len()].trim().to_owned(),
+        None => value.trim().to_owned(),
+    }
+}
+
+/// Names that refer to the same thing as `seed`: the graph's aliases plus renames stated in the
+/// given claims (both directions, to a fixed point).
+fn name_closure(graph: &Graph, seed: &str, renames: &[&Claim]) -> BTreeSet<String> {
+    let key = |n: &str| graph.normaliser().key(n);
+    let mut keys: BTreeSet<String> = BTreeSet::from([key(seed)]);
+    loop {
+        let before = keys.len();
+        for name in keys.clone() {
+            if let Some(entity) = graph.resolve(&name) {
+                keys.extend(entity.aliases.iter().map(|a| key(a)));
+                keys.insert(key(&entity.name));
+            }
+        }
+        for claim in renames {
+            let (new, old) = (key(claim.subject.name()), key(&claim.object));
+            if keys.contains(&new) || keys.contains(&old) {
+                keys.insert(new);
+                keys.insert(old);
+            }
+        }
+        if keys.len() == before {
+            return keys;
+        }
+    }
+}
+
+/// ontoloop's policy for one slot.
+fn ontoloop_slot(
+    view: &KnowledgeView<'_>,
+    entity: &str,
+    predicate: &str,
+    query: &str,
+) -> SlotDecision {
+    let graph = view.graph;
+    // Pages retrieval finds for the question, read at their current version.
+    let mut read: BTreeMap<String, &PageVersion> = BTreeMap::new();
+    for id in (view.search)(query, view.top_k) {
+        if let Some(page) = view.readable_page(&id) {
+            read.insert(id, page);
+        }
+    }
+    let claims_of = |page: &PageVersion| extract_claims(view.ontology, &page.body);
+    let mut page_claims: BTreeMap<String, Vec<Claim>> = read
+        .iter()
+        .map(|(id, p)| (id.clone(), claims_of(p)))
+        .collect();
+    let renames: Vec<Claim> = page_claims
+        .values()
+        .flatten()
+        .filter(|c| c.kind == PredicateKind::Rename)
+        .cloned()
+        .collect();
+    let names = name_closure(graph, entity, &renames.iter().collect::<Vec<_>>());
+    let entity_ids: BTreeSet<String> = names
+        .iter()
+        .filter_map(|n| graph.resolve(n))
+        .map(|e| e.id.clone())
+        .collect();
+    // Graph facts of the slot the caller may read, and the current versions of their sources.
+    let mut candidates = Vec::new();
+    for fact in graph.facts().iter().filter(|f| {
+        entity_ids.contains(&f.entity)
+            && f.predicate == predicate
+            && f.valid_at(view.as_of)
+            && readable(&f.acl, view.principal)
+    }) {
+        if !read.contains_key(&fact.source.source_id)
+            && let Some(page) = view.readable_page(&fact.source.source_id)
+        {
+            read.insert(fact.source.source_id.clone(), page);
+            page_claims.insert(fact.source.source_id.clone(), claims_of(page));
+        }
+        candidates.push(Candidate {
+            value: fact.object.clone(),
+            source: SourceRef {
+                version: fact.seen_version.max(fact.source.version),
+                ..fact.source.clone()
+            },
+            authority: fact.authority,
+            valid_from: fact.valid_from,
+            extracted_at: Some(fact.extracted_at),
+            extractor: fact.extractor.clone(),
+            confidence: fact.confidence,
+            excerpt: String::new(),
+        });
+    }
+    for (id, claims) in &page_claims {
+        let Some(page) = read.get(id) else { continue };
+        for claim in claims
+            .iter()
+            .filter(|c| c.kind == PredicateKind::Slot && c.predicate == predicate)
+        {
+            if !names.contains(&graph.normaliser().key(claim.subject.name())) {
+                continue;
+            }
+            candidates.push(Candidate {
+                value: claim.object.clone(),
+                source: SourceRef {
+                    source_id: id.clone(),
+                    version: page.version,
+                    origin: page.origin.clone(),
+                },
+                authority: view.ontology.authority(&page.origin),
+                valid_from: page.updated_at,
+                extracted_at: None,
+                extractor: super::extract::RULE_SET.to_owned(),
+                confidence: 1.0,
+                excerpt: claim.sentence.clone(),
+            });
+        }
+    }
+    let ctx = SlotContext {
+        read_versions: read.iter().map(|(id, p)| (id.clone(), p.version)).collect(),
+        latest_versions: view
+            .current
+            .iter()
+            .map(|(id, p)| (id.clone(), p.version))
+            .collect(),
+        hedge_below_authority: view.hedge_below_authority,
+    };
+    decide(candidates, &ctx)
+}
+
+/// One piece of evidence a baseline reader sees.
+struct Item {
+    claims: Vec<Claim>,
+    text: String,
+    date: DateTime<Utc>,
+    from_graph: bool,
+    ahead: bool,
+    source: SourceRef,
+}
+
+/// The study's baselines for one slot.
+fn baseline_slot(
+    view: &KnowledgeView<'_>,
+    design: Design,
+    entity: &str,
+    predicate: &str,
+    query: &str,
+) -> SlotDecision {
+    let mut items = Vec::new();
+    if matches!(
+        design,
+        Design::GraphOnly | Design::Hybrid | Design::HybridVersioned
+    ) {
+        items.extend(graph_items(view, design, entity, predicate));
+    }
+    if matches!(
+        design,
+        Design::Rag | Design::Hybrid | Design::HybridVersioned
+    ) {
+        for id in (view.search)(query, BASELINE_TOP_K) {
+            let Some(page) = view.readable_page(&id) else {
+                continue;
+            };
+            let mut claims: Vec<Claim> = claims_in_sentence(view.ontology, &page.title);
+            claims.extend(
+                split_sentences(&page.body)
+                    .into_iter()
+                    .flat_map(|s| claims_in_sentence(view.ontology, s)),
+            );
+            items.push(Item {
+                claims,
+                text: format!("{}\n{}", page.title, page.body),
+                date: page.updated_at,
+                from_graph: false,
+                ahead: view.ahead(&id),
+                source: SourceRef {
+                    source_id: id.clone(),
+                    version: page.version,
+                    origin: page.origin.clone(),
+                },
+            });
+        }
+    }
+    read_baseline(view, design, entity, predicate, &items)
+}
+
+/// Graph evidence as the study renders it: one rename line per alias, then the slot's values.
+fn graph_items(
+    view: &KnowledgeView<'_>,
+    design: Design,
+    entity: &str,
+    predicate: &str,
+) -> Vec<Item> {
+    let Some(node) = view.graph.resolve(entity) else {
+        return Vec::new();
+    };
+    let mut items = Vec::new();
+    let rename = view
+        .ontology
+        .predicates()
+        .iter()
+        .find(|p| p.kind == PredicateKind::Rename)
+        .map(|p| p.name.clone());
+    for alias in node
+        .aliases
+        .iter()
+        .filter(|a| !a.eq_ignore_ascii_case(&node.name))
+    {
+        if let Some(rename) = &rename {
+            items.push(Item {
+                claims: vec![Claim {
+                    predicate: rename.clone(),
+                    kind: PredicateKind::Rename,
+                    subject: super::extract::ClaimSubject::Named(node.name.clone()),
+                    object: alias.clone(),
+                    sentence: String::new(),
+                }],
+                text: format!("{} {}", node.name, alias),
+                date: DateTime::<Utc>::MIN_UTC,
+                from_graph: true,
+                ahead: false,
+                source: SourceRef::default_graph(),
+            });
+        }
+    }
+    let mut facts: Vec<_> = view
+        .graph
+        .facts()
+        .iter()
+        .filter(|f| {
+            f.entity == node.id
+                && f.predicate == predicate
+                && f.valid_at(view.as_of)
+                && readable(&f.acl, view.principal)
+        })
+        .collect();
+    facts.sort_by_key(|f| f.id);
+    // Group by value, in order of first appearance.
+    let mut groups: Vec<(String, Vec<&super::graph::Fact>)> = Vec::new();
+    for fact in facts {
+        match groups.iter_mut().find(|(v, _)| same_value(v, &fact.object)) {
+            Some((_, members)) => members.push(fact),
+            None => groups.push((fact.object.clone(), vec![fact])),
+        }
+    }
+    let chosen: Vec<&super::graph::Fact> = if design == Design::HybridVersioned {
+        groups
+            .iter()
+            .filter_map(|(_, members)| {
+                members
+                    .iter()
+                    .copied()
+                    .max_by(|a, b| a.valid_from.cmp(&b.valid_from).then(b.id.cmp(&a.id)))
+            })
+            .collect()
+    } else {
+        groups
+            .iter()
+            .max_by(|(_, a), (_, b)| {
+                a.len().cmp(&b.len()).then(
+                    a.iter()
+                        .map(|f| f.id)
+                        .max()
+                        .cmp(&b.iter().map(|f| f.id).max()),
+                )
+            })
+            .and_then(|(_, members)| members.iter().copied().max_by_key(|f| f.id))
+            .into_iter()
+            .collect()
+    };
+    for fact in chosen {
+        items.push(Item {
+            claims: vec![Claim {
+                predicate: fact.predicate.clone(),
+                kind: PredicateKind::Slot,
+                subject: super::extract::ClaimSubject::Named(node.name.clone()),
+                object: fact.object.clone(),
+                sentence: String::new(),
+            }],
+            text: format!("{} {}", node.name, fact.object),
+            date: fact.valid_from,
+            from_graph: true,
+            ahead: false,
+            source: fact.source.clone(),
+        });
+    }
+    items
+}
+
+/// The study's deterministic reader.
+fn read_baseline(
+    view: &KnowledgeView<'_>,
+    design: Design,
+    entity: &str,
+    predicate: &str,
+    items: &[Item],
+) -> SlotDecision {
+    let lower = |s: &str| s.trim().to_lowercase();
+    let mut names: BTreeSet<String> = BTreeSet::from([lower(entity)]);
+    for _ in 0..2 {
+        for claim in items
+            .iter()
+            .flat_map(|i| &i.claims)
+            .filter(|c| c.kind == PredicateKind::Rename)
+        {
+            let (new, old) = (lower(claim.subject.name()), lower(&claim.object));
+            if names.contains(&new) {
+                names.insert(old.clone());
+            }
+            if names.contains(&old) {
+                names.insert(new);
+            }
+        }
+    }
+    let mut candidates: Vec<(usize, &Item, &Claim)> = Vec::new();
+    for (order, item) in items.iter().enumerate() {
+        for claim in item
+            .claims
+            .iter()
+            .filter(|c| c.kind == PredicateKind::Slot && c.predicate == predicate)
+        {
+            if names.contains(&lower(claim.subject.name())) {
+                candidates.push((order, item, claim));
+            }
+        }
+    }
+    let to_candidate = |item: &Item, claim: &Claim| Candidate {
+        value: claim.object.clone(),
+        source: item.source.clone(),
+        authority: view.ontology.authority(&item.source.origin),
+        valid_from: item.date,
+        extracted_at: None,
+        extractor: super::extract::RULE_SET.to_owned(),
+        confidence: 1.0,
+        excerpt: claim.sentence.clone(),
+    };
+    if candidates.is_empty() {
+        return SlotDecision {
+            status: AnswerStatus::Abstained,
+            value: String::new(),
+            values: Vec::new(),
+            evidence: Vec::new(),
+            hedges: Vec::new(),
+            findings: Vec::new(),
+        };
+    }
+    let (winner, hedged) = if design == Design::HybridVersioned {
+        let mut sorted = candidates.clone();
+        // Newest first; on the same date the graph first; then evidence order (stable sort).
+        sorted.sort_by(|a, b| {
+            b.1.date
+                .cmp(&a.1.date)
+                .then(b.1.from_graph.cmp(&a.1.from_graph))
+        });
+        let winner = sorted[0];
+        let mut distinct: Vec<&str> = Vec::new();
+        for (_, _, claim) in &candidates {
+            if !distinct.iter().any(|d| same_value(d, &claim.object)) {
+                distinct.push(&claim.object);
+            }
+        }
+        let disagree = distinct.len() > 1;
+        let no_graph = !candidates.iter().any(|(_, item, _)| item.from_graph);
+        let changed = items.iter().any(|item| {
+            item.ahead
+                && names
+                    .iter()
+                    .any(|n| item.text.to_lowercase().contains(n.as_str()))
+        });
+        (winner, disagree || no_graph || changed)
+    } else {
+        (candidates[0], false)
+    };
+    let mut hedges = Vec::new();
+    if hedged {
+        hedges.push(super::answer::Hedge {
+            code: super::answer::HedgeCode::SameAuthorityDisagree,
+            message: "sources disagree, the graph has no entry, or a page changed after extraction"
+                .to_owned(),
+            source_id: winner.1.source.source_id.clone(),
+        });
+    }
+    SlotDecision {
+        status: if hedged {
+            AnswerStatus::AnsweredPossiblyStale
+        } else {
+            AnswerStatus::Answered
+        },
+        value: winner.2.object.clone(),
+        values: vec![winner.2.object.clone()],
+        evidence: vec![to_candidate(winner.1, winner.2)],
+        hedges,
+        findings: Vec::new(),
+    }
+}
+
+impl SourceRef {
+    fn default_graph() -> Self {
+        SourceRef {
+            source_id: "graph".to_owned(),
+            version: 0,
+            origin: "graph".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_cleaned_for_the_next_hop() {
+        assert_eq!(clean_value("the Atlas team."), "Atlas");
+        assert_eq!(clean_value(" Pro "), "Pro");
+        assert_eq!(
+            Design::from_name("hybridversioned"),
+            Some(Design::HybridVersioned)
+        );
+    }
+}
