@@ -38,8 +38,22 @@ pub struct Settings {
     pub queue: QueueSettings,
     /// Where the services listen.
     pub services: ServicesSettings,
+    /// Retrieval's answer policy.
+    pub retrieval: RetrievalSettings,
     /// Logging.
     pub log: LogSettings,
+}
+
+/// Retrieval's answer policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalSettings {
+    /// Pages read per question besides the sources the graph cites.
+    pub top_k: usize,
+    /// Answers resting only on origins below this authority are hedged.
+    pub hedge_below_authority: i32,
+    /// How long a request with `min_sequence` waits for that event to be applied.
+    pub read_your_writes_timeout_ms: u64,
 }
 
 /// The relational store.
@@ -215,6 +229,7 @@ impl Settings {
             u64::from(self.store.connect_attempts),
         )?;
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
+        positive("retrieval.top_k", self.retrieval.top_k as u64)?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),

@@ -14,7 +14,8 @@ use std::time::Duration;
 use ontoloop_core::{DomainError, ServiceKind, topics};
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
 use ontoloop_proto::v1::{
-    DecideRequest, DecideResponse, ListPatternsRequest, ListPatternsResponse, NextReviewRequest,
+    DecideRequest, DecideResponse, ListMaintenanceRunsRequest, ListMaintenanceRunsResponse,
+    ListPatternsRequest, ListPatternsResponse, MaintenanceRun, NextReviewRequest,
     NextReviewResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
@@ -81,7 +82,7 @@ pub async fn serve(
             .await
         }));
     }
-    let service = AnalystServiceServer::new(Analyst { _ctx: ctx.clone() });
+    let service = AnalystServiceServer::new(Analyst { ctx: ctx.clone() });
     let served = ontoloop_runtime::serve(
         listener,
         ServiceRouter::new(ServiceKind::Analyst, service),
@@ -106,7 +107,7 @@ pub async fn serve(
 }
 
 struct Analyst {
-    _ctx: Context,
+    ctx: Context,
 }
 
 #[tonic::async_trait]
@@ -129,6 +130,32 @@ impl AnalystService for Analyst {
         Err(status_from(DomainError::unimplemented(
             "Decide needs the statistical supervisor and the review queue (issue #5)",
         )))
+    }
+
+    async fn list_maintenance_runs(
+        &self,
+        request: Request<ListMaintenanceRunsRequest>,
+    ) -> Result<Response<ListMaintenanceRunsResponse>, Status> {
+        let caller = caller_from(request.into_inner().caller)?;
+        let runs = self
+            .ctx
+            .store
+            .maintenance_runs(caller.tenant())
+            .await
+            .map_err(|err| Status::unavailable(format!("read maintenance runs: {err}")))?;
+        Ok(Response::new(ListMaintenanceRunsResponse {
+            runs: runs
+                .into_iter()
+                .map(|run| MaintenanceRun {
+                    sequence: u64::try_from(run.seq).unwrap_or_default(),
+                    mode: run.mode,
+                    pages_read: run.report.pages_read,
+                    pages_total: run.report.pages_total,
+                    est_tokens: run.report.est_tokens,
+                    graph_writes: run.report.graph_writes,
+                })
+                .collect(),
+        }))
     }
 
     async fn list_patterns(

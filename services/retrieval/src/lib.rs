@@ -1,19 +1,34 @@
 //! The retrieval service: agents ask questions, look up facts and ask what is on their plate.
 //!
-//! Owns the `RetrievalService` gRPC edge. It reads the graph and the store and publishes failure
-//! signals; it must never write facts (only the analyst does) and never ranks a candidate the
-//! caller may not read.
+//! Owns the `RetrievalService` gRPC edge and a per-tenant read model (graph, current pages, BM25
+//! index) reloaded whenever the tenant's knowledge version moves. It reads the store and
+//! publishes failure signals; it must never write facts (only the analyst does) and never ranks a
+//! candidate the caller may not read.
+
+mod search;
+mod snapshot;
 
 use std::future::Future;
+use std::time::Duration;
 
-use ontoloop_core::{DomainError, ServiceKind};
+use ontoloop_core::knowledge::designs::{Design, KnowledgeView, answer as answer_with};
+use ontoloop_core::knowledge::question::map_question;
+use ontoloop_core::knowledge::{self, AnswerStatus, Finding};
+use ontoloop_core::{Caller, DomainError, ServiceKind, topics};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
-use ontoloop_proto::v1::{Answer, AskRequest, LookupRequest, PlateRequest, PlateResponse};
+use ontoloop_proto::v1::{
+    self as pb, Answer, AskRequest, LookupRequest, PlateRequest, PlateResponse,
+};
 use ontoloop_proto::{caller_from, status_from};
+use ontoloop_queue::Message;
 use ontoloop_runtime::{Context, ServiceRouter};
 use ontoloop_settings::Settings;
+use ontoloop_store::intake_state;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
+
+pub use search::PageIndex;
+use snapshot::{Snapshot, Snapshots};
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
@@ -31,7 +46,10 @@ pub async fn serve(
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let service = RetrievalServiceServer::new(Retrieval { _ctx: ctx });
+    let service = RetrievalServiceServer::new(Retrieval {
+        snapshots: Snapshots::new(ctx.store.clone()),
+        ctx,
+    });
     ontoloop_runtime::serve(
         listener,
         ServiceRouter::new(ServiceKind::Retrieval, service),
@@ -41,23 +59,383 @@ pub async fn serve(
 }
 
 struct Retrieval {
-    _ctx: Context,
+    ctx: Context,
+    snapshots: Snapshots,
+}
+
+/// A question in structured form, ready to answer.
+struct Question {
+    entity: String,
+    path: Vec<String>,
+    text: String,
+}
+
+impl Retrieval {
+    /// Waits until the analyst has settled intake event `seq` (read-your-writes).
+    async fn wait_for(&self, seq: u64) -> Result<u64, Status> {
+        if seq == 0 {
+            return Ok(0);
+        }
+        let seq_i = i64::try_from(seq)
+            .map_err(|_| status_from(DomainError::invalid("min_sequence", "out of range")))?;
+        let timeout =
+            Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self
+                .ctx
+                .store
+                .intake_state(seq_i)
+                .await
+                .map_err(|err| Status::unavailable(format!("read the intake log: {err}")))?
+            {
+                Some((state, _)) if state == intake_state::APPLIED => return Ok(seq),
+                Some((state, detail)) if state == intake_state::FAILED => {
+                    return Err(Status::failed_precondition(format!(
+                        "event {seq} was refused: {}",
+                        detail.unwrap_or_default()
+                    )));
+                }
+                None => {
+                    return Err(Status::not_found(format!(
+                        "no intake event with sequence number {seq}"
+                    )));
+                }
+                Some(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Status::unavailable(format!(
+                    "event {seq} not applied within {timeout:?}; retry"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn answer(
+        &self,
+        caller: &Caller,
+        question: Question,
+        design: Design,
+        as_of: Option<prost_types::Timestamp>,
+        applied: u64,
+    ) -> Result<Answer, Status> {
+        let snapshot = self.snapshot(caller).await?;
+        let as_of = timestamp_or_now(as_of)?;
+        let result = {
+            let search =
+                |query: &str, k: usize| snapshot.index.search(query, k, caller.principal());
+            let view = view(
+                &snapshot,
+                &self.ctx.settings,
+                caller.principal(),
+                as_of,
+                &search,
+            );
+            answer_with(
+                &view,
+                design,
+                &question.entity,
+                &question.path,
+                &question.text,
+            )
+        };
+        if design == Design::Ontoloop {
+            self.publish_signals(caller, &question, &result).await;
+        }
+        Ok(to_proto(&result, &snapshot, &question, applied))
+    }
+
+    async fn snapshot(&self, caller: &Caller) -> Result<std::sync::Arc<Snapshot>, Status> {
+        self.snapshots
+            .get(caller.tenant())
+            .await
+            .map_err(|err| match err {
+                snapshot::SnapshotError::NoOntology(tenant) => {
+                    Status::failed_precondition(format!(
+                        "tenant {tenant} has no ontology yet: push an ontology.set event first"
+                    ))
+                }
+                snapshot::SnapshotError::Store(err) => {
+                    Status::unavailable(format!("read the knowledge store: {err}"))
+                }
+                snapshot::SnapshotError::Index(err) => {
+                    Status::internal(format!("build the page index: {err}"))
+                }
+                snapshot::SnapshotError::Ontology(err) => {
+                    Status::internal(format!("stored ontology is unreadable: {err}"))
+                }
+            })
+    }
+
+    /// Tells the analyst what this answer revealed: abstentions, contradictions, a graph that
+    /// lags its pages, stale siblings. Publishing is best effort; the answer never waits on it.
+    async fn publish_signals(
+        &self,
+        caller: &Caller,
+        question: &Question,
+        result: &knowledge::Answer,
+    ) {
+        let mut signals: Vec<(&str, String)> = Vec::new();
+        if result.status == AnswerStatus::Abstained {
+            let kind = if result.hops.is_empty() {
+                "entity_missing"
+            } else {
+                "relationship_unknown"
+            };
+            signals.push((kind, result.abstain_reason.clone()));
+        }
+        for (_, _, decision) in &result.hops {
+            for finding in &decision.findings {
+                let (kind, detail) = match finding {
+                    Finding::GraphLags { source_id } => (
+                        "temporal_stale",
+                        format!("graph read an older version of {source_id}"),
+                    ),
+                    Finding::StaleSibling { source_id, value } => (
+                        "temporal_stale",
+                        format!("{source_id} still states {value:?}"),
+                    ),
+                    Finding::Contradiction { source_id } => (
+                        "confidence_drop",
+                        format!("{source_id} disagrees at equal authority"),
+                    ),
+                };
+                signals.push((kind, detail));
+            }
+        }
+        for (kind, detail) in signals {
+            let body = serde_json::json!({
+                "tenant": caller.tenant(),
+                "type": kind,
+                "query": question.text,
+                "entity": question.entity,
+                "relationship": question.path.join("."),
+                "agent_id": format!("retrieval:{}", caller.principal()),
+                "detail": detail,
+                "at": chrono::Utc::now(),
+            });
+            if let Err(err) = self
+                .ctx
+                .queue
+                .publish(topics::SIGNALS, Message::new(body.to_string()))
+                .await
+            {
+                tracing::warn!(error = %err, "cannot publish signal");
+            }
+        }
+    }
+}
+
+fn view<'a>(
+    snapshot: &'a Snapshot,
+    settings: &Settings,
+    principal: &'a str,
+    as_of: chrono::DateTime<chrono::Utc>,
+    search: &'a dyn Fn(&str, usize) -> Vec<String>,
+) -> KnowledgeView<'a> {
+    KnowledgeView {
+        ontology: &snapshot.ontology,
+        graph: &snapshot.graph,
+        current: &snapshot.current,
+        log: &snapshot.log,
+        search,
+        principal,
+        as_of,
+        hedge_below_authority: settings.retrieval.hedge_below_authority,
+        top_k: settings.retrieval.top_k,
+    }
+}
+
+fn design_from(name: &str) -> Result<Design, Status> {
+    if name.trim().is_empty() {
+        return Ok(Design::Ontoloop);
+    }
+    Design::from_name(name.trim()).ok_or_else(|| {
+        status_from(DomainError::invalid(
+            "design",
+            format!("{name:?} is not ontoloop, Rag, Graph, Hybrid or HybridVersioned"),
+        ))
+    })
+}
+
+fn timestamp_or_now(
+    ts: Option<prost_types::Timestamp>,
+) -> Result<chrono::DateTime<chrono::Utc>, Status> {
+    match ts {
+        None => Ok(chrono::Utc::now()),
+        Some(ts) => chrono::DateTime::from_timestamp(
+            ts.seconds,
+            u32::try_from(ts.nanos).unwrap_or_default(),
+        )
+        .ok_or_else(|| status_from(DomainError::invalid("as_of", "timestamp out of range"))),
+    }
+}
+
+fn timestamp(at: chrono::DateTime<chrono::Utc>) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: at.timestamp(),
+        nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
+    }
+}
+
+fn evidence(candidate: &knowledge::Candidate) -> pb::Evidence {
+    pb::Evidence {
+        source_id: candidate.source.source_id.clone(),
+        source_version: candidate.source.version,
+        origin: candidate.source.origin.clone(),
+        authority: candidate.authority,
+        value: candidate.value.clone(),
+        valid_from: Some(timestamp(candidate.valid_from)),
+        valid_to: None,
+        extracted_at: candidate.extracted_at.map(timestamp),
+        extractor: candidate.extractor.clone(),
+        confidence: candidate.confidence,
+        excerpt: candidate.excerpt.clone(),
+    }
+}
+
+fn to_proto(
+    result: &knowledge::Answer,
+    snapshot: &Snapshot,
+    question: &Question,
+    applied: u64,
+) -> Answer {
+    let status = match result.status {
+        AnswerStatus::Answered => pb::AnswerStatus::Answered,
+        AnswerStatus::AnsweredPossiblyStale => pb::AnswerStatus::AnsweredPossiblyStale,
+        AnswerStatus::ConflictOpen => pb::AnswerStatus::ConflictOpen,
+        AnswerStatus::Abstained => pb::AnswerStatus::Abstained,
+    };
+    let last = result.hops.last().map(|(_, _, d)| d);
+    Answer {
+        status: status as i32,
+        value: result.value.clone(),
+        values: last.map(|d| d.values.clone()).unwrap_or_default(),
+        hedges: result
+            .hedges()
+            .map(|h| pb::Hedge {
+                code: h.code.name().to_owned(),
+                message: h.message.clone(),
+                source_id: h.source_id.clone(),
+            })
+            .collect(),
+        hops: result
+            .hops
+            .iter()
+            .map(|(entity, predicate, decision)| pb::Hop {
+                entity: entity.clone(),
+                predicate: predicate.clone(),
+                value: decision.value.clone(),
+                evidence: decision.evidence.iter().map(evidence).collect(),
+            })
+            .collect(),
+        evidence: last
+            .map(|d| d.evidence.iter().map(evidence).collect())
+            .unwrap_or_default(),
+        abstain_reason: result.abstain_reason.clone(),
+        entity: snapshot
+            .graph
+            .resolve(&question.entity)
+            .map_or_else(|| question.entity.clone(), |e| e.id.clone()),
+        predicate_path: question.path.clone(),
+        applied_sequence: applied,
+    }
 }
 
 #[tonic::async_trait]
 impl RetrievalService for Retrieval {
     async fn ask(&self, request: Request<AskRequest>) -> Result<Response<Answer>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "Ask needs the versioned knowledge graph and the answer policy (issue #3)",
-        )))
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        if request.text.trim().is_empty() {
+            return Err(status_from(DomainError::missing("text")));
+        }
+        let design = design_from(&request.design)?;
+        let applied = self.wait_for(request.min_sequence).await?;
+        let snapshot = self.snapshot(&caller).await?;
+        // Names stated in the pages the question finds help link entities the graph lacks.
+        let extra: Vec<String> = snapshot
+            .index
+            .search(
+                &request.text,
+                self.ctx.settings.retrieval.top_k,
+                caller.principal(),
+            )
+            .iter()
+            .filter_map(|id| snapshot.current.get(id))
+            .flat_map(|page| knowledge::extract_claims(&snapshot.ontology, &page.body))
+            .flat_map(|claim| [claim.subject.name().to_owned(), claim.object])
+            .collect();
+        match map_question(&request.text, &snapshot.graph, &snapshot.ontology, &extra) {
+            Ok(mapped) => {
+                let question = Question {
+                    entity: mapped.entity,
+                    path: mapped.path,
+                    text: request.text,
+                };
+                Ok(Response::new(
+                    self.answer(&caller, question, design, request.as_of, applied)
+                        .await?,
+                ))
+            }
+            Err(why) => {
+                let question = Question {
+                    entity: String::new(),
+                    path: Vec::new(),
+                    text: request.text,
+                };
+                let result = knowledge::Answer::combine(
+                    Vec::new(),
+                    Some(format!("cannot map the question onto the graph: {why}")),
+                );
+                if design == Design::Ontoloop {
+                    self.publish_signals(&caller, &question, &result).await;
+                }
+                Ok(Response::new(to_proto(
+                    &result, &snapshot, &question, applied,
+                )))
+            }
+        }
     }
 
     async fn lookup(&self, request: Request<LookupRequest>) -> Result<Response<Answer>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "Lookup needs the versioned knowledge graph and the answer policy (issue #3)",
-        )))
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        if request.entity.trim().is_empty() {
+            return Err(status_from(DomainError::missing("entity")));
+        }
+        if request.predicate_path.is_empty()
+            || request.predicate_path.iter().any(|p| p.trim().is_empty())
+        {
+            return Err(status_from(DomainError::missing("predicate_path")));
+        }
+        let design = design_from(&request.design)?;
+        let applied = self.wait_for(request.min_sequence).await?;
+        let snapshot = self.snapshot(&caller).await?;
+        if let Some(unknown) = request
+            .predicate_path
+            .iter()
+            .find(|p| snapshot.ontology.predicate(p).is_none())
+        {
+            return Err(status_from(DomainError::invalid(
+                "predicate_path",
+                format!("{unknown:?} is not in the ontology"),
+            )));
+        }
+        let question = Question {
+            text: format!(
+                "{} {}",
+                request.entity,
+                request.predicate_path.join(" ").replace('_', " ")
+            ),
+            entity: request.entity,
+            path: request.predicate_path,
+        };
+        Ok(Response::new(
+            self.answer(&caller, question, design, request.as_of, applied)
+                .await?,
+        ))
     }
 
     async fn plate(

@@ -1,0 +1,99 @@
+//! Per-tenant read models, rebuilt from the store when the tenant's knowledge version moves.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use ontoloop_core::knowledge::{Graph, Ontology, OntologyError, PageVersion};
+use ontoloop_store::{Store, StoreError};
+use tokio::sync::Mutex;
+
+use crate::search::PageIndex;
+
+/// What retrieval answers from, for one tenant at one knowledge version.
+pub struct Snapshot {
+    /// Knowledge version it was built from.
+    pub version: i64,
+    /// The tenant's ontology.
+    pub ontology: Ontology,
+    /// The graph.
+    pub graph: Graph,
+    /// Current version of every page.
+    pub current: BTreeMap<String, PageVersion>,
+    /// Extraction log.
+    pub log: BTreeMap<String, u64>,
+    /// BM25 over the current pages.
+    pub index: PageIndex,
+}
+
+/// Why a snapshot could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The tenant never set an ontology.
+    #[error("tenant {0} has no ontology")]
+    NoOntology(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The stored ontology does not parse.
+    #[error(transparent)]
+    Ontology(#[from] OntologyError),
+    /// The page index could not be built.
+    #[error(transparent)]
+    Index(#[from] tantivy::TantivyError),
+}
+
+/// The cache of snapshots.
+pub struct Snapshots {
+    store: Store,
+    cache: Mutex<HashMap<String, Arc<Snapshot>>>,
+}
+
+impl Snapshots {
+    /// An empty cache over `store`.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The tenant's snapshot at its current knowledge version.
+    pub async fn get(&self, tenant: &str) -> Result<Arc<Snapshot>, SnapshotError> {
+        let version = self.store.knowledge_version(tenant).await?;
+        if let Some(snapshot) = self
+            .cache
+            .lock()
+            .await
+            .get(tenant)
+            .filter(|s| s.version == version)
+        {
+            return Ok(snapshot.clone());
+        }
+        let rows = self.store.load_knowledge(tenant).await?;
+        let text = rows
+            .ontology
+            .clone()
+            .ok_or_else(|| SnapshotError::NoOntology(tenant.to_owned()))?;
+        let ontology = Ontology::from_json(&text)?;
+        let current: BTreeMap<String, PageVersion> = rows
+            .current_pages()
+            .into_iter()
+            .map(|p| (p.source_id.clone(), p))
+            .collect();
+        let index = PageIndex::build(current.values())?;
+        let graph = Graph::from_parts(&ontology, rows.entities, rows.facts);
+        let snapshot = Arc::new(Snapshot {
+            version: rows.version,
+            ontology,
+            graph,
+            current,
+            log: rows.extraction_log,
+            index,
+        });
+        self.cache
+            .lock()
+            .await
+            .insert(tenant.to_owned(), snapshot.clone());
+        Ok(snapshot)
+    }
+}
