@@ -14,6 +14,7 @@ pub mod redact;
 pub mod service;
 pub mod signal;
 pub mod topics;
+pub mod world;
 
 pub use backoff::Backoff;
 pub use caller::Caller;

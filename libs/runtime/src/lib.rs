@@ -128,3 +128,36 @@ pub fn cancel_on(
     });
     token
 }
+
+/// Read-your-writes for any service: waits until intake event `seq` is applied. Zero means do not
+/// wait. A refused event is FAILED_PRECONDITION with the analyst's reason; one still pending
+/// after `timeout` is UNAVAILABLE (retry).
+pub async fn wait_for_sequence(
+    store: &Store,
+    seq: u64,
+    timeout: std::time::Duration,
+) -> Result<(), tonic::Status> {
+    if seq == 0 {
+        return Ok(());
+    }
+    let Ok(seq_i) = i64::try_from(seq) else {
+        return Err(tonic::Status::invalid_argument(
+            "min_sequence: out of range",
+        ));
+    };
+    match store.wait_settled(seq_i, timeout).await {
+        Ok(ontoloop_store::Settled::Applied) => Ok(()),
+        Ok(ontoloop_store::Settled::Failed(reason)) => Err(tonic::Status::failed_precondition(
+            format!("event {seq} was refused: {reason}"),
+        )),
+        Ok(ontoloop_store::Settled::Pending) => Err(tonic::Status::unavailable(format!(
+            "event {seq} not applied within {timeout:?}; retry"
+        ))),
+        Ok(ontoloop_store::Settled::Unknown) => Err(tonic::Status::not_found(format!(
+            "no intake event with sequence number {seq}"
+        ))),
+        Err(err) => Err(tonic::Status::unavailable(format!(
+            "read the intake log: {err}"
+        ))),
+    }
+}

@@ -24,6 +24,19 @@ pub mod intake_state {
     pub const FAILED: &str = "failed";
 }
 
+/// What became of an intake event a reader waited for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Applied to the knowledge graph.
+    Applied,
+    /// Refused, with the reason.
+    Failed(String),
+    /// Still pending when the wait ran out.
+    Pending,
+    /// No such sequence number.
+    Unknown,
+}
+
 /// A tenant's stored knowledge, as loaded by the analyst and retrieval.
 #[derive(Debug, Clone, Default)]
 pub struct KnowledgeRows {
@@ -143,6 +156,30 @@ impl Store {
             .one(&self.db)
             .await?
             .map(|row| (row.state, row.detail)))
+    }
+
+    /// Waits until intake event `seq` is settled (read-your-writes), polling every 5 ms for at
+    /// most `timeout`.
+    pub async fn wait_settled(
+        &self,
+        seq: i64,
+        timeout: std::time::Duration,
+    ) -> Result<Settled, StoreError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.intake_state(seq).await? {
+                Some((state, _)) if state == intake_state::APPLIED => return Ok(Settled::Applied),
+                Some((state, detail)) if state == intake_state::FAILED => {
+                    return Ok(Settled::Failed(detail.unwrap_or_default()));
+                }
+                None => return Ok(Settled::Unknown),
+                Some(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(Settled::Pending);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 
     /// Marks an intake event failed outside a knowledge commit (a body that never parsed).

@@ -8,7 +8,7 @@ mod entity;
 pub mod knowledge;
 
 pub use knowledge::{
-    KnowledgeCommit, KnowledgeRows, RunRecord, StoredRun, content_hash, intake_state,
+    KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash, intake_state,
 };
 
 use std::path::Path;

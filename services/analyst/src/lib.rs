@@ -136,7 +136,11 @@ impl AnalystService for Analyst {
         &self,
         request: Request<ListMaintenanceRunsRequest>,
     ) -> Result<Response<ListMaintenanceRunsResponse>, Status> {
-        let caller = caller_from(request.into_inner().caller)?;
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        let timeout =
+            Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
+        ontoloop_runtime::wait_for_sequence(&self.ctx.store, request.min_sequence, timeout).await?;
         let runs = self
             .ctx
             .store

@@ -2,5 +2,8 @@
 //! their health. The binary parses arguments and calls these; the system tests call them too, so
 //! a test exercises the same path a person does.
 
+pub mod bench;
+pub mod client;
+pub mod show;
 pub mod status;
 pub mod up;

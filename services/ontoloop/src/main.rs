@@ -53,11 +53,64 @@ enum Command {
         #[arg(long, default_value_t = 2)]
         timeout_secs: u64,
     },
+    /// Ask a question in natural language and print the answer with its provenance.
+    Ask {
+        /// The question.
+        text: String,
+        /// Who asks, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// Answer only once this intake sequence number is applied (read-your-writes).
+        #[arg(long, default_value_t = 0)]
+        min_sequence: u64,
+        /// ontoloop (default) or a study baseline: Rag, Graph, Hybrid, HybridVersioned.
+        #[arg(long, default_value = "ontoloop")]
+        design: String,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Push events from a file through the telemetry intake: a JSON array or JSON lines of
+    /// events ({"type":"doc.upsert",...}, "record.set", "record.rename", "ontology.set",
+    /// "graph.maintain"; an optional "at"), or a world file (its ontology and the first
+    /// scenario's timeline).
+    Ingest {
+        /// The file.
+        file: PathBuf,
+        /// Whose tenant, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+    },
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Apply pending store migrations and exit (run once per release in the scaled-out shape).
     Migrate {
         /// Store URL (sets store.url).
         #[arg(long)]
         database_url: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Replay every scenario of a world file through the services and grade every answer.
+    Drift {
+        /// The world file (format ontoloop.world/v1).
+        #[arg(long)]
+        world: PathBuf,
+        /// structured (entity + predicate path) or nl (question text only).
+        #[arg(long, default_value = "structured")]
+        mode: String,
+        /// Print {"rows":[...],"costs":[...]} instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Use the running deployment the settings point at instead of an embedded system.
+        #[arg(long)]
+        target: bool,
+        /// Where to write the CSV of every answer (default target/bench/drift-WORLD-MODE.csv).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
 }
 
@@ -131,6 +184,81 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             } else {
                 std::process::ExitCode::FAILURE
             })
+        }
+        Command::Ask {
+            text,
+            caller,
+            min_sequence,
+            design,
+            json,
+        } => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let answer = clients
+                .retrieval
+                .ask(ontoloop_proto::v1::AskRequest {
+                    caller: ontoloop::client::caller(&caller),
+                    text,
+                    min_sequence,
+                    as_of: None,
+                    design,
+                })
+                .await
+                .map_err(|status| anyhow::anyhow!("ask: {}: {}", status.code(), status.message()))?
+                .into_inner();
+            ontoloop::show::print_answer(&answer, json)?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Ingest { file, caller } => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("read {}", file.display()))?;
+            let events = ontoloop::show::events_from_file(&text)
+                .with_context(|| format!("read events from {}", file.display()))?;
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let mut last = 0;
+            for (i, (event, at)) in events.iter().enumerate() {
+                let ack = clients
+                    .telemetry
+                    .push_event(ontoloop::client::event(
+                        &caller,
+                        event,
+                        at.unwrap_or_else(chrono::Utc::now),
+                    ))
+                    .await
+                    .map_err(|status| {
+                        anyhow::anyhow!(
+                            "event {i} ({}): {}: {}",
+                            event.kind(),
+                            status.code(),
+                            status.message()
+                        )
+                    })?;
+                last = ack.into_inner().sequence;
+            }
+            println!(
+                "pushed {} events; last sequence number {last} (pass --min-sequence {last} to read your writes)",
+                events.len()
+            );
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Drift {
+            world,
+            mode,
+            json,
+            target,
+            csv,
+        }) => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let mode = match mode.as_str() {
+                "structured" => ontoloop::bench::drift::Mode::Structured,
+                "nl" => ontoloop::bench::drift::Mode::Nl,
+                other => anyhow::bail!("--mode {other:?}: use structured or nl"),
+            };
+            ontoloop::show::bench_drift(settings, &world, mode, json, target, csv).await?;
+            Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Migrate { database_url } => {
             let settings =

@@ -89,3 +89,50 @@ pub async fn serve_all(
         None => Ok(()),
     }
 }
+
+/// A system running inside this process on ephemeral loopback ports.
+pub struct Local {
+    /// Where each service listens.
+    pub addrs: Vec<(ServiceKind, std::net::SocketAddr)>,
+    /// The shared context.
+    pub ctx: Context,
+    cancel: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Local {
+    /// Binds every service on `127.0.0.1:0`, connects what the settings name and serves.
+    pub async fn start(settings: Settings) -> anyhow::Result<Self> {
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for kind in ServiceKind::ALL {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .context("bind a loopback port")?;
+            addrs.push((kind, listener.local_addr()?));
+            listeners.push((kind, listener));
+        }
+        let ctx = Context::connect(settings).await?;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn(serve_all(
+            listeners,
+            ctx.clone(),
+            cancel.clone().cancelled_owned(),
+        ));
+        Ok(Self {
+            addrs,
+            ctx,
+            cancel,
+            task,
+        })
+    }
+
+    /// Stops every service and waits for them to drain.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .context("services did not stop within 30 s")?
+            .context("services panicked")?
+    }
+}

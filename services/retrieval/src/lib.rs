@@ -23,7 +23,6 @@ use ontoloop_proto::{caller_from, status_from};
 use ontoloop_queue::Message;
 use ontoloop_runtime::{Context, ServiceRouter};
 use ontoloop_settings::Settings;
-use ontoloop_store::intake_state;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
@@ -73,43 +72,10 @@ struct Question {
 impl Retrieval {
     /// Waits until the analyst has settled intake event `seq` (read-your-writes).
     async fn wait_for(&self, seq: u64) -> Result<u64, Status> {
-        if seq == 0 {
-            return Ok(0);
-        }
-        let seq_i = i64::try_from(seq)
-            .map_err(|_| status_from(DomainError::invalid("min_sequence", "out of range")))?;
         let timeout =
             Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            match self
-                .ctx
-                .store
-                .intake_state(seq_i)
-                .await
-                .map_err(|err| Status::unavailable(format!("read the intake log: {err}")))?
-            {
-                Some((state, _)) if state == intake_state::APPLIED => return Ok(seq),
-                Some((state, detail)) if state == intake_state::FAILED => {
-                    return Err(Status::failed_precondition(format!(
-                        "event {seq} was refused: {}",
-                        detail.unwrap_or_default()
-                    )));
-                }
-                None => {
-                    return Err(Status::not_found(format!(
-                        "no intake event with sequence number {seq}"
-                    )));
-                }
-                Some(_) => {}
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(Status::unavailable(format!(
-                    "event {seq} not applied within {timeout:?}; retry"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        ontoloop_runtime::wait_for_sequence(&self.ctx.store, seq, timeout).await?;
+        Ok(seq)
     }
 
     async fn answer(

@@ -1,0 +1,739 @@
+//! The drift benchmark: replays every scenario of a world file through the running services
+//! (events through the telemetry intake, answers from retrieval, costs from the analyst), asks
+//! every question at every checkpoint with every design, and grades as WORLD-FORMAT.md says.
+//! Nothing here knows any particular world.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use ontoloop_core::Caller;
+use ontoloop_core::events::Event;
+use ontoloop_core::knowledge::designs::Design;
+use ontoloop_core::world::{Grade, Scenario, TimelineKind, World, grade};
+use ontoloop_proto::v1;
+use serde::Serialize;
+
+use crate::client::{self, Clients};
+
+/// Structured asks use the question's entity and hops; natural-language asks only its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Entity and predicate path.
+    Structured,
+    /// Question text only.
+    Nl,
+}
+
+/// One row of the results table.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Row {
+    /// Design name.
+    pub design: String,
+    /// Scenario name.
+    pub scenario: String,
+    /// Correct answers.
+    pub all_correct: u64,
+    /// Answers.
+    pub all_total: u64,
+    /// Correct answers among drifted asks.
+    pub drifted_correct: u64,
+    /// Drifted asks.
+    pub drifted_total: u64,
+    /// Wrong and not hedged.
+    pub wrong_unhedged: u64,
+    /// Wrong but hedged.
+    pub wrong_hedged: u64,
+    /// No value.
+    pub abstain: u64,
+    /// Correct but hedged.
+    pub hedged_when_right: u64,
+    /// Correct answers (the base of hedged-when-right).
+    pub right_total: u64,
+}
+
+/// One row of the cost table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    /// Approach and scenario, for example `patch (Fresh)`.
+    pub approach: String,
+    /// Drift event: 0 is the initial load, `after` a run after the whole timeline.
+    pub event: String,
+    /// Pages read.
+    pub pages_read: u64,
+    /// Estimated tokens (characters / 4).
+    pub est_tokens: u64,
+    /// Graph writes.
+    pub graph_writes: u64,
+}
+
+/// A repaired graph compared with a rebuilt one.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepairCheck {
+    /// Scenario repaired.
+    pub scenario: String,
+    /// Pages the repair read.
+    pub repair_pages_read: u64,
+    /// Pages that exist.
+    pub pages_total: u64,
+    /// Correct graph-only answers at the last checkpoint after the repair.
+    pub repair_correct: u64,
+    /// Correct graph-only answers at the last checkpoint after a full rebuild.
+    pub rebuild_correct: u64,
+    /// Asks at the last checkpoint.
+    pub asks: u64,
+}
+
+/// One graded answer, for the CSV.
+#[derive(Debug, Clone)]
+pub struct Graded {
+    design: String,
+    scenario: String,
+    step: u32,
+    question: String,
+    ask: String,
+    expected: String,
+    answer: String,
+    grade: Grade,
+    hedged: bool,
+    drifted: bool,
+    why: String,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Results, per design and scenario.
+    pub rows: Vec<Row>,
+    /// Maintenance costs.
+    pub costs: Vec<Cost>,
+    /// Repair against rebuild.
+    pub repair: Vec<RepairCheck>,
+    #[serde(skip)]
+    answers: Vec<Graded>,
+    #[serde(skip)]
+    world: String,
+}
+
+struct Runner<'a> {
+    world: &'a World,
+    clients: Clients,
+    mode: Mode,
+    run: String,
+}
+
+impl Runner<'_> {
+    fn caller(&self, scenario: &str, shadow: &str) -> anyhow::Result<Caller> {
+        let tenant = format!(
+            "bench-{}-{}{}-{}",
+            slug(&self.world.name),
+            slug(scenario),
+            shadow,
+            self.run
+        );
+        Ok(Caller::new(&tenant, "bench")?)
+    }
+
+    async fn push(
+        &mut self,
+        caller: &Caller,
+        event: &Event,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<u64> {
+        let ack = self
+            .clients
+            .telemetry
+            .push_event(client::event(caller, event, at))
+            .await
+            .with_context(|| format!("push {} event", event.kind()))?;
+        Ok(ack.into_inner().sequence)
+    }
+
+    async fn ask(
+        &mut self,
+        caller: &Caller,
+        design: Design,
+        entity: &str,
+        hops: &[String],
+        text: &str,
+        min_sequence: u64,
+    ) -> anyhow::Result<v1::Answer> {
+        let answer = match self.mode {
+            Mode::Structured => self
+                .clients
+                .retrieval
+                .lookup(v1::LookupRequest {
+                    caller: client::caller(caller),
+                    entity: entity.to_owned(),
+                    predicate_path: hops.to_vec(),
+                    min_sequence,
+                    as_of: None,
+                    design: design.name().to_owned(),
+                })
+                .await
+                .context("lookup")?,
+            Mode::Nl => self
+                .clients
+                .retrieval
+                .ask(v1::AskRequest {
+                    caller: client::caller(caller),
+                    text: text.to_owned(),
+                    min_sequence,
+                    as_of: None,
+                    design: design.name().to_owned(),
+                })
+                .await
+                .context("ask")?,
+        };
+        Ok(answer.into_inner())
+    }
+
+    /// Replays a scenario's timeline into a fresh tenant. `maintain` names a maintenance run to
+    /// push before each checkpoint after the first (a rebuild shadow); `ask` asks the questions.
+    async fn replay(
+        &mut self,
+        scenario: &Scenario,
+        caller: &Caller,
+        maintain: Option<&str>,
+        ask: bool,
+        report: &mut Report,
+    ) -> anyhow::Result<(BTreeMap<u64, String>, u64)> {
+        let ontology = Event::OntologySet {
+            ontology: self.world.ontology.clone(),
+        };
+        let first_at = scenario
+            .timeline
+            .first()
+            .map_or_else(chrono::Utc::now, |e| e.at);
+        let mut last = self.push(caller, &ontology, first_at).await?;
+        let mut interval_of: BTreeMap<u64, String> = BTreeMap::new();
+        let mut interval = 0u32;
+        let mut loaded = false;
+        let mut pushed_since = false;
+        for entry in &scenario.timeline {
+            match &entry.kind {
+                TimelineKind::Checkpoint { step } => {
+                    if let Some(mode) = maintain
+                        && loaded
+                        && pushed_since
+                    {
+                        last = self
+                            .push(
+                                caller,
+                                &Event::GraphMaintain {
+                                    mode: mode.to_owned(),
+                                },
+                                entry.at,
+                            )
+                            .await?;
+                        interval_of.insert(last, interval.to_string());
+                    }
+                    if ask {
+                        self.ask_step(scenario, caller, *step, last, report).await?;
+                    }
+                    loaded = true;
+                    pushed_since = false;
+                    interval += 1;
+                }
+                kind => {
+                    // Before the first checkpoint every page is read (the initial load); after it
+                    // the scenario's graph policy decides whether a changed page is re-read.
+                    let hold =
+                        loaded && (maintain.is_some() || scenario.graph != "patch-changed-pages");
+                    if let Some(event) = kind.event(hold) {
+                        last = self.push(caller, &event, entry.at).await?;
+                        interval_of.insert(last, interval.to_string());
+                        pushed_since = true;
+                    }
+                }
+            }
+        }
+        Ok((interval_of, last))
+    }
+
+    async fn ask_step(
+        &mut self,
+        scenario: &Scenario,
+        caller: &Caller,
+        step: u32,
+        min_sequence: u64,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        for question in &self.world.questions {
+            for ask in question.asks.iter().filter(|a| a.step == step) {
+                for design in Design::ALL {
+                    let answer = self
+                        .ask(
+                            caller,
+                            design,
+                            &ask.entity,
+                            &question.hops,
+                            &ask.text,
+                            min_sequence,
+                        )
+                        .await?;
+                    record(
+                        report,
+                        design.name(),
+                        &scenario.name,
+                        step,
+                        &question.id,
+                        ask,
+                        &answer,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn costs(
+        &mut self,
+        caller: &Caller,
+        approach: &str,
+        interval_of: &BTreeMap<u64, String>,
+        report: &mut Report,
+    ) -> anyhow::Result<Vec<v1::MaintenanceRun>> {
+        let min_sequence = interval_of.keys().max().copied().unwrap_or_default();
+        let runs = self
+            .clients
+            .analyst
+            .list_maintenance_runs(v1::ListMaintenanceRunsRequest {
+                caller: client::caller(caller),
+                min_sequence,
+            })
+            .await
+            .context("list maintenance runs")?
+            .into_inner()
+            .runs;
+        let mut per_event: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+        for run in &runs {
+            let Some(event) = interval_of.get(&run.sequence).cloned() else {
+                continue;
+            };
+            let slot = per_event.entry(event).or_default();
+            slot.0 += run.pages_read;
+            slot.1 += run.est_tokens;
+            slot.2 += run.graph_writes;
+        }
+        let mut events: Vec<_> = per_event.into_iter().collect();
+        events.sort_by_key(|(event, _)| event.parse::<u32>().unwrap_or(u32::MAX));
+        for (event, (pages_read, est_tokens, graph_writes)) in events {
+            report.costs.push(Cost {
+                approach: approach.to_owned(),
+                event,
+                pages_read,
+                est_tokens,
+                graph_writes,
+            });
+        }
+        Ok(runs)
+    }
+
+    async fn graph_correct_at_last_step(
+        &mut self,
+        scenario: &Scenario,
+        caller: &Caller,
+        min_sequence: u64,
+    ) -> anyhow::Result<(u64, u64)> {
+        let last_step = scenario
+            .timeline
+            .iter()
+            .filter_map(|e| match e.kind {
+                TimelineKind::Checkpoint { step } => Some(step),
+                _ => None,
+            })
+            .max()
+            .unwrap_or_default();
+        let (mut correct, mut asks) = (0, 0);
+        for question in &self.world.questions {
+            for ask in question.asks.iter().filter(|a| a.step == last_step) {
+                let answer = self
+                    .ask(
+                        caller,
+                        Design::GraphOnly,
+                        &ask.entity,
+                        &question.hops,
+                        &ask.text,
+                        min_sequence,
+                    )
+                    .await?;
+                asks += 1;
+                if grade(&ask.expected, value_of(&answer)) == Grade::Correct {
+                    correct += 1;
+                }
+            }
+        }
+        Ok((correct, asks))
+    }
+}
+
+fn value_of(answer: &v1::Answer) -> Option<&str> {
+    (answer.status != v1::AnswerStatus::Abstained as i32 && !answer.value.is_empty())
+        .then_some(answer.value.as_str())
+}
+
+fn record(
+    report: &mut Report,
+    design: &str,
+    scenario: &str,
+    step: u32,
+    question: &str,
+    ask: &ontoloop_core::world::Ask,
+    answer: &v1::Answer,
+) {
+    let value = value_of(answer);
+    let graded = grade(&ask.expected, value);
+    let hedged = answer.status == v1::AnswerStatus::AnsweredPossiblyStale as i32
+        || answer.status == v1::AnswerStatus::ConflictOpen as i32;
+    let why = if graded == Grade::Abstain {
+        answer.abstain_reason.clone()
+    } else {
+        let mut why = answer
+            .evidence
+            .first()
+            .map(|e| {
+                format!(
+                    "{}@{} ({}, authority {})",
+                    e.source_id, e.source_version, e.origin, e.authority
+                )
+            })
+            .unwrap_or_default();
+        for hedge in &answer.hedges {
+            let _ = write!(why, "; {}: {}", hedge.code, hedge.message);
+        }
+        why
+    };
+    let index = match report
+        .rows
+        .iter()
+        .position(|r| r.design == design && r.scenario == scenario)
+    {
+        Some(i) => i,
+        None => {
+            report.rows.push(Row {
+                design: design.to_owned(),
+                scenario: scenario.to_owned(),
+                ..Row::default()
+            });
+            report.rows.len() - 1
+        }
+    };
+    let row = &mut report.rows[index];
+    row.all_total += 1;
+    if ask.drifted {
+        row.drifted_total += 1;
+    }
+    match graded {
+        Grade::Correct => {
+            row.all_correct += 1;
+            row.right_total += 1;
+            if ask.drifted {
+                row.drifted_correct += 1;
+            }
+            if hedged {
+                row.hedged_when_right += 1;
+            }
+        }
+        Grade::Wrong if hedged => row.wrong_hedged += 1,
+        Grade::Wrong => row.wrong_unhedged += 1,
+        Grade::Abstain => row.abstain += 1,
+    }
+    report.answers.push(Graded {
+        design: design.to_owned(),
+        scenario: scenario.to_owned(),
+        step,
+        question: question.to_owned(),
+        ask: ask.text.clone(),
+        expected: ask.expected.clone(),
+        answer: value.unwrap_or_default().to_owned(),
+        grade: graded,
+        hedged,
+        drifted: ask.drifted,
+        why,
+    });
+}
+
+fn slug(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Runs the whole benchmark against `clients`.
+pub async fn run(
+    world: &World,
+    clients: Clients,
+    mode: Mode,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Report> {
+    let mut runner = Runner {
+        world,
+        clients,
+        mode,
+        run: format!("{:x}", chrono::Utc::now().timestamp_micros()),
+    };
+    let mut report = Report {
+        rows: Vec::new(),
+        costs: Vec::new(),
+        repair: Vec::new(),
+        answers: Vec::new(),
+        world: world.name.clone(),
+    };
+    for scenario in &world.parsed {
+        progress(&format!(
+            "scenario {} ({}): replaying {} timeline entries",
+            scenario.name,
+            scenario.graph,
+            scenario.timeline.len()
+        ));
+        let caller = runner.caller(&scenario.name, "")?;
+        let (interval_of, last) = runner
+            .replay(scenario, &caller, None, true, &mut report)
+            .await?;
+        let approach = match scenario.graph.as_str() {
+            "patch-changed-pages" => "patch",
+            "system-of-record" => "record-patch",
+            _ => "none",
+        };
+        runner
+            .costs(
+                &caller,
+                &format!("{approach} ({})", scenario.name),
+                &interval_of,
+                &mut report,
+            )
+            .await?;
+        if scenario.graph == "patch-changed-pages" {
+            progress(&format!(
+                "scenario {}: rebuilding after every event, for the cost comparison",
+                scenario.name
+            ));
+            let shadow = runner.caller(&scenario.name, "-rebuild")?;
+            let (intervals, _) = runner
+                .replay(scenario, &shadow, Some("rebuild"), false, &mut report)
+                .await?;
+            runner
+                .costs(
+                    &shadow,
+                    &format!("rebuild ({})", scenario.name),
+                    &intervals,
+                    &mut report,
+                )
+                .await?;
+        }
+        if scenario.graph == "none" {
+            progress(&format!(
+                "scenario {}: repairing the graph that missed every event, and rebuilding it to compare",
+                scenario.name
+            ));
+            let at = scenario
+                .timeline
+                .last()
+                .map_or_else(chrono::Utc::now, |e| e.at);
+            let seq = runner
+                .push(
+                    &caller,
+                    &Event::GraphMaintain {
+                        mode: "repair".into(),
+                    },
+                    at,
+                )
+                .await?;
+            let (repair_correct, asks) = runner
+                .graph_correct_at_last_step(scenario, &caller, seq)
+                .await?;
+            let runs = runner
+                .costs(
+                    &caller,
+                    &format!("repair ({})", scenario.name),
+                    &BTreeMap::from([(seq, "after".to_owned())]),
+                    &mut report,
+                )
+                .await?;
+            let repair_run = runs.iter().find(|r| r.sequence == seq);
+            let shadow = runner.caller(&scenario.name, "-rebuilt")?;
+            let (_, last_shadow) = runner
+                .replay(scenario, &shadow, None, false, &mut report)
+                .await?;
+            let rebuild_seq = runner
+                .push(
+                    &shadow,
+                    &Event::GraphMaintain {
+                        mode: "rebuild".into(),
+                    },
+                    at,
+                )
+                .await?;
+            let (rebuild_correct, _) = runner
+                .graph_correct_at_last_step(scenario, &shadow, rebuild_seq.max(last_shadow))
+                .await?;
+            report.repair.push(RepairCheck {
+                scenario: scenario.name.clone(),
+                repair_pages_read: repair_run.map_or(0, |r| r.pages_read),
+                pages_total: repair_run.map_or(0, |r| r.pages_total),
+                repair_correct,
+                rebuild_correct,
+                asks,
+            });
+        }
+        let _ = last;
+    }
+    // Rows in design order, then scenario order.
+    let order = |r: &Row| {
+        let d = Design::ALL
+            .iter()
+            .position(|d| d.name() == r.design)
+            .unwrap_or(usize::MAX);
+        let s = world
+            .parsed
+            .iter()
+            .position(|s| s.name == r.scenario)
+            .unwrap_or(usize::MAX);
+        (d, s)
+    };
+    report.rows.sort_by_key(order);
+    Ok(report)
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.0}%", 100.0 * part as f64 / whole as f64)
+    }
+}
+
+impl Report {
+    /// The JSON form: `{"rows":[...],"costs":[...],"repair":[...]}`.
+    pub fn to_json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// The tables, in the layout of the study, with its published column where the world has one.
+    pub fn to_text(&self, world: &World, mode: Mode) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "drift benchmark · world {} · {} mode",
+            world.name,
+            if mode == Mode::Structured {
+                "structured"
+            } else {
+                "natural-language"
+            }
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<16} {:<13} {:>11} {:>9} {:>9} {:>9} {:>8} {:>16}   {}",
+            "design",
+            "scenario",
+            "all",
+            "drifted",
+            "wrong",
+            "wrong",
+            "abstain",
+            "hedged-when-",
+            "study (all/drifted)"
+        );
+        let _ = writeln!(
+            out,
+            "{:<16} {:<13} {:>11} {:>9} {:>9} {:>9} {:>8} {:>16}",
+            "", "", "answers", "answers", "unhedged", "hedged", "", "right"
+        );
+        for row in &self.rows {
+            let published = world
+                .published(&row.design, &row.scenario)
+                .map(|(all, drifted)| format!("{all:.0}% / {drifted:.0}%"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{:<16} {:<13} {:>11} {:>9} {:>9} {:>9} {:>8} {:>16}   {}",
+                row.design,
+                row.scenario,
+                format!(
+                    "{} ({}/{})",
+                    pct(row.all_correct, row.all_total),
+                    row.all_correct,
+                    row.all_total
+                ),
+                pct(row.drifted_correct, row.drifted_total),
+                row.wrong_unhedged,
+                row.wrong_hedged,
+                row.abstain,
+                format!("{} of {}", row.hedged_when_right, row.right_total),
+                published
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<28} {:>6} {:>11} {:>16} {:>13}",
+            "approach", "event", "pages read", "est. tokens (*)", "graph writes"
+        );
+        for cost in &self.costs {
+            let _ = writeln!(
+                out,
+                "{:<28} {:>6} {:>11} {:>16} {:>13}",
+                cost.approach, cost.event, cost.pages_read, cost.est_tokens, cost.graph_writes
+            );
+        }
+        let _ = writeln!(
+            out,
+            "(*) estimated as characters read / 4; event 0 is the initial load"
+        );
+        for repair in &self.repair {
+            let _ = writeln!(
+                out,
+                "repair ({}): read {} of {} pages; graph-only answers at the last checkpoint: {}/{} after repair, {}/{} after a full rebuild",
+                repair.scenario,
+                repair.repair_pages_read,
+                repair.pages_total,
+                repair.repair_correct,
+                repair.asks,
+                repair.rebuild_correct,
+                repair.asks
+            );
+        }
+        out
+    }
+
+    /// Every answer with the expected value and why, as CSV.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "world,design,scenario,step,question,ask,expected,answer,grade,hedged,drifted,why\n",
+        );
+        let field = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        for a in &self.answers {
+            let grade = match a.grade {
+                Grade::Correct => "correct",
+                Grade::Wrong => "wrong",
+                Grade::Abstain => "abstain",
+            };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{}",
+                field(&self.world),
+                field(&a.design),
+                field(&a.scenario),
+                a.step,
+                field(&a.question),
+                field(&a.ask),
+                field(&a.expected),
+                field(&a.answer),
+                grade,
+                a.hedged,
+                a.drifted,
+                field(&a.why)
+            );
+        }
+        out
+    }
+}

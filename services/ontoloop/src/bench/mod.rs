@@ -1,0 +1,3 @@
+//! `ontoloop bench ...`: benchmarks that drive the real services over gRPC.
+
+pub mod drift;
