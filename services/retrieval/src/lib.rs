@@ -89,10 +89,19 @@ impl Retrieval {
         let snapshot = self.snapshot(caller).await?;
         let as_of = timestamp_or_now(as_of)?;
         let result = {
+            // As of an earlier instant, a page is seen at the version it had then.
+            let current_then;
+            let current = if snapshot.latest_change > as_of {
+                current_then = snapshot.current_at(as_of);
+                &current_then
+            } else {
+                &snapshot.current
+            };
             let search =
                 |query: &str, k: usize| snapshot.index.search(query, k, caller.principal());
             let view = view(
                 &snapshot,
+                current,
                 &self.ctx.settings,
                 caller.principal(),
                 as_of,
@@ -195,6 +204,7 @@ impl Retrieval {
 
 fn view<'a>(
     snapshot: &'a Snapshot,
+    current: &'a std::collections::BTreeMap<String, knowledge::PageVersion>,
     settings: &Settings,
     principal: &'a str,
     as_of: chrono::DateTime<chrono::Utc>,
@@ -203,7 +213,7 @@ fn view<'a>(
     KnowledgeView {
         ontology: &snapshot.ontology,
         graph: &snapshot.graph,
-        current: &snapshot.current,
+        current,
         log: &snapshot.log,
         search,
         principal,

@@ -23,6 +23,27 @@ pub struct Snapshot {
     pub log: BTreeMap<String, u64>,
     /// BM25 over the current pages.
     pub index: PageIndex,
+    /// Every version of every page.
+    pub versions: Vec<PageVersion>,
+    /// The newest page version's time.
+    pub latest_change: chrono::DateTime<chrono::Utc>,
+}
+
+impl Snapshot {
+    /// The version of every page that was current at `at` (pages that did not exist yet are
+    /// absent).
+    pub fn current_at(&self, at: chrono::DateTime<chrono::Utc>) -> BTreeMap<String, PageVersion> {
+        let mut then: BTreeMap<String, PageVersion> = BTreeMap::new();
+        for page in self.versions.iter().filter(|p| p.updated_at <= at) {
+            if then
+                .get(&page.source_id)
+                .is_none_or(|seen| seen.version < page.version)
+            {
+                then.insert(page.source_id.clone(), page.clone());
+            }
+        }
+        then
+    }
 }
 
 /// Why a snapshot could not be had.
@@ -82,7 +103,15 @@ impl Snapshots {
             .collect();
         let index = PageIndex::build(current.values())?;
         let graph = Graph::from_parts(&ontology, rows.entities, rows.facts);
+        let latest_change = rows
+            .pages
+            .iter()
+            .map(|p| p.updated_at)
+            .max()
+            .unwrap_or_default();
         let snapshot = Arc::new(Snapshot {
+            latest_change,
+            versions: rows.pages.clone(),
             version: rows.version,
             ontology,
             graph,

@@ -10,8 +10,18 @@ use super::extract::{RULE_SET, extract_claims};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 
-/// Origin of system-of-record facts; its authority comes from the ontology like any origin.
+/// Origin of system-of-record facts whose source names no system (`record:billing` names
+/// `record`, `registry:missions` names `registry`); its authority comes from the ontology like
+/// any origin's.
 pub const RECORD_ORIGIN: &str = "record";
+
+/// The origin of a record source: the part before the first `:`.
+pub fn record_origin(source: &str) -> String {
+    match source.split_once(':') {
+        Some((system, _)) if !system.trim().is_empty() => system.trim().to_owned(),
+        _ => RECORD_ORIGIN.to_owned(),
+    }
+}
 
 /// Where a fact came from: a source and the version of it that was read.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -410,6 +420,7 @@ impl Graph {
             changes.facts.insert(fact.id);
             changes.writes += 1;
         }
+        let origin = record_origin(source);
         let fact_id = self.push_fact(Fact {
             id: 0,
             entity: id,
@@ -418,10 +429,10 @@ impl Graph {
             source: SourceRef {
                 source_id: source.to_owned(),
                 version: sequence,
-                origin: RECORD_ORIGIN.to_owned(),
+                origin: origin.clone(),
             },
             seen_version: sequence,
-            authority: ontology.authority(RECORD_ORIGIN),
+            authority: ontology.authority(&origin),
             extracted_at: at,
             valid_from: at,
             valid_to: None,
@@ -626,5 +637,7 @@ mod tests {
             .expect("record fact");
         assert_eq!(record.authority, 4);
         assert_eq!(record.source.origin, RECORD_ORIGIN);
+        assert_eq!(record_origin("registry:missions"), "registry");
+        assert_eq!(record_origin("cmdb"), RECORD_ORIGIN);
     }
 }

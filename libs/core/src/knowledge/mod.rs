@@ -17,7 +17,9 @@ pub use answer::{
     same_value,
 };
 pub use extract::{Claim, ClaimSubject, extract_claims, split_sentences};
-pub use graph::{Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, readable};
+pub use graph::{
+    Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, readable, record_origin,
+};
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};

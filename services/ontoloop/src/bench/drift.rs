@@ -120,6 +120,7 @@ struct Runner<'a> {
     clients: Clients,
     mode: Mode,
     run: String,
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Runner<'_> {
@@ -158,6 +159,11 @@ impl Runner<'_> {
         text: &str,
         min_sequence: u64,
     ) -> anyhow::Result<v1::Answer> {
+        // Questions are asked as of the checkpoint's time, which a world may put in the future.
+        let as_of = self.as_of.map(|at| prost_types::Timestamp {
+            seconds: at.timestamp(),
+            nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
+        });
         let answer = match self.mode {
             Mode::Structured => self
                 .clients
@@ -167,7 +173,7 @@ impl Runner<'_> {
                     entity: entity.to_owned(),
                     predicate_path: hops.to_vec(),
                     min_sequence,
-                    as_of: None,
+                    as_of,
                     design: design.name().to_owned(),
                 })
                 .await
@@ -179,7 +185,7 @@ impl Runner<'_> {
                     caller: client::caller(caller),
                     text: text.to_owned(),
                     min_sequence,
-                    as_of: None,
+                    as_of,
                     design: design.name().to_owned(),
                 })
                 .await
@@ -229,7 +235,8 @@ impl Runner<'_> {
                         interval_of.insert(last, interval.to_string());
                     }
                     if ask {
-                        self.ask_step(scenario, caller, *step, last, report).await?;
+                        self.ask_step(scenario, caller, *step, last, entry.at, report)
+                            .await?;
                     }
                     loaded = true;
                     pushed_since = false;
@@ -257,8 +264,10 @@ impl Runner<'_> {
         caller: &Caller,
         step: u32,
         min_sequence: u64,
+        at: chrono::DateTime<chrono::Utc>,
         report: &mut Report,
     ) -> anyhow::Result<()> {
+        self.as_of = Some(at);
         for question in &self.world.questions {
             for ask in question.asks.iter().filter(|a| a.step == step) {
                 for design in Design::ALL {
@@ -345,6 +354,7 @@ impl Runner<'_> {
             })
             .max()
             .unwrap_or_default();
+        self.as_of = scenario.timeline.last().map(|e| e.at);
         let (mut correct, mut asks) = (0, 0);
         for question in &self.world.questions {
             for ask in question.asks.iter().filter(|a| a.step == last_step) {
@@ -478,6 +488,7 @@ pub async fn run(
         clients,
         mode,
         run: format!("{:x}", chrono::Utc::now().timestamp_micros()),
+        as_of: None,
     };
     let mut report = Report {
         rows: Vec::new(),

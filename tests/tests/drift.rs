@@ -1,0 +1,159 @@
+//! The drift benchmark as acceptance tests: every world runs through the same code path (the
+//! embedded system, events through the telemetry intake, answers from retrieval), and ontoloop's
+//! policy must be right without hedging what is right. The study's baselines must reproduce its
+//! published column; the one known difference is pinned and explained.
+
+use std::path::PathBuf;
+
+use ontoloop::bench::drift::{self, Mode, Report, Row};
+use ontoloop::client::Clients;
+use ontoloop::up::Local;
+use ontoloop_core::world::World;
+use ontoloop_tests::settings;
+
+fn world(path: PathBuf) -> World {
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
+    World::parse(&text).expect("valid world")
+}
+
+fn shared_world(name: &str) -> World {
+    world(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/bench")
+            .join(name),
+    )
+}
+
+async fn run(world: &World, mode: Mode) -> Report {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}/bench.db?mode=rwc", dir.path().display());
+    let local = Local::start(settings(&[("store.url", &url)]))
+        .await
+        .expect("system starts");
+    let clients = Clients::from_addrs(&local.addrs).await.expect("clients");
+    let report = drift::run(world, clients, mode, &mut |_| {})
+        .await
+        .expect("benchmark runs");
+    local.stop().await.expect("clean stop");
+    report
+}
+
+fn row<'a>(report: &'a Report, design: &str, scenario: &str) -> &'a Row {
+    report
+        .rows
+        .iter()
+        .find(|r| r.design == design && r.scenario == scenario)
+        .unwrap_or_else(|| panic!("no row for {design} / {scenario}"))
+}
+
+fn assert_ontoloop_holds(report: &Report, world: &World) {
+    for scenario in &world.parsed {
+        let r = row(report, "ontoloop", &scenario.name);
+        assert_eq!(
+            r.all_correct, r.all_total,
+            "{}: every answer right: {r:?}",
+            scenario.name
+        );
+        assert_eq!(
+            r.drifted_correct, r.drifted_total,
+            "{}: every drifted answer right",
+            scenario.name
+        );
+        assert_eq!(
+            r.wrong_unhedged, 0,
+            "{}: no wrong answer unhedged",
+            scenario.name
+        );
+        assert_eq!(r.abstain, 0, "{}: no abstention", scenario.name);
+        assert!(
+            r.hedged_when_right * 100 <= 5 * r.right_total,
+            "{}: hedged-when-right at most 5%: {r:?}",
+            scenario.name
+        );
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    100.0 * part as f64 / whole as f64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tessaly_structured_meets_the_bar_and_reproduces_the_study() {
+    let world = shared_world("tessaly.world.json");
+    let report = run(&world, Mode::Structured).await;
+    assert_ontoloop_holds(&report, &world);
+    for r in report.rows.iter().filter(|r| r.design != "ontoloop") {
+        let (all, drifted) = world
+            .published(&r.design, &r.scenario)
+            .expect("published cell");
+        let ours = (
+            pct(r.all_correct, r.all_total),
+            pct(r.drifted_correct, r.drifted_total),
+        );
+        if (r.design.as_str(), r.scenario.as_str()) == ("Rag", "PartialPages") {
+            // tantivy's BM25 orders two near-tied pages differently from the study's hand-rolled
+            // BM25 for three asks (see the README): 95/100 and 25/30 against 94 and 24/30.
+            assert_eq!((r.all_correct, r.drifted_correct), (95, 25), "{r:?}");
+            continue;
+        }
+        assert!(
+            (ours.0 - all).abs() <= 2.0,
+            "{} {}: all {:.0} vs study {all}",
+            r.design,
+            r.scenario,
+            ours.0
+        );
+        assert!(
+            (ours.1 - drifted).abs() <= 2.0,
+            "{} {}: drifted {:.0} vs study {drifted}",
+            r.design,
+            r.scenario,
+            ours.1
+        );
+    }
+    // Patching reads exactly the changed pages; repair reads only pages newer than the log and
+    // answers as well as a full rebuild.
+    let patch: Vec<u64> = report
+        .costs
+        .iter()
+        .filter(|c| c.approach == "patch (Fresh)" && c.event != "0")
+        .map(|c| c.pages_read)
+        .collect();
+    assert_eq!(patch, vec![8, 4, 5, 7]);
+    assert!(
+        report
+            .costs
+            .iter()
+            .filter(|c| c.approach == "rebuild (Fresh)")
+            .all(|c| c.pages_read == 40)
+    );
+    let repair = report.repair.first().expect("a repair check");
+    assert_eq!((repair.repair_pages_read, repair.pages_total), (21, 40));
+    assert_eq!(repair.repair_correct, repair.rebuild_correct);
+    assert_eq!(repair.repair_correct, repair.asks);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tessaly_natural_language_is_right_at_least_nine_times_in_ten() {
+    let world = shared_world("tessaly.world.json");
+    let report = run(&world, Mode::Nl).await;
+    for scenario in &world.parsed {
+        let r = row(&report, "ontoloop", &scenario.name);
+        assert!(
+            r.all_correct * 10 >= r.all_total * 9,
+            "{}: {r:?}",
+            scenario.name
+        );
+        assert_eq!(r.wrong_unhedged, 0, "{}: {r:?}", scenario.name);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_world_runs_unchanged() {
+    let world = world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/orbit.world.json"));
+    for mode in [Mode::Structured, Mode::Nl] {
+        let report = run(&world, mode).await;
+        assert_ontoloop_holds(&report, &world);
+    }
+}
