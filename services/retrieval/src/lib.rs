@@ -12,7 +12,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView, answer as answer_with};
-use ontoloop_core::knowledge::question::map_question;
+use ontoloop_core::knowledge::question::{map_question, names_in_claims};
 use ontoloop_core::knowledge::{self, AnswerStatus, Finding};
 use ontoloop_core::{Caller, DomainError, ServiceKind, topics};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
@@ -331,7 +331,7 @@ impl RetrievalService for Retrieval {
         let applied = self.wait_for(request.min_sequence).await?;
         let snapshot = self.snapshot(&caller).await?;
         // Names stated in the pages the question finds help link entities the graph lacks.
-        let extra: Vec<String> = snapshot
+        let found: Vec<knowledge::Claim> = snapshot
             .index
             .search(
                 &request.text,
@@ -341,8 +341,21 @@ impl RetrievalService for Retrieval {
             .iter()
             .filter_map(|id| snapshot.current.get(id))
             .flat_map(|page| knowledge::extract_claims(&snapshot.ontology, &page.body))
-            .flat_map(|claim| [claim.subject.name().to_owned(), claim.object])
             .collect();
+        let mut extra = names_in_claims(&snapshot.ontology, &found);
+        // A rename passes the old name's type on to the new one.
+        for claim in found
+            .iter()
+            .filter(|c| c.kind == knowledge::PredicateKind::Rename)
+        {
+            if let Some(kind) = snapshot
+                .graph
+                .resolve(&claim.object)
+                .and_then(|e| e.entity_type.clone())
+            {
+                extra.push((claim.subject.name().to_owned(), Some(kind)));
+            }
+        }
         match map_question(&request.text, &snapshot.graph, &snapshot.ontology, &extra) {
             Ok(mapped) => {
                 let question = Question {

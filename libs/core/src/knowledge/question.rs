@@ -114,13 +114,36 @@ fn asked_types(question: &str) -> BTreeSet<String> {
     types
 }
 
+/// A name known from outside the graph (stated in a page retrieval just read), with the entity
+/// type its sentence implies, if any.
+pub type ExtraName = (String, Option<String>);
+
+/// Names and implied types stated by these claims: a subject takes its predicate's subject type
+/// (when it has one), an entity object its object type.
+pub fn names_in_claims(ontology: &Ontology, claims: &[super::extract::Claim]) -> Vec<ExtraName> {
+    let mut names = Vec::new();
+    for claim in claims {
+        let predicate = ontology.predicate(&claim.predicate);
+        let subject_type = predicate.and_then(|p| {
+            (p.subject_types.len() == 1 && p.subject_types[0] != "any")
+                .then(|| p.subject_types[0].clone())
+        });
+        names.push((claim.subject.name().to_owned(), subject_type));
+        let object_type = predicate
+            .filter(|p| p.object_is_entity())
+            .map(|p| p.object_type.clone());
+        names.push((claim.object.clone(), object_type));
+    }
+    names
+}
+
 /// Known names in the question, longest first: graph names and aliases, fixed subjects, and
 /// `extra` names (for example subjects stated in pages retrieval found).
 fn linked_names(
     question: &str,
     graph: &Graph,
     ontology: &Ontology,
-    extra: &[String],
+    extra: &[ExtraName],
 ) -> Vec<String> {
     let haystack = format!(" {} ", words_plain(question).join(" "));
     let mut names: Vec<String> = graph
@@ -133,7 +156,7 @@ fn linked_names(
             .iter()
             .filter_map(|p| p.fixed_subject.clone()),
     );
-    names.extend(extra.iter().cloned());
+    names.extend(extra.iter().map(|(name, _)| name.clone()));
     let mut found: Vec<String> = names
         .into_iter()
         .filter(|name| {
@@ -153,8 +176,14 @@ fn words_plain(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The type of the entity a name refers to, from the graph or the name's own type noun.
-fn entity_type(graph: &Graph, ontology: &Ontology, name: &str) -> Option<String> {
+/// The type of the entity a name refers to: from the graph, the name's own type noun, or what
+/// the pages just read imply.
+fn entity_type(
+    graph: &Graph,
+    ontology: &Ontology,
+    name: &str,
+    extra: &[ExtraName],
+) -> Option<String> {
     if let Some(entity) = graph.resolve(name) {
         if let Some(t) = &entity.entity_type {
             return Some(t.clone());
@@ -172,7 +201,13 @@ fn entity_type(graph: &Graph, ontology: &Ontology, name: &str) -> Option<String>
             return types.into_iter().next();
         }
     }
-    graph.normaliser().type_of(name)
+    graph.normaliser().type_of(name).or_else(|| {
+        let key = graph.normaliser().key(name);
+        extra
+            .iter()
+            .filter(|(n, t)| t.is_some() && graph.normaliser().key(n) == key)
+            .find_map(|(_, t)| t.clone())
+    })
 }
 
 /// Maps a question. `extra_names` are names known from outside the graph (pages just read).
@@ -180,7 +215,7 @@ pub fn map_question(
     question: &str,
     graph: &Graph,
     ontology: &Ontology,
-    extra_names: &[String],
+    extra_names: &[ExtraName],
 ) -> Result<Mapped, Unmapped> {
     let names = linked_names(question, graph, ontology, extra_names);
     let entity = names.first().cloned();
@@ -218,7 +253,7 @@ pub fn map_question(
     };
     let mut path = vec![target.name.clone()];
     if target.fixed_subject.is_none()
-        && let Some(kind) = entity_type(graph, ontology, &entity)
+        && let Some(kind) = entity_type(graph, ontology, &entity, extra_names)
         && !target.applies_to(&kind)
         && let Some(hop) = ontology.predicates().iter().find(|p| {
             p.kind == PredicateKind::Slot
@@ -301,6 +336,30 @@ mod tests {
             (
                 "Payments service".into(),
                 vec!["owned_by".into(), "led_by".into()]
+            )
+        );
+    }
+
+    #[test]
+    fn pages_just_read_type_a_name_the_graph_lacks() {
+        let (ontology, graph) = graph();
+        let claims = crate::knowledge::extract_claims(
+            &ontology,
+            "Tessaly Pier is included in the Pro plan.",
+        );
+        let extra = names_in_claims(&ontology, &claims);
+        let m = map_question(
+            "How much does the plan that includes Tessaly Pier cost?",
+            &graph,
+            &ontology,
+            &extra,
+        )
+        .expect("maps");
+        assert_eq!(
+            (m.entity.as_str(), m.path.clone()),
+            (
+                "Tessaly Pier",
+                vec!["included_in".to_owned(), "price".to_owned()]
             )
         );
     }
