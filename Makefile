@@ -7,7 +7,7 @@ BIN := $(CARGO_TARGET_DIR)/debug/ontoloop
 # `make run` links the built CLI here so `ontoloop status` works from another shell.
 BINDIR ?= $(HOME)/.cargo/bin
 
-.PHONY: run build link test services fmt lint check clean
+.PHONY: run build link test services bench fmt lint check clean
 
 ## run: build if needed, then start all four services on the embedded default
 run: link
@@ -27,6 +27,15 @@ test: services
 
 services:
 	@scripts/ensure-services.sh
+
+## bench: run the drift benchmark on every world in ../shared/bench, both modes, and print the tables
+WORLDS ?= $(wildcard ../shared/bench/*.world.json)
+bench: build
+	@for world in $(WORLDS); do \
+	  for mode in structured nl; do \
+	    $(BIN) bench drift --world $$world --mode $$mode || exit 1; echo; \
+	  done; \
+	done
 
 fmt:
 	$(CARGO) fmt --all

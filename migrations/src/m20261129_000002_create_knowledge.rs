@@ -223,6 +223,7 @@ enum ExtractionLog {
 
 #[derive(DeriveIden)]
 #[sea_orm(iden = "entity")]
+#[allow(clippy::enum_variant_names)]
 enum Entity {
     Table,
     Tenant,

@@ -19,7 +19,7 @@ use tonic::transport::Channel;
 const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"price","subject_type":"plan","object_type":"number","patterns":["The {s} plan costs €{o:number} per month."]},
   {"name":"owned_by","subject_type":"service","object_type":"team","patterns":["{s} is owned by the {o} team."]}],
-  "authority":{"pricing-page":3,"wiki":2,"default":1}}"#;
+  "authority":{"record":4,"pricing-page":3,"wiki":2,"default":1}}"#;
 
 struct Clients {
     telemetry: TelemetryServiceClient<Channel>,

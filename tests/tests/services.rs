@@ -1,7 +1,7 @@
 //! Service tests on the embedded default (SQLite in a temporary directory, the in-process
 //! queue): every service serves health and reflection, answers what is not built yet with
 //! UNIMPLEMENTED naming what is missing, rejects requests without a caller, and shuts down
-//! cleanly. The analyst records queue messages and dead-letters bad ones with the reason.
+//! cleanly. The analyst records signals and dead-letters bad ones with the reason.
 
 use std::time::Duration;
 
@@ -133,7 +133,16 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
         text: "How much is Pro?".into(),
         ..Default::default()
     };
-    assert_unimplemented(retrieval.ask(ask.clone()).await, "Ask");
+    let status = retrieval
+        .ask(ask.clone())
+        .await
+        .expect_err("no ontology yet");
+    assert_eq!(status.code(), Code::FailedPrecondition);
+    assert!(
+        status.message().contains("ontology"),
+        "{}",
+        status.message()
+    );
     assert_needs_caller(
         retrieval
             .ask(v1::AskRequest {
@@ -149,7 +158,14 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
         predicate_path: vec!["price".into()],
         ..Default::default()
     };
-    assert_unimplemented(retrieval.lookup(lookup).await, "Lookup");
+    assert_eq!(
+        retrieval
+            .lookup(lookup)
+            .await
+            .expect_err("no ontology")
+            .code(),
+        Code::FailedPrecondition
+    );
     assert_unimplemented(
         retrieval
             .plate(v1::PlateRequest {
@@ -197,15 +213,21 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
             .await,
         "ReportSignals",
     );
-    assert_unimplemented(
-        telemetry
-            .push_event(v1::Event {
-                caller: caller(),
-                ..Default::default()
-            })
-            .await,
-        "PushEvent",
-    );
+    let status = telemetry
+        .push_event(v1::Event {
+            caller: caller(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("no kind");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains("kind"), "{}", status.message());
+    let hr = v1::Event {
+        caller: caller(),
+        kind: Some(v1::event::Kind::Hr(v1::HrEvent::default())),
+        ..Default::default()
+    };
+    assert_unimplemented(telemetry.push_event(hr).await, "PushEvent(hr)");
     assert_needs_caller(
         telemetry.push_event(v1::Event::default()).await,
         "PushEvent",
@@ -266,17 +288,17 @@ async fn shutdown_stops_every_service() {
 }
 
 #[tokio::test]
-async fn the_analyst_records_messages_and_dead_letters_bad_ones() {
+async fn the_analyst_records_signals_and_dead_letters_bad_ones() {
     let (sandbox, _dir) = embedded().await;
     let queue = sandbox.ctx.queue.clone();
     let store = sandbox.ctx.store.clone();
     queue
-        .publish(topics::EVENTS, Message::with_id("bad-1", "not json"))
+        .publish(topics::SIGNALS, Message::with_id("bad-1", "not json"))
         .await
         .expect("publish");
     queue
         .publish(
-            topics::EVENTS,
+            topics::SIGNALS,
             Message::with_id("ok-1", r#"{"type":"doc.upsert"}"#),
         )
         .await
@@ -285,7 +307,7 @@ async fn the_analyst_records_messages_and_dead_letters_bad_ones() {
         let store = store.clone();
         async move {
             store
-                .inbox(topics::EVENTS, 10)
+                .inbox(topics::SIGNALS, 10)
                 .await
                 .map(|rows| rows.len() == 1)
                 .unwrap_or(false)
@@ -293,10 +315,10 @@ async fn the_analyst_records_messages_and_dead_letters_bad_ones() {
     })
     .await;
     assert!(recorded, "the good message after a bad one is recorded");
-    let rows = store.inbox(topics::EVENTS, 10).await.expect("read");
+    let rows = store.inbox(topics::SIGNALS, 10).await.expect("read");
     assert_eq!(rows[0].message_id, "ok-1");
     let mut dead = queue
-        .consume_dead_letters(topics::EVENTS)
+        .consume_dead_letters(topics::SIGNALS)
         .await
         .expect("dlq");
     let letter = tokio::time::timeout(Duration::from_secs(10), dead.next())

@@ -1,7 +1,7 @@
 //! The whole system on the machine's PostgreSQL and RabbitMQ: all four services serve, an
-//! integration's AMQP message reaches the analyst's store, a malformed one lands in the
-//! dead-letter queue with its reason while the next is still processed, and a shutdown in the
-//! middle of a burst loses nothing: a restarted system processes every message exactly once.
+//! integration's AMQP events reach the knowledge in the store, a malformed one lands in the
+//! dead-letter queue with its reason while the next is still applied, and a shutdown in the
+//! middle of a burst of signals loses nothing: a restarted system records every one exactly once.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -45,28 +45,39 @@ async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
         .publish(topics::EVENTS, Message::with_id(&bad_id, "{truncated"))
         .await
         .expect("publish");
-    let good_id = format!("sys-good-{run}");
-    integration
-        .publish(
-            topics::EVENTS,
-            Message::with_id(&good_id, r#"{"type":"record.set"}"#),
-        )
-        .await
-        .expect("publish");
+    let tenant = format!("sys-{run}");
+    let ontology = r#"{"predicates":[{"name":"owned_by","subject_type":"service","object_type":"team","patterns":["{s} is owned by the {o} team."]}],"authority":{"default":1}}"#;
+    let events = [
+        format!(
+            r#"{{"tenant":"{tenant}","at":"2026-09-01T00:00:00Z","type":"ontology.set","ontology":{ontology}}}"#
+        ),
+        format!(
+            r#"{{"tenant":"{tenant}","at":"2026-09-01T00:00:00Z","type":"doc.upsert","doc_id":"svc","origin":"catalog","body":"Payments service is owned by the Atlas team."}}"#
+        ),
+    ];
+    for (i, body) in events.iter().enumerate() {
+        integration
+            .publish(
+                topics::EVENTS,
+                Message::with_id(format!("sys-{run}-{i}"), body.as_str()),
+            )
+            .await
+            .expect("publish");
+    }
     let store = sandbox.ctx.store.clone();
-    let recorded = wait_until(Duration::from_secs(20), || {
-        let (store, id) = (store.clone(), good_id.clone());
+    let applied = wait_until(Duration::from_secs(20), || {
+        let (store, tenant) = (store.clone(), tenant.clone());
         async move {
             store
-                .inbox(topics::EVENTS, 1000)
+                .load_knowledge(&tenant)
                 .await
-                .is_ok_and(|rows| rows.iter().any(|r| r.message_id == id))
+                .is_ok_and(|k| k.facts.iter().any(|f| f.object == "Atlas"))
         }
     })
     .await;
     assert!(
-        recorded,
-        "the message after a malformed one is still recorded in PostgreSQL"
+        applied,
+        "events after a malformed one are applied to the knowledge in PostgreSQL"
     );
 
     // The malformed one is in the dead-letter queue with its reason.
@@ -89,15 +100,15 @@ async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
         }
     };
     drop(dead);
-    assert!(reason.unwrap_or_default().contains("not JSON"));
+    assert!(reason.unwrap_or_default().contains("invalid event"));
 
-    // A burst, with a shutdown in the middle of it.
+    // A burst of signals, with a shutdown in the middle of it.
     let ids: Vec<String> = (0..BURST).map(|n| format!("sys-burst-{run}-{n}")).collect();
     for id in &ids {
         integration
             .publish(
-                topics::EVENTS,
-                Message::with_id(id, r#"{"type":"doc.upsert"}"#),
+                topics::SIGNALS,
+                Message::with_id(id, r#"{"type":"entity_missing"}"#),
             )
             .await
             .expect("publish");
@@ -107,7 +118,7 @@ async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
         let store = store.clone();
         async move {
             store
-                .inbox(topics::EVENTS, 100_000)
+                .inbox(topics::SIGNALS, 100_000)
                 .await
                 .is_ok_and(|rows| rows.len() > 20)
         }
@@ -128,7 +139,7 @@ async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
         let (store, wanted) = (store.clone(), wanted.clone());
         async move {
             store
-                .inbox(topics::EVENTS, 100_000)
+                .inbox(topics::SIGNALS, 100_000)
                 .await
                 .is_ok_and(|rows| {
                     rows.iter()
@@ -143,7 +154,7 @@ async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
         all_in,
         "every message of the burst is recorded after the restart"
     );
-    let rows = store.inbox(topics::EVENTS, 100_000).await.expect("read");
+    let rows = store.inbox(topics::SIGNALS, 100_000).await.expect("read");
     let burst_rows = rows
         .iter()
         .filter(|r| wanted.contains(&r.message_id))

@@ -48,34 +48,6 @@ impl From<&Caller> for v1::Caller {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_caller_is_invalid_and_named() {
-        let status = caller_from(None).expect_err("no caller");
-        assert_eq!(status.code(), Code::InvalidArgument);
-        assert!(status.message().contains("caller"));
-        let status = caller_from(Some(v1::Caller {
-            tenant: "acme".into(),
-            principal: String::new(),
-        }))
-        .expect_err("blank principal");
-        assert!(status.message().contains("caller.principal"));
-    }
-
-    #[test]
-    fn a_caller_round_trips() {
-        let caller = caller_from(Some(v1::Caller {
-            tenant: "acme".into(),
-            principal: "alice".into(),
-        }))
-        .expect("valid");
-        assert_eq!(v1::Caller::from(&caller).principal, "alice");
-    }
-}
-
 /// Converts a pushed event into the queue's event envelope for `tenant`, stamped at `now` when
 /// the event carries no time. HR and docs-push events are not built yet.
 pub fn event_from(
@@ -140,4 +112,32 @@ pub fn event_from(
         at,
         event,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_caller_is_invalid_and_named() {
+        let status = caller_from(None).expect_err("no caller");
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().contains("caller"));
+        let status = caller_from(Some(v1::Caller {
+            tenant: "acme".into(),
+            principal: String::new(),
+        }))
+        .expect_err("blank principal");
+        assert!(status.message().contains("caller.principal"));
+    }
+
+    #[test]
+    fn a_caller_round_trips() {
+        let caller = caller_from(Some(v1::Caller {
+            tenant: "acme".into(),
+            principal: "alice".into(),
+        }))
+        .expect("valid");
+        assert_eq!(v1::Caller::from(&caller).principal, "alice");
+    }
 }

@@ -643,16 +643,8 @@ impl Report {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "{:<16} {:<13} {:>11} {:>9} {:>9} {:>9} {:>8} {:>16}   {}",
-            "design",
-            "scenario",
-            "all",
-            "drifted",
-            "wrong",
-            "wrong",
-            "abstain",
-            "hedged-when-",
-            "study (all/drifted)"
+            "{:<16} {:<13} {:>11} {:>9} {:>9} {:>9} {:>8} {:>16}   study (all/drifted)",
+            "design", "scenario", "all", "drifted", "wrong", "wrong", "abstain", "hedged-when-",
         );
         let _ = writeln!(
             out,
