@@ -4,6 +4,7 @@ use std::future::Future;
 
 use ontoloop_core::ServiceKind;
 use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::server::NamedService;
 use tonic::service::RoutesBuilder;
@@ -66,9 +67,16 @@ pub async fn serve(
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
     };
+    // Small request/response exchanges must not wait for delayed ACKs (Nagle's algorithm).
+    let incoming = TcpListenerStream::new(listener).map(|accepted| {
+        accepted.and_then(|stream| {
+            stream.set_nodelay(true)?;
+            Ok(stream)
+        })
+    });
     tonic::transport::Server::builder()
         .add_routes(routes.routes())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     tracing::info!(service = router.kind.name(), "stopped");
     Ok(())

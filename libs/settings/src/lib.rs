@@ -40,8 +40,54 @@ pub struct Settings {
     pub services: ServicesSettings,
     /// Retrieval's answer policy.
     pub retrieval: RetrievalSettings,
+    /// The semantic firewall.
+    pub firewall: FirewallSettings,
     /// Logging.
     pub log: LogSettings,
+}
+
+/// The semantic firewall's thresholds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirewallSettings {
+    /// Independent reliable sources a claim needs.
+    pub min_independent_sources: usize,
+    /// Origins at or above this authority are reliable.
+    pub reliable_authority: i32,
+    /// A source at or above this authority suffices alone.
+    pub authoritative_authority: i32,
+    /// Confidence threshold in a standard context.
+    pub confidence_standard: f64,
+    /// Confidence threshold in a high-risk context.
+    pub confidence_high_risk: f64,
+    /// Confidence threshold in an exploratory context.
+    pub confidence_exploratory: f64,
+    /// Domains always checked at the high-risk threshold.
+    pub high_risk_domains: Vec<String>,
+    /// Predicates that may hold several values at once.
+    pub multi_valued_predicates: Vec<String>,
+    /// Longest answer text accepted.
+    pub max_text_bytes: usize,
+    /// The optional model-based claim extractor.
+    pub llm: LlmSettings,
+}
+
+/// An OpenAI-compatible chat endpoint for claim extraction.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    /// Off by default.
+    pub enabled: bool,
+    /// Base URL, for example `http://127.0.0.1:8000/v1`.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// Bearer key; empty for none.
+    pub api_key: String,
+    /// Whole-request timeout.
+    pub timeout_ms: u64,
+    /// Prompt version recorded on extracted claims.
+    pub prompt_version: String,
 }
 
 /// Retrieval's answer policy.
@@ -230,6 +276,31 @@ impl Settings {
         )?;
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
+        positive(
+            "firewall.max_text_bytes",
+            self.firewall.max_text_bytes as u64,
+        )?;
+        for (key, value) in [
+            (
+                "firewall.confidence_standard",
+                self.firewall.confidence_standard,
+            ),
+            (
+                "firewall.confidence_high_risk",
+                self.firewall.confidence_high_risk,
+            ),
+            (
+                "firewall.confidence_exploratory",
+                self.firewall.confidence_exploratory,
+            ),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(invalid(key, format!("{value} is not between 0 and 1")));
+            }
+        }
+        if self.firewall.llm.enabled && !self.firewall.llm.base_url.starts_with("http://") {
+            return Err(invalid("firewall.llm.base_url", "must be an http:// URL"));
+        }
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),

@@ -1,19 +1,25 @@
 //! The firewall service: validates what a model claims before it reaches a user.
 //!
-//! Owns the `FirewallService` gRPC edge. It reads the graph and publishes a signal for every
-//! block; it must never write facts, and it fails closed: when the graph cannot be read, every
-//! claim is blocked.
+//! Owns the `FirewallService` gRPC edge: claims come as text (extracted with the ontology's
+//! patterns, and optionally a model) or structured; the rules of
+//! `ontoloop_core::knowledge::firewall` check them against the tenant's read model. It reads the
+//! graph and publishes a signal for every block; it must never write facts, and it fails closed:
+//! when the graph cannot be read, every claim is blocked with `firewall_unavailable`.
+
+mod validate;
 
 use std::future::Future;
 
-use ontoloop_core::{DomainError, ServiceKind};
+use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1::firewall_service_server::{FirewallService, FirewallServiceServer};
 use ontoloop_proto::v1::{ValidateRequest, ValidateResponse};
-use ontoloop_proto::{caller_from, status_from};
+use ontoloop_readmodel::Snapshots;
 use ontoloop_runtime::{Context, ServiceRouter};
 use ontoloop_settings::Settings;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
+
+pub use validate::Validator;
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
@@ -31,7 +37,8 @@ pub async fn serve(
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let service = FirewallServiceServer::new(Firewall { _ctx: ctx });
+    let validator = Validator::new(ctx.clone(), Snapshots::new(ctx.store.clone()))?;
+    let service = FirewallServiceServer::new(Firewall { validator });
     ontoloop_runtime::serve(
         listener,
         ServiceRouter::new(ServiceKind::Firewall, service),
@@ -41,7 +48,7 @@ pub async fn serve(
 }
 
 struct Firewall {
-    _ctx: Context,
+    validator: Validator,
 }
 
 #[tonic::async_trait]
@@ -50,9 +57,7 @@ impl FirewallService for Firewall {
         &self,
         request: Request<ValidateRequest>,
     ) -> Result<Response<ValidateResponse>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "Validate needs the claim extractor and the validation rules (issue #4)",
-        )))
+        let response = self.validator.validate(request.into_inner()).await?;
+        Ok(Response::new(response))
     }
 }

@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use ontoloop_core::{Caller, ServiceKind};
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
+use ontoloop_proto::v1::firewall_service_client::FirewallServiceClient;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_settings::Settings;
@@ -20,6 +21,8 @@ pub struct Clients {
     pub telemetry: TelemetryServiceClient<Channel>,
     /// Analyst.
     pub analyst: AnalystServiceClient<Channel>,
+    /// Firewall.
+    pub firewall: FirewallServiceClient<Channel>,
 }
 
 async fn channel(addr: &str) -> anyhow::Result<Channel> {
@@ -44,6 +47,7 @@ impl Clients {
             &addr(ServiceKind::Retrieval),
             &addr(ServiceKind::Telemetry),
             &addr(ServiceKind::Analyst),
+            &addr(ServiceKind::Firewall),
         )
         .await
     }
@@ -61,15 +65,22 @@ impl Clients {
             &addr(ServiceKind::Retrieval),
             &addr(ServiceKind::Telemetry),
             &addr(ServiceKind::Analyst),
+            &addr(ServiceKind::Firewall),
         )
         .await
     }
 
-    async fn dial(retrieval: &str, telemetry: &str, analyst: &str) -> anyhow::Result<Self> {
+    async fn dial(
+        retrieval: &str,
+        telemetry: &str,
+        analyst: &str,
+        firewall: &str,
+    ) -> anyhow::Result<Self> {
         Ok(Self {
             retrieval: RetrievalServiceClient::new(channel(retrieval).await?),
             telemetry: TelemetryServiceClient::new(channel(telemetry).await?),
             analyst: AnalystServiceClient::new(channel(analyst).await?),
+            firewall: FirewallServiceClient::new(channel(firewall).await?),
         })
     }
 }

@@ -81,6 +81,23 @@ enum Command {
         #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
         caller: String,
     },
+    /// Validate an answer text against the graph: pass, or block with reasons.
+    Validate {
+        /// The answer text.
+        text: String,
+        /// Who will read the answer, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// standard (default), high-risk or exploratory.
+        #[arg(long, default_value = "standard")]
+        context: String,
+        /// Domain of the answer, for example financial.
+        #[arg(long, default_value = "")]
+        domain: String,
+        /// Print the verdicts as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -94,6 +111,19 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
+    /// Validate a labelled claim set generated from a world (confusion table) and time
+    /// ten-claim answers in process and over loopback gRPC.
+    Firewall {
+        /// The world file.
+        #[arg(long)]
+        world: PathBuf,
+        /// Print {"confusion":{...},"latency_us":{...}}.
+        #[arg(long)]
+        json: bool,
+        /// Ten-claim answers timed each way.
+        #[arg(long, default_value_t = 2000)]
+        rounds: usize,
+    },
     /// Replay every scenario of a world file through the services and grade every answer.
     Drift {
         /// The world file (format ontoloop.world/v1).
@@ -242,6 +272,56 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 "pushed {} events; last sequence number {last} (pass --min-sequence {last} to read your writes)",
                 events.len()
             );
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Validate {
+            text,
+            caller,
+            context,
+            domain,
+            json,
+        } => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let risk = match context.as_str() {
+                "standard" => ontoloop_proto::v1::RiskLevel::Unspecified,
+                "high-risk" => ontoloop_proto::v1::RiskLevel::High,
+                "exploratory" => ontoloop_proto::v1::RiskLevel::Exploratory,
+                other => {
+                    anyhow::bail!("--context {other:?}: use standard, high-risk or exploratory")
+                }
+            };
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let response = clients
+                .firewall
+                .validate(ontoloop_proto::v1::ValidateRequest {
+                    caller: ontoloop::client::caller(&caller),
+                    input: Some(ontoloop_proto::v1::validate_request::Input::Text(text)),
+                    context: Some(ontoloop_proto::v1::ValidationContext {
+                        domain,
+                        risk: risk as i32,
+                    }),
+                    as_of: None,
+                })
+                .await
+                .map_err(|status| {
+                    anyhow::anyhow!("validate: {}: {}", status.code(), status.message())
+                })?
+                .into_inner();
+            let pass = ontoloop::show::print_verdicts(&response, json)?;
+            Ok(if pass {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::from(3)
+            })
+        }
+        Command::Bench(BenchCommand::Firewall {
+            world,
+            json,
+            rounds,
+        }) => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            ontoloop::show::bench_firewall(settings, &world, json, rounds).await?;
             Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::Drift {

@@ -177,3 +177,88 @@ pub async fn bench_drift(
     }
     Ok(())
 }
+
+/// Prints firewall verdicts; returns whether the answer passed.
+pub fn print_verdicts(response: &v1::ValidateResponse, json: bool) -> anyhow::Result<bool> {
+    let pass = response.overall == v1::Verdict::Pass as i32;
+    let coverage = response.coverage.unwrap_or_default();
+    if json {
+        let value = serde_json::json!({
+            "overall": if pass { "PASS" } else { "BLOCK" },
+            "coverage": {"sentences": coverage.sentences, "checkable": coverage.checkable, "unrecognised": coverage.unrecognised},
+            "verdicts": response.verdicts.iter().map(|v| serde_json::json!({
+                "sentence": v.sentence,
+                "claim": v.claim.as_ref().map(|c| serde_json::json!({"subject": c.subject, "predicate": c.predicate, "object": c.object})),
+                "verdict": if v.verdict == v1::Verdict::Pass as i32 { "PASS" } else { "BLOCK" },
+                "reasons": v.reasons.iter().map(|r| serde_json::json!({"code": r.code, "message": r.message})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{value}");
+        return Ok(pass);
+    }
+    println!(
+        "{}  ({} of {} sentences checkable, {} passed unchecked)",
+        if pass { "PASS" } else { "BLOCK" },
+        coverage.checkable,
+        coverage.sentences,
+        coverage.unrecognised
+    );
+    for v in &response.verdicts {
+        let verdict = if v.verdict == v1::Verdict::Pass as i32 {
+            "pass "
+        } else {
+            "BLOCK"
+        };
+        let what = v
+            .claim
+            .as_ref()
+            .map(|c| format!("{} —{}→ {}", c.subject, c.predicate, c.object))
+            .unwrap_or_default();
+        println!("  {verdict} {what}  {}", v.sentence);
+        for r in &v.reasons {
+            println!("        {}: {}", r.code, r.message);
+        }
+    }
+    Ok(pass)
+}
+
+/// `ontoloop bench firewall`: always on an embedded system, since it also times the firewall in
+/// process.
+pub async fn bench_firewall(
+    settings: Settings,
+    world_path: &Path,
+    json: bool,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(world_path)
+        .with_context(|| format!("read {}", world_path.display()))?;
+    let world = World::parse(&text)?;
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let dir = tempfile::tempdir().context("create a temporary directory")?;
+    let mut embedded = settings.clone();
+    embedded.store.url = format!("sqlite://{}/bench.db?mode=rwc", dir.path().display());
+    embedded.queue.url = "memory".to_owned();
+    progress("starting an embedded system (SQLite in a temporary directory, in-process queue)");
+    let local = Local::start(embedded).await?;
+    let clients = Clients::from_addrs(&local.addrs).await?;
+    let validator = ontoloop_firewall::Validator::new(
+        local.ctx.clone(),
+        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone()),
+    )?;
+    let report = crate::bench::firewall::run(
+        &world,
+        clients,
+        &validator,
+        rounds,
+        settings.retrieval.hedge_below_authority,
+        &mut progress,
+    )
+    .await?;
+    local.stop().await?;
+    if json {
+        println!("{}", report.to_json()?);
+    } else {
+        print!("{}", report.to_text(&world));
+    }
+    Ok(())
+}

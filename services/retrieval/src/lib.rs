@@ -5,9 +5,6 @@
 //! publishes failure signals; it must never write facts (only the analyst does) and never ranks a
 //! candidate the caller may not read.
 
-mod search;
-mod snapshot;
-
 use std::future::Future;
 use std::time::Duration;
 
@@ -26,8 +23,7 @@ use ontoloop_settings::Settings;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
-pub use search::PageIndex;
-use snapshot::{Snapshot, Snapshots};
+use ontoloop_readmodel::{Snapshot, SnapshotError, Snapshots};
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
@@ -126,18 +122,16 @@ impl Retrieval {
             .get(caller.tenant())
             .await
             .map_err(|err| match err {
-                snapshot::SnapshotError::NoOntology(tenant) => {
-                    Status::failed_precondition(format!(
-                        "tenant {tenant} has no ontology yet: push an ontology.set event first"
-                    ))
-                }
-                snapshot::SnapshotError::Store(err) => {
+                SnapshotError::NoOntology(tenant) => Status::failed_precondition(format!(
+                    "tenant {tenant} has no ontology yet: push an ontology.set event first"
+                )),
+                SnapshotError::Store(err) => {
                     Status::unavailable(format!("read the knowledge store: {err}"))
                 }
-                snapshot::SnapshotError::Index(err) => {
+                SnapshotError::Index(err) => {
                     Status::internal(format!("build the page index: {err}"))
                 }
-                snapshot::SnapshotError::Ontology(err) => {
+                SnapshotError::Ontology(err) => {
                     Status::internal(format!("stored ontology is unreadable: {err}"))
                 }
             })

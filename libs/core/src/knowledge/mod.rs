@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod designs;
 pub mod extract;
+pub mod firewall;
 pub mod graph;
 pub mod maintenance;
 pub mod names;

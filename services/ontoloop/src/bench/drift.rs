@@ -740,3 +740,32 @@ impl Report {
         out
     }
 }
+
+/// Replays one scenario into a fresh tenant without asking anything; returns the tenant's caller
+/// and the last intake sequence number (pass it as `min_sequence`).
+pub async fn replay_only(
+    world: &World,
+    clients: Clients,
+    scenario: &Scenario,
+    purpose: &str,
+) -> anyhow::Result<(Caller, u64)> {
+    let mut runner = Runner {
+        world,
+        clients,
+        mode: Mode::Structured,
+        run: format!("{:x}", chrono::Utc::now().timestamp_micros()),
+        as_of: None,
+    };
+    let caller = runner.caller(&scenario.name, &format!("-{purpose}"))?;
+    let mut scratch = Report {
+        rows: Vec::new(),
+        costs: Vec::new(),
+        repair: Vec::new(),
+        answers: Vec::new(),
+        world: world.name.clone(),
+    };
+    let (_, last) = runner
+        .replay(scenario, &caller, None, false, &mut scratch)
+        .await?;
+    Ok((caller, last))
+}

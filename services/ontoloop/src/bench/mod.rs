@@ -1,3 +1,4 @@
 //! `ontoloop bench ...`: benchmarks that drive the real services over gRPC.
 
 pub mod drift;
+pub mod firewall;

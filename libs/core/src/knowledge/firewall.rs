@@ -1,0 +1,824 @@
+//! The semantic firewall's rules: each claim is checked against the graph, and blocked with one
+//! or more reasons when the graph does not support it. Each rule is its own function; thresholds
+//! come from [`FirewallPolicy`], never from literals here.
+
+use chrono::{DateTime, Utc};
+
+use super::answer::{Candidate, SlotContext, decide, same_value};
+use super::graph::{Fact, Graph, readable};
+use super::ontology::Ontology;
+
+/// Why a claim was blocked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReasonCode {
+    /// The subject or object names no entity or alias in the graph.
+    UnknownEntity,
+    /// The fact existed but was superseded before the request time.
+    ExpiredRelationship,
+    /// The graph's current value for the slot differs.
+    Contradicted,
+    /// The entity exists but no fact supports the claim.
+    NotInGraph,
+    /// Fewer independent reliable sources than required.
+    SingleSource,
+    /// The supporting fact's confidence is below the threshold for the context.
+    LowConfidence,
+    /// A multi-hop claim whose steps do not connect or fail.
+    BrokenChain,
+    /// Claims of one answer that cannot hold at the same time.
+    TemporalInconsistency,
+    /// The claim rests on facts the caller may not read.
+    ScopeDenied,
+    /// The graph could not be read: the firewall fails closed.
+    FirewallUnavailable,
+}
+
+impl ReasonCode {
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReasonCode::UnknownEntity => "unknown_entity",
+            ReasonCode::ExpiredRelationship => "expired_relationship",
+            ReasonCode::Contradicted => "contradicted",
+            ReasonCode::NotInGraph => "not_in_graph",
+            ReasonCode::SingleSource => "single_source",
+            ReasonCode::LowConfidence => "low_confidence",
+            ReasonCode::BrokenChain => "broken_chain",
+            ReasonCode::TemporalInconsistency => "temporal_inconsistency",
+            ReasonCode::ScopeDenied => "scope_denied",
+            ReasonCode::FirewallUnavailable => "firewall_unavailable",
+        }
+    }
+}
+
+/// One reason, with words for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    /// Which rule.
+    pub code: ReasonCode,
+    /// What it found (never the content of facts the caller may not read).
+    pub message: String,
+}
+
+impl Reason {
+    fn new(code: ReasonCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// How strict the context is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Risk {
+    /// Standard threshold.
+    Standard,
+    /// Strictest threshold.
+    High,
+    /// Most permissive threshold.
+    Exploratory,
+}
+
+/// The firewall's thresholds (from settings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FirewallPolicy {
+    /// Independent reliable sources a claim needs, unless one source is authoritative.
+    pub min_independent_sources: usize,
+    /// Origins at or above this authority count as reliable sources.
+    pub reliable_authority: i32,
+    /// A source at or above this authority is the slot's source of truth and suffices alone.
+    pub authoritative_authority: i32,
+    /// Confidence threshold in a standard context.
+    pub confidence_standard: f64,
+    /// Confidence threshold in a high-risk context.
+    pub confidence_high_risk: f64,
+    /// Confidence threshold in an exploratory context.
+    pub confidence_exploratory: f64,
+    /// Domains that are always high-risk.
+    pub high_risk_domains: Vec<String>,
+    /// Predicates that may hold several values at once (all others are functional).
+    pub multi_valued: Vec<String>,
+}
+
+impl FirewallPolicy {
+    /// The confidence threshold for a context.
+    pub fn threshold(&self, risk: Risk, domain: &str) -> f64 {
+        let high = risk == Risk::High
+            || self
+                .high_risk_domains
+                .iter()
+                .any(|d| d.eq_ignore_ascii_case(domain.trim()));
+        match (high, risk) {
+            (true, _) => self.confidence_high_risk,
+            (false, Risk::Exploratory) => self.confidence_exploratory,
+            _ => self.confidence_standard,
+        }
+    }
+}
+
+/// One step of a claim: subject, predicate, object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Triple {
+    /// Subject name (or the predicate's fixed subject).
+    pub subject: String,
+    /// Predicate name.
+    pub predicate: String,
+    /// Object value.
+    pub object: String,
+}
+
+/// A claim to check: one triple, or a chain of triples.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimToCheck {
+    /// The claim itself (for a chain: its first subject, last predicate and final object).
+    pub triple: Triple,
+    /// The steps of a multi-hop claim; empty for a single triple.
+    pub chain: Vec<Triple>,
+}
+
+/// What the rules see of the tenant.
+pub struct FirewallView<'a> {
+    /// The ontology.
+    pub ontology: &'a Ontology,
+    /// The graph.
+    pub graph: &'a Graph,
+    /// Who will read the answer.
+    pub principal: &'a str,
+    /// The request time.
+    pub as_of: DateTime<Utc>,
+    /// Thresholds.
+    pub policy: &'a FirewallPolicy,
+    /// Confidence threshold for this request's context.
+    pub threshold: f64,
+}
+
+/// The facts of one slot, sorted by what they say about a claimed value.
+struct Slot<'a> {
+    entity: Option<String>,
+    readable_current: Vec<&'a Fact>,
+    supporting: Vec<&'a Fact>,
+    expired: Vec<&'a Fact>,
+    hidden_support: bool,
+    hidden_any: bool,
+}
+
+fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
+    let entity = view.graph.resolve(&triple.subject).map(|e| e.id.clone());
+    let mut s = Slot {
+        entity: entity.clone(),
+        readable_current: Vec::new(),
+        supporting: Vec::new(),
+        expired: Vec::new(),
+        hidden_support: false,
+        hidden_any: false,
+    };
+    let Some(entity) = entity else { return s };
+    for fact in view.graph.facts().iter().filter(|f| {
+        f.entity == entity && f.predicate == triple.predicate && f.valid_from <= view.as_of
+    }) {
+        let agrees = same_value(&fact.object, &triple.object);
+        let current = fact.valid_at(view.as_of);
+        if !readable(&fact.acl, view.principal) {
+            s.hidden_any = true;
+            s.hidden_support |= agrees;
+            continue;
+        }
+        if current {
+            s.readable_current.push(fact);
+            if agrees {
+                s.supporting.push(fact);
+            }
+        } else if agrees {
+            s.expired.push(fact);
+        }
+    }
+    s
+}
+
+/// Rule `unknown_entity`: the subject, or an object that should be an entity, is unknown.
+pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason> {
+    if view.graph.resolve(&triple.subject).is_none() {
+        return Some(Reason::new(
+            ReasonCode::UnknownEntity,
+            format!("no entity or alias is called {:?}", triple.subject),
+        ));
+    }
+    let object_is_entity = view
+        .ontology
+        .predicate(&triple.predicate)
+        .is_some_and(|p| p.object_is_entity() || p.kind == super::ontology::PredicateKind::Rename);
+    if object_is_entity && view.graph.resolve(&triple.object).is_none() {
+        return Some(Reason::new(
+            ReasonCode::UnknownEntity,
+            format!("no entity or alias is called {:?}", triple.object),
+        ));
+    }
+    None
+}
+
+/// Rule `scope_denied`: the only support is in facts the caller may not read. The message says
+/// no more than that.
+fn scope_denied(s: &Slot<'_>) -> Option<Reason> {
+    (s.supporting.is_empty() && s.expired.is_empty() && s.hidden_support).then(|| {
+        Reason::new(
+            ReasonCode::ScopeDenied,
+            "the claim rests on facts you may not read",
+        )
+    })
+}
+
+/// Rule `expired_relationship`: the claimed value held once, not at the request time.
+fn expired_relationship(s: &Slot<'_>) -> Option<Reason> {
+    if !s.supporting.is_empty() {
+        return None;
+    }
+    let last = s.expired.iter().filter_map(|f| f.valid_to).max()?;
+    Some(Reason::new(
+        ReasonCode::ExpiredRelationship,
+        format!(
+            "this held until {}, then it was superseded",
+            last.format("%Y-%m-%d")
+        ),
+    ))
+}
+
+/// Rule `contradicted`: the slot's current value, by the same authority-then-recency policy as
+/// retrieval, is another one.
+fn contradicted(view: &FirewallView<'_>, s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
+    if s.readable_current.is_empty() {
+        return None;
+    }
+    let candidates: Vec<Candidate> = s
+        .readable_current
+        .iter()
+        .map(|f| Candidate {
+            value: f.object.clone(),
+            source: f.source.clone(),
+            authority: f.authority,
+            valid_from: f.valid_from,
+            extracted_at: Some(f.extracted_at),
+            extractor: f.extractor.clone(),
+            confidence: f.confidence,
+            excerpt: String::new(),
+        })
+        .collect();
+    let decision = decide(candidates, &SlotContext::default());
+    if decision
+        .values
+        .iter()
+        .any(|v| same_value(v, &triple.object))
+    {
+        return None;
+    }
+    let winner = decision.evidence.first()?;
+    let _ = view;
+    Some(Reason::new(
+        ReasonCode::Contradicted,
+        format!(
+            "the graph says {:?} ({}@{}, {}, authority {})",
+            decision.value,
+            winner.source.source_id,
+            winner.source.version,
+            winner.source.origin,
+            winner.authority
+        ),
+    ))
+}
+
+/// Rule `not_in_graph`: the entity exists but nothing states this slot.
+fn not_in_graph(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
+    (s.entity.is_some() && s.readable_current.is_empty() && s.expired.is_empty() && !s.hidden_any)
+        .then(|| {
+            Reason::new(
+                ReasonCode::NotInGraph,
+                format!(
+                    "no fact states {} of {:?}",
+                    triple.predicate, triple.subject
+                ),
+            )
+        })
+}
+
+/// Rule `single_source`: too few independent reliable sources. Versions or copies of one page
+/// count once; reliability comes from the origin's authority; a source of truth (authority at or
+/// above `authoritative_authority`) suffices alone.
+fn single_source(view: &FirewallView<'_>, s: &Slot<'_>) -> Option<Reason> {
+    if s.supporting.is_empty() {
+        return None;
+    }
+    if s.supporting
+        .iter()
+        .any(|f| f.authority >= view.policy.authoritative_authority)
+    {
+        return None;
+    }
+    let mut sources: Vec<&str> = s
+        .supporting
+        .iter()
+        .filter(|f| f.authority >= view.policy.reliable_authority)
+        .map(|f| f.source.source_id.as_str())
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    (sources.len() < view.policy.min_independent_sources).then(|| {
+        Reason::new(
+            ReasonCode::SingleSource,
+            format!(
+                "{} independent reliable source(s) support it; {} are required",
+                sources.len(),
+                view.policy.min_independent_sources
+            ),
+        )
+    })
+}
+
+/// Rule `low_confidence`: the best supporting fact is below the context's threshold.
+fn low_confidence(view: &FirewallView<'_>, s: &Slot<'_>) -> Option<Reason> {
+    let best = s
+        .supporting
+        .iter()
+        .map(|f| f.confidence)
+        .fold(None, |acc: Option<f64>, c| {
+            Some(acc.map_or(c, |a| a.max(c)))
+        })?;
+    (best < view.threshold).then(|| {
+        Reason::new(
+            ReasonCode::LowConfidence,
+            format!(
+                "confidence {best:.2} is below the threshold {:.2} for this context",
+                view.threshold
+            ),
+        )
+    })
+}
+
+/// Every rule on one triple.
+pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
+    if view.ontology.predicate(&triple.predicate).is_none() {
+        return vec![Reason::new(
+            ReasonCode::NotInGraph,
+            format!("{:?} is not a predicate of the ontology", triple.predicate),
+        )];
+    }
+    if let Some(reason) = unknown_entity(view, triple) {
+        return vec![reason];
+    }
+    if view
+        .ontology
+        .predicate(&triple.predicate)
+        .is_some_and(|p| p.kind == super::ontology::PredicateKind::Rename)
+    {
+        // A rename claim holds when both names are one entity.
+        let same = view.graph.resolve(&triple.subject).map(|e| &e.id)
+            == view.graph.resolve(&triple.object).map(|e| &e.id);
+        return if same {
+            Vec::new()
+        } else {
+            vec![Reason::new(
+                ReasonCode::Contradicted,
+                format!(
+                    "{:?} and {:?} are different entities in the graph",
+                    triple.subject, triple.object
+                ),
+            )]
+        };
+    }
+    let s = slot(view, triple);
+    if let Some(reason) = scope_denied(&s) {
+        return vec![reason];
+    }
+    let mut reasons: Vec<Reason> = [
+        expired_relationship(&s),
+        contradicted(view, &s, triple),
+        not_in_graph(&s, triple),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    reasons.extend(
+        [single_source(view, &s), low_confidence(view, &s)]
+            .into_iter()
+            .flatten(),
+    );
+    reasons
+}
+
+/// Rule `broken_chain`: steps must connect (each subject is the previous object) and each step
+/// must pass on its own.
+pub fn broken_chain(view: &FirewallView<'_>, chain: &[Triple]) -> Option<Reason> {
+    let key = |name: &str| view.graph.normaliser().key(name);
+    for (i, step) in chain.iter().enumerate() {
+        if i > 0 && key(&chain[i - 1].object) != key(&step.subject) {
+            return Some(Reason::new(
+                ReasonCode::BrokenChain,
+                format!(
+                    "step {} starts at {:?}, but step {i} ended at {:?}",
+                    i + 1,
+                    step.subject,
+                    chain[i - 1].object
+                ),
+            ));
+        }
+        let failed = check_triple(view, step);
+        if let Some(first) = failed.first() {
+            return Some(Reason::new(
+                ReasonCode::BrokenChain,
+                format!(
+                    "step {} fails: {} ({})",
+                    i + 1,
+                    first.message,
+                    first.code.name()
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// Checks every claim of one answer; the result has one list of reasons per claim (empty: pass).
+pub fn check_answer(view: &FirewallView<'_>, claims: &[ClaimToCheck]) -> Vec<Vec<Reason>> {
+    let mut verdicts: Vec<Vec<Reason>> = claims
+        .iter()
+        .map(|claim| {
+            if claim.chain.is_empty() {
+                check_triple(view, &claim.triple)
+            } else {
+                broken_chain(view, &claim.chain).into_iter().collect()
+            }
+        })
+        .collect();
+    // Rule `temporal_inconsistency`: one functional slot with two values in one answer.
+    for i in 0..claims.len() {
+        for j in (i + 1)..claims.len() {
+            let (a, b) = (&claims[i].triple, &claims[j].triple);
+            if !claims[i].chain.is_empty()
+                || !claims[j].chain.is_empty()
+                || a.predicate != b.predicate
+                || view.policy.multi_valued.contains(&a.predicate)
+            {
+                continue;
+            }
+            let (ea, eb) = (
+                view.graph.resolve(&a.subject).map(|e| &e.id),
+                view.graph.resolve(&b.subject).map(|e| &e.id),
+            );
+            let same_entity = match (ea, eb) {
+                (Some(x), Some(y)) => x == y,
+                _ => {
+                    view.graph.normaliser().key(&a.subject)
+                        == view.graph.normaliser().key(&b.subject)
+                }
+            };
+            if same_entity && !same_value(&a.object, &b.object) {
+                let message = format!(
+                    "{} of {:?} cannot be both {:?} and {:?} at once",
+                    a.predicate, a.subject, a.object, b.object
+                );
+                verdicts[i].push(Reason::new(
+                    ReasonCode::TemporalInconsistency,
+                    message.clone(),
+                ));
+                verdicts[j].push(Reason::new(ReasonCode::TemporalInconsistency, message));
+            }
+        }
+    }
+    verdicts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knowledge::graph::PageVersion;
+    use crate::knowledge::ontology::tests::sample;
+    use chrono::TimeZone;
+
+    fn day(d: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 9, d, 9, 0, 0)
+            .single()
+            .expect("date")
+    }
+
+    fn policy() -> FirewallPolicy {
+        FirewallPolicy {
+            min_independent_sources: 2,
+            reliable_authority: 2,
+            authoritative_authority: 3,
+            confidence_standard: 0.7,
+            confidence_high_risk: 0.95,
+            confidence_exploratory: 0.6,
+            high_risk_domains: vec!["financial".into()],
+            multi_valued: Vec::new(),
+        }
+    }
+
+    fn page(id: &str, version: u64, origin: &str, body: &str, d: u32, acl: &[&str]) -> PageVersion {
+        PageVersion {
+            source_id: id.into(),
+            version,
+            title: id.into(),
+            origin: origin.into(),
+            body: body.into(),
+            updated_at: day(d),
+            acl: acl.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn world() -> (Ontology, Graph) {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        for p in [
+            page(
+                "pricing",
+                1,
+                "pricing-page",
+                "The Pro plan costs €49 per user per month.",
+                1,
+                &[],
+            ),
+            page(
+                "faq",
+                1,
+                "faq",
+                "The Pro plan costs €49 per user per month. Payments service is owned by the Atlas team.",
+                1,
+                &[],
+            ),
+            page(
+                "wiki",
+                1,
+                "wiki",
+                "Payments service is owned by the Atlas team. Tessaly Dock is included in the Pro plan.",
+                1,
+                &[],
+            ),
+            page(
+                "notes",
+                1,
+                "meeting-notes",
+                "The Starter plan costs €24 per user per month.",
+                2,
+                &[],
+            ),
+            page(
+                "board",
+                1,
+                "pricing-page",
+                "The Secret plan costs €999 per user per month.",
+                1,
+                &["cfo"],
+            ),
+        ] {
+            graph.apply_page(&ontology, &p, p.updated_at);
+        }
+        graph.apply_page(
+            &ontology,
+            &page(
+                "pricing",
+                2,
+                "pricing-page",
+                "The Pro plan costs €59 per user per month.",
+                20,
+                &[],
+            ),
+            day(20),
+        );
+        graph.apply_page(&ontology, &page("faq", 2, "faq", "The Pro plan costs €59 per user per month. Payments service is owned by the Atlas team.", 20, &[]), day(20));
+        (ontology, graph)
+    }
+
+    fn check(
+        graph: &Graph,
+        ontology: &Ontology,
+        principal: &str,
+        claims: &[(&str, &str, &str)],
+        threshold: f64,
+    ) -> Vec<Vec<ReasonCode>> {
+        let policy = policy();
+        let view = FirewallView {
+            ontology,
+            graph,
+            principal,
+            as_of: day(25),
+            policy: &policy,
+            threshold,
+        };
+        let claims: Vec<ClaimToCheck> = claims
+            .iter()
+            .map(|(s, p, o)| ClaimToCheck {
+                triple: Triple {
+                    subject: s.to_string(),
+                    predicate: p.to_string(),
+                    object: o.to_string(),
+                },
+                chain: Vec::new(),
+            })
+            .collect();
+        check_answer(&view, &claims)
+            .into_iter()
+            .map(|r| r.into_iter().map(|x| x.code).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_supported_current_multi_sourced_claim_passes() {
+        let (o, g) = world();
+        assert_eq!(
+            check(
+                &g,
+                &o,
+                "alice",
+                &[("Payments service", "owned_by", "Atlas")],
+                0.7
+            ),
+            vec![Vec::<ReasonCode>::new()]
+        );
+        assert_eq!(
+            check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7),
+            vec![Vec::<ReasonCode>::new()],
+            "an authoritative source suffices"
+        );
+    }
+
+    #[test]
+    fn an_expired_relationship_is_blocked_with_its_reason() {
+        let (o, g) = world();
+        let verdict = &check(&g, &o, "alice", &[("Pro plan", "price", "49")], 0.7)[0];
+        assert!(
+            verdict.contains(&ReasonCode::ExpiredRelationship),
+            "{verdict:?}"
+        );
+        assert!(verdict.contains(&ReasonCode::Contradicted), "{verdict:?}");
+    }
+
+    #[test]
+    fn unknown_entities_are_blocked() {
+        let (o, g) = world();
+        assert_eq!(
+            check(&g, &o, "alice", &[("Tessaly Harbor", "price", "30")], 0.7)[0],
+            vec![ReasonCode::UnknownEntity]
+        );
+        assert_eq!(
+            check(
+                &g,
+                &o,
+                "alice",
+                &[("Payments service", "owned_by", "Zeta")],
+                0.7
+            )[0],
+            vec![ReasonCode::UnknownEntity]
+        );
+    }
+
+    #[test]
+    fn a_single_source_is_blocked_on_provenance_alone() {
+        let (o, g) = world();
+        assert_eq!(
+            check(
+                &g,
+                &o,
+                "alice",
+                &[("Tessaly Dock", "included_in", "Pro")],
+                0.7
+            )[0],
+            vec![ReasonCode::SingleSource]
+        );
+    }
+
+    #[test]
+    fn a_draft_is_contradicted_and_unsupported() {
+        let (o, g) = world();
+        let verdict = &check(&g, &o, "alice", &[("Starter", "price", "24")], 0.7)[0];
+        assert!(verdict.contains(&ReasonCode::SingleSource), "{verdict:?}");
+        let verdict = &check(&g, &o, "alice", &[("Starter", "price", "19")], 0.7)[0];
+        assert!(verdict.contains(&ReasonCode::Contradicted), "{verdict:?}");
+    }
+
+    #[test]
+    fn raising_the_confidence_threshold_blocks_what_passed() {
+        let (o, g) = world();
+        assert!(check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7)[0].is_empty());
+        assert_eq!(
+            check(&g, &o, "alice", &[("Pro", "price", "59")], 1.01)[0],
+            vec![ReasonCode::LowConfidence]
+        );
+        assert_eq!(policy().threshold(Risk::Standard, "Financial"), 0.95);
+        assert_eq!(policy().threshold(Risk::Exploratory, "marketing"), 0.6);
+    }
+
+    #[test]
+    fn unreadable_support_is_denied_without_revealing_it() {
+        let (o, g) = world();
+        let policy = policy();
+        let view = FirewallView {
+            ontology: &o,
+            graph: &g,
+            principal: "alice",
+            as_of: day(25),
+            policy: &policy,
+            threshold: 0.7,
+        };
+        let reasons = check_triple(
+            &view,
+            &Triple {
+                subject: "Secret".into(),
+                predicate: "price".into(),
+                object: "999".into(),
+            },
+        );
+        assert_eq!(reasons.len(), 1);
+        assert_eq!(reasons[0].code, ReasonCode::ScopeDenied);
+        assert!(!reasons[0].message.contains("999") && !reasons[0].message.contains("board"));
+        assert!(check(&g, &o, "cfo", &[("Secret", "price", "999")], 0.7)[0].is_empty());
+    }
+
+    #[test]
+    fn two_values_of_one_slot_in_one_answer_are_inconsistent() {
+        let (o, g) = world();
+        let verdicts = check(
+            &g,
+            &o,
+            "alice",
+            &[("Pro", "price", "59"), ("Pro plan", "price", "49")],
+            0.7,
+        );
+        assert!(verdicts[0].contains(&ReasonCode::TemporalInconsistency));
+        assert!(verdicts[1].contains(&ReasonCode::TemporalInconsistency));
+    }
+
+    #[test]
+    fn chains_must_connect_and_hold_step_by_step() {
+        let (o, g) = world();
+        let policy = policy();
+        let view = FirewallView {
+            ontology: &o,
+            graph: &g,
+            principal: "alice",
+            as_of: day(25),
+            policy: &policy,
+            threshold: 0.7,
+        };
+        let t = |s: &str, p: &str, ob: &str| Triple {
+            subject: s.into(),
+            predicate: p.into(),
+            object: ob.into(),
+        };
+        assert!(
+            broken_chain(
+                &view,
+                &[
+                    t("Payments service", "owned_by", "Atlas"),
+                    t("Pro", "price", "59")
+                ]
+            )
+            .is_some_and(|r| r.message.contains("starts at"))
+        );
+        assert!(broken_chain(&view, &[t("Payments service", "owned_by", "Helix")]).is_some());
+    }
+
+    #[test]
+    fn honest_gap_a_wrong_fact_in_the_graph_is_enforced_as_confidently_as_a_right_one() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        // Two reliable pages agree on a wrong owner; the firewall cannot know better.
+        for id in ["wiki-a", "wiki-b"] {
+            graph.apply_page(
+                &ontology,
+                &page(
+                    id,
+                    1,
+                    "wiki",
+                    "Payments service is owned by the Wrong team.",
+                    1,
+                    &[],
+                ),
+                day(1),
+            );
+        }
+        graph.apply_page(
+            &ontology,
+            &page("t", 1, "wiki", "The Right team is led by Ana.", 1, &[]),
+            day(1),
+        );
+        assert!(
+            check(
+                &graph,
+                &ontology,
+                "alice",
+                &[("Payments service", "owned_by", "Wrong")],
+                0.7
+            )[0]
+            .is_empty()
+        );
+        assert!(
+            check(
+                &graph,
+                &ontology,
+                "alice",
+                &[("Payments service", "owned_by", "Right")],
+                0.7
+            )[0]
+            .contains(&ReasonCode::Contradicted)
+        );
+    }
+}

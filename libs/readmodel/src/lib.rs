@@ -1,0 +1,11 @@
+//! Per-tenant read models of the knowledge, for the services that read it (retrieval and the
+//! firewall): the graph, the current version of every page, the extraction log and a BM25 index,
+//! rebuilt from the store whenever the tenant's knowledge version moves.
+//!
+//! It only reads the store; it must never write knowledge (the analyst is the one writer).
+
+mod search;
+mod snapshot;
+
+pub use search::PageIndex;
+pub use snapshot::{Snapshot, SnapshotError, Snapshots};

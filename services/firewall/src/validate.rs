@@ -1,0 +1,491 @@
+//! One validation: parse the request, read the tenant's graph (or fail closed), extract claims,
+//! run the rules, publish signals for blocks.
+
+use ontoloop_core::knowledge::firewall::{
+    ClaimToCheck, FirewallPolicy, FirewallView, Reason, ReasonCode, Risk, Triple, check_answer,
+};
+use ontoloop_core::knowledge::{Claim, Ontology, split_sentences};
+use ontoloop_core::{Caller, DomainError, topics};
+use ontoloop_llm::{LlmExtractor, LlmSettings};
+use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
+use ontoloop_proto::{caller_from, status_from};
+use ontoloop_queue::Message;
+use ontoloop_readmodel::Snapshots;
+use ontoloop_runtime::Context;
+use tonic::Status;
+
+/// Validates answers for every tenant.
+pub struct Validator {
+    ctx: Context,
+    snapshots: Snapshots,
+    policy: FirewallPolicy,
+    llm: Option<LlmExtractor>,
+}
+
+/// One claim as it will be reported.
+struct Checked {
+    claim: pb::Claim,
+    sentence: String,
+    reasons: Vec<Reason>,
+}
+
+impl Validator {
+    /// A validator over the context's store; the model extractor only when settings enable it.
+    pub fn new(ctx: Context, snapshots: Snapshots) -> anyhow::Result<Self> {
+        let s = &ctx.settings.firewall;
+        let policy = FirewallPolicy {
+            min_independent_sources: s.min_independent_sources,
+            reliable_authority: s.reliable_authority,
+            authoritative_authority: s.authoritative_authority,
+            confidence_standard: s.confidence_standard,
+            confidence_high_risk: s.confidence_high_risk,
+            confidence_exploratory: s.confidence_exploratory,
+            high_risk_domains: s.high_risk_domains.clone(),
+            multi_valued: s.multi_valued_predicates.clone(),
+        };
+        let llm = if s.llm.enabled {
+            Some(LlmExtractor::new(LlmSettings {
+                base_url: s.llm.base_url.clone(),
+                model: s.llm.model.clone(),
+                api_key: Some(s.llm.api_key.clone()).filter(|k| !k.is_empty()),
+                timeout_ms: s.llm.timeout_ms,
+                prompt_version: s.llm.prompt_version.clone(),
+            })?)
+        } else {
+            None
+        };
+        Ok(Self {
+            ctx,
+            snapshots,
+            policy,
+            llm,
+        })
+    }
+
+    /// Validates one request.
+    pub async fn validate(&self, request: ValidateRequest) -> Result<ValidateResponse, Status> {
+        let caller = caller_from(request.caller)?;
+        let input = request
+            .input
+            .ok_or_else(|| status_from(DomainError::missing("input")))?;
+        if let Input::Text(text) = &input {
+            if text.trim().is_empty() {
+                return Err(status_from(DomainError::invalid("text", "is empty")));
+            }
+            if text.len() > self.ctx.settings.firewall.max_text_bytes {
+                return Err(status_from(DomainError::invalid(
+                    "text",
+                    format!(
+                        "is {} bytes; at most {} are validated at once (firewall.max_text_bytes)",
+                        text.len(),
+                        self.ctx.settings.firewall.max_text_bytes
+                    ),
+                )));
+            }
+        }
+        if let Input::Claims(list) = &input {
+            if list.claims.is_empty() {
+                return Err(status_from(DomainError::missing("claims")));
+            }
+            for (i, claim) in list.claims.iter().enumerate() {
+                validate_claim_shape(i, claim)?;
+            }
+        }
+        let context = request.context.unwrap_or_default();
+        let risk = match pb::RiskLevel::try_from(context.risk) {
+            Ok(pb::RiskLevel::High) => Risk::High,
+            Ok(pb::RiskLevel::Exploratory) => Risk::Exploratory,
+            Ok(pb::RiskLevel::Unspecified) => Risk::Standard,
+            Err(_) => {
+                return Err(status_from(DomainError::invalid(
+                    "context.risk",
+                    format!("unknown risk level {}", context.risk),
+                )));
+            }
+        };
+        let as_of = match request.as_of {
+            None => chrono::Utc::now(),
+            Some(ts) => chrono::DateTime::from_timestamp(
+                ts.seconds,
+                u32::try_from(ts.nanos).unwrap_or_default(),
+            )
+            .ok_or_else(|| status_from(DomainError::invalid("as_of", "timestamp out of range")))?,
+        };
+        let snapshot = match self.snapshots.get(caller.tenant()).await {
+            Ok(snapshot) => snapshot,
+            Err(err) => {
+                // Fail closed: nothing passes a firewall that cannot read the graph.
+                tracing::warn!(tenant = caller.tenant(), error = %err, "graph unreadable, blocking every claim");
+                return Ok(fail_closed(
+                    &input,
+                    &format!("the knowledge graph cannot be read: {err}"),
+                ));
+            }
+        };
+        if let Input::Claims(list) = &input {
+            for (i, claim) in list.claims.iter().enumerate() {
+                let steps = if claim.chain.is_empty() {
+                    vec![(claim.predicate.as_str(), "predicate".to_owned())]
+                } else {
+                    claim
+                        .chain
+                        .iter()
+                        .enumerate()
+                        .map(|(j, s)| (s.predicate.as_str(), format!("chain[{j}].predicate")))
+                        .collect()
+                };
+                for (predicate, field) in steps {
+                    if snapshot.ontology.predicate(predicate).is_none() {
+                        return Err(status_from(DomainError::invalid(
+                            &format!("claims[{i}].{field}"),
+                            format!("{predicate:?} is not a predicate of the ontology"),
+                        )));
+                    }
+                }
+            }
+        }
+        let (mut checked, coverage) = match &input {
+            Input::Text(text) => self.claims_from_text(&snapshot.ontology, text).await,
+            Input::Claims(list) => (
+                list.claims
+                    .iter()
+                    .map(|c| Checked {
+                        claim: c.clone(),
+                        sentence: String::new(),
+                        reasons: Vec::new(),
+                    })
+                    .collect(),
+                pb::Coverage::default(),
+            ),
+        };
+        let to_check: Vec<ClaimToCheck> = checked.iter().map(|c| to_check(&c.claim)).collect();
+        let view = FirewallView {
+            ontology: &snapshot.ontology,
+            graph: &snapshot.graph,
+            principal: caller.principal(),
+            as_of,
+            policy: &self.policy,
+            threshold: self.policy.threshold(risk, &context.domain),
+        };
+        for (claim, reasons) in checked.iter_mut().zip(check_answer(&view, &to_check)) {
+            claim.reasons = reasons;
+        }
+        self.publish_signals(&caller, &checked).await;
+        Ok(response(checked, coverage))
+    }
+
+    async fn claims_from_text(
+        &self,
+        ontology: &Ontology,
+        text: &str,
+    ) -> (Vec<Checked>, pb::Coverage) {
+        let sentences = split_sentences(text);
+        let mut checked = Vec::new();
+        let mut unrecognised = Vec::new();
+        for sentence in &sentences {
+            let claims = ontoloop_core::knowledge::extract::claims_in_sentence(ontology, sentence);
+            if claims.is_empty() {
+                unrecognised.push(*sentence);
+            }
+            checked.extend(claims.iter().map(from_claim));
+        }
+        if let Some(llm) = &self.llm
+            && !unrecognised.is_empty()
+        {
+            match llm.extract(ontology, &unrecognised.join(" ")).await {
+                Ok(extraction) => {
+                    let recognised: std::collections::BTreeSet<&str> = extraction
+                        .claims
+                        .iter()
+                        .map(|c| c.sentence.as_str())
+                        .collect();
+                    unrecognised.retain(|s| !recognised.iter().any(|r| r.trim() == s.trim()));
+                    checked.extend(extraction.claims.iter().map(from_claim));
+                }
+                // The model is an aid to coverage, not to the verdict: its failure leaves the
+                // sentences unrecognised (and counted), it never passes or blocks anything.
+                Err(err) => {
+                    tracing::warn!(error = %err, "model extractor failed; sentences stay unrecognised")
+                }
+            }
+        }
+        let total = u32::try_from(sentences.len()).unwrap_or(u32::MAX);
+        let unrecognised = u32::try_from(unrecognised.len()).unwrap_or(u32::MAX);
+        (
+            checked,
+            pb::Coverage {
+                sentences: total,
+                checkable: total - unrecognised,
+                unrecognised,
+            },
+        )
+    }
+
+    /// Tells the analyst about every block. Best effort: the verdict never waits on it.
+    async fn publish_signals(&self, caller: &Caller, checked: &[Checked]) {
+        for claim in checked.iter().filter(|c| !c.reasons.is_empty()) {
+            let Some(kind) = claim.reasons.iter().find_map(|r| signal_type(r.code)) else {
+                continue;
+            };
+            let body = serde_json::json!({
+                "tenant": caller.tenant(),
+                "type": kind,
+                "query": claim.sentence,
+                "entity": claim.claim.subject,
+                "relationship": claim.claim.predicate,
+                "agent_id": format!("firewall:{}", caller.principal()),
+                "detail": claim.reasons.iter().map(|r| r.code.name()).collect::<Vec<_>>().join(","),
+                "at": chrono::Utc::now(),
+            });
+            if let Err(err) = self
+                .ctx
+                .queue
+                .publish(topics::SIGNALS, Message::new(body.to_string()))
+                .await
+            {
+                tracing::warn!(error = %err, "cannot publish firewall signal");
+            }
+        }
+    }
+}
+
+fn signal_type(code: ReasonCode) -> Option<&'static str> {
+    match code {
+        ReasonCode::UnknownEntity => Some("entity_missing"),
+        ReasonCode::NotInGraph | ReasonCode::BrokenChain => Some("relationship_unknown"),
+        ReasonCode::ExpiredRelationship => Some("temporal_stale"),
+        ReasonCode::Contradicted | ReasonCode::TemporalInconsistency => Some("confidence_drop"),
+        ReasonCode::SingleSource
+        | ReasonCode::LowConfidence
+        | ReasonCode::ScopeDenied
+        | ReasonCode::FirewallUnavailable => None,
+    }
+}
+
+fn validate_claim_shape(i: usize, claim: &pb::Claim) -> Result<(), Status> {
+    let steps: Vec<(String, &str, &str, &str)> = if claim.chain.is_empty() {
+        vec![(
+            format!("claims[{i}]"),
+            claim.subject.as_str(),
+            claim.predicate.as_str(),
+            claim.object.as_str(),
+        )]
+    } else {
+        claim
+            .chain
+            .iter()
+            .enumerate()
+            .map(|(j, s)| {
+                (
+                    format!("claims[{i}].chain[{j}]"),
+                    s.subject.as_str(),
+                    s.predicate.as_str(),
+                    s.object.as_str(),
+                )
+            })
+            .collect()
+    };
+    for (path, subject, predicate, object) in steps {
+        for (field, value) in [
+            ("subject", subject),
+            ("predicate", predicate),
+            ("object", object),
+        ] {
+            if value.trim().is_empty() {
+                return Err(status_from(DomainError::missing(&format!(
+                    "{path}.{field}"
+                ))));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn from_claim(claim: &Claim) -> Checked {
+    Checked {
+        claim: pb::Claim {
+            subject: claim.subject.name().to_owned(),
+            predicate: claim.predicate.clone(),
+            object: claim.object.clone(),
+            chain: Vec::new(),
+        },
+        sentence: claim.sentence.clone(),
+        reasons: Vec::new(),
+    }
+}
+
+fn to_check(claim: &pb::Claim) -> ClaimToCheck {
+    let chain: Vec<Triple> = claim
+        .chain
+        .iter()
+        .map(|s| Triple {
+            subject: s.subject.clone(),
+            predicate: s.predicate.clone(),
+            object: s.object.clone(),
+        })
+        .collect();
+    let triple = match (chain.first(), chain.last()) {
+        (Some(first), Some(last)) => Triple {
+            subject: first.subject.clone(),
+            predicate: last.predicate.clone(),
+            object: last.object.clone(),
+        },
+        _ => Triple {
+            subject: claim.subject.clone(),
+            predicate: claim.predicate.clone(),
+            object: claim.object.clone(),
+        },
+    };
+    ClaimToCheck { triple, chain }
+}
+
+fn response(checked: Vec<Checked>, coverage: pb::Coverage) -> ValidateResponse {
+    let blocked = checked.iter().any(|c| !c.reasons.is_empty());
+    ValidateResponse {
+        overall: if blocked {
+            pb::Verdict::Block
+        } else {
+            pb::Verdict::Pass
+        } as i32,
+        verdicts: checked
+            .into_iter()
+            .map(|c| pb::ClaimVerdict {
+                verdict: if c.reasons.is_empty() {
+                    pb::Verdict::Pass
+                } else {
+                    pb::Verdict::Block
+                } as i32,
+                reasons: c
+                    .reasons
+                    .iter()
+                    .map(|r| pb::BlockReason {
+                        code: r.code.name().to_owned(),
+                        message: r.message.clone(),
+                    })
+                    .collect(),
+                claim: Some(c.claim),
+                sentence: c.sentence,
+            })
+            .collect(),
+        coverage: Some(coverage),
+    }
+}
+
+/// Every claim blocked with `firewall_unavailable`: the structured claims as given, or for text
+/// each sentence (no ontology is at hand to extract claims from it).
+fn fail_closed(input: &Input, why: &str) -> ValidateResponse {
+    let reason = Reason {
+        code: ReasonCode::FirewallUnavailable,
+        message: why.to_owned(),
+    };
+    let (checked, coverage) = match input {
+        Input::Claims(list) => (
+            list.claims
+                .iter()
+                .map(|c| Checked {
+                    claim: c.clone(),
+                    sentence: String::new(),
+                    reasons: vec![reason.clone()],
+                })
+                .collect(),
+            pb::Coverage::default(),
+        ),
+        Input::Text(text) => {
+            let sentences = split_sentences(text);
+            let n = u32::try_from(sentences.len()).unwrap_or(u32::MAX);
+            (
+                sentences
+                    .into_iter()
+                    .map(|s| Checked {
+                        claim: pb::Claim::default(),
+                        sentence: s.to_owned(),
+                        reasons: vec![reason.clone()],
+                    })
+                    .collect(),
+                pb::Coverage {
+                    sentences: n,
+                    checkable: 0,
+                    unrecognised: n,
+                },
+            )
+        }
+    };
+    response(checked, coverage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_closed_blocks_every_sentence_and_claim() {
+        let text = Input::Text("The Pro plan costs €49. Nothing else.".into());
+        let response = fail_closed(&text, "store down");
+        assert_eq!(response.overall, pb::Verdict::Block as i32);
+        assert_eq!(response.verdicts.len(), 2);
+        assert!(
+            response
+                .verdicts
+                .iter()
+                .all(|v| v.reasons[0].code == "firewall_unavailable")
+        );
+        let claims = Input::Claims(pb::ClaimList {
+            claims: vec![pb::Claim {
+                subject: "a".into(),
+                predicate: "p".into(),
+                object: "b".into(),
+                chain: Vec::new(),
+            }],
+        });
+        assert_eq!(
+            fail_closed(&claims, "x").verdicts[0].verdict,
+            pb::Verdict::Block as i32
+        );
+    }
+
+    #[test]
+    fn claim_shapes_name_the_missing_field() {
+        let err = validate_claim_shape(
+            2,
+            &pb::Claim {
+                subject: "a".into(),
+                predicate: String::new(),
+                object: "b".into(),
+                chain: Vec::new(),
+            },
+        )
+        .expect_err("no predicate");
+        assert!(
+            err.message().contains("claims[2].predicate"),
+            "{}",
+            err.message()
+        );
+        let chain = pb::Claim {
+            chain: vec![pb::ClaimStep {
+                subject: "a".into(),
+                predicate: "p".into(),
+                object: String::new(),
+            }],
+            ..Default::default()
+        };
+        assert!(
+            validate_claim_shape(0, &chain)
+                .expect_err("no object")
+                .message()
+                .contains("claims[0].chain[0].object")
+        );
+    }
+
+    #[test]
+    fn signals_follow_the_block_reason() {
+        assert_eq!(
+            signal_type(ReasonCode::UnknownEntity),
+            Some("entity_missing")
+        );
+        assert_eq!(
+            signal_type(ReasonCode::ExpiredRelationship),
+            Some("temporal_stale")
+        );
+        assert_eq!(signal_type(ReasonCode::ScopeDenied), None);
+    }
+}

@@ -1,0 +1,417 @@
+//! The firewall benchmark: a labelled claim set generated from a world at its last checkpoint
+//! (current true claims, also under former names; superseded values; draft values from
+//! low-authority pages; invented entities), validated through the running firewall, and the
+//! latency of validating a ten-claim answer in process and over loopback gRPC.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use ontoloop_core::Caller;
+use ontoloop_core::knowledge::{Ontology, extract_claims, same_value};
+use ontoloop_core::world::{TimelineKind, World};
+use ontoloop_proto::v1;
+use serde::Serialize;
+
+use crate::client::{self, Clients};
+
+/// What a labelled claim is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    /// True at the last checkpoint (possibly under a former name).
+    True,
+    /// A value the world held before and superseded.
+    Stale,
+    /// A value only a low-authority page (a draft, meeting notes) states.
+    Draft,
+    /// About an entity that does not exist.
+    Invented,
+}
+
+/// One labelled claim.
+#[derive(Debug, Clone)]
+pub struct Labelled {
+    /// Label.
+    pub label: Label,
+    /// The claim.
+    pub claim: v1::Claim,
+}
+
+/// The confusion table: a block of a stale, draft or invented claim is a true block.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Confusion {
+    /// True claims passed.
+    pub true_pass: u64,
+    /// Bad claims blocked.
+    pub true_block: u64,
+    /// Bad claims passed.
+    pub false_pass: u64,
+    /// True claims blocked.
+    pub false_block: u64,
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    /// In process, p50.
+    pub inproc_p50: u64,
+    /// In process, p99.
+    pub inproc_p99: u64,
+    /// Over loopback gRPC, p50.
+    pub grpc_p50: u64,
+    /// Over loopback gRPC, p99.
+    pub grpc_p99: u64,
+}
+
+/// The whole result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Confusion table.
+    pub confusion: Confusion,
+    /// Latency of a ten-claim answer.
+    pub latency_us: Latency,
+    /// Claims per label.
+    #[serde(skip)]
+    pub counts: BTreeMap<String, u64>,
+    /// Mistakes, for the text report.
+    #[serde(skip)]
+    pub mistakes: Vec<String>,
+}
+
+fn claim(subject: &str, predicate: &str, object: &str) -> v1::Claim {
+    v1::Claim {
+        subject: subject.to_owned(),
+        predicate: predicate.to_owned(),
+        object: object.to_owned(),
+        chain: Vec::new(),
+    }
+}
+
+async fn current_path(
+    clients: &mut Clients,
+    caller: &Caller,
+    entity: &str,
+    hops: &[String],
+    seq: u64,
+) -> anyhow::Result<Vec<(String, String, String)>> {
+    let answer = clients
+        .retrieval
+        .lookup(v1::LookupRequest {
+            caller: client::caller(caller),
+            entity: entity.to_owned(),
+            predicate_path: hops.to_vec(),
+            min_sequence: seq,
+            ..Default::default()
+        })
+        .await
+        .context("lookup the current path")?
+        .into_inner();
+    let mut subject = entity.to_owned();
+    let mut steps = Vec::new();
+    for hop in &answer.hops {
+        steps.push((subject.clone(), hop.predicate.clone(), hop.value.clone()));
+        subject = hop.value.clone();
+    }
+    Ok(steps)
+}
+
+fn chain_claim(steps: &[(String, String, String)], final_object: &str) -> v1::Claim {
+    if steps.len() <= 1 {
+        let (s, p, _) = steps.first().cloned().unwrap_or_default();
+        return claim(&s, &p, final_object);
+    }
+    let mut chain: Vec<v1::ClaimStep> = steps
+        .iter()
+        .map(|(s, p, o)| v1::ClaimStep {
+            subject: s.clone(),
+            predicate: p.clone(),
+            object: o.clone(),
+        })
+        .collect();
+    if let Some(last) = chain.last_mut() {
+        last.object = final_object.to_owned();
+    }
+    v1::Claim {
+        chain,
+        ..Default::default()
+    }
+}
+
+/// Builds the labelled set for a world replayed into `caller`'s tenant.
+pub async fn labelled_set(
+    world: &World,
+    clients: &mut Clients,
+    caller: &Caller,
+    seq: u64,
+    hedge_below_authority: i32,
+) -> anyhow::Result<Vec<Labelled>> {
+    let ontology: Ontology = world.ontology()?;
+    let last_step = world
+        .questions
+        .iter()
+        .flat_map(|q| q.asks.iter().map(|a| a.step))
+        .max()
+        .unwrap_or_default();
+    let mut set = Vec::new();
+    for (n, question) in world.questions.iter().enumerate() {
+        let Some(now) = question.asks.iter().find(|a| a.step == last_step) else {
+            continue;
+        };
+        let steps = current_path(clients, caller, &now.entity, &question.hops, seq).await?;
+        if steps.len() != question.hops.len() {
+            continue;
+        }
+        set.push(Labelled {
+            label: Label::True,
+            claim: chain_claim(&steps, &now.expected),
+        });
+        let mut seen_names = vec![now.entity.clone()];
+        for ask in question.asks.iter().filter(|a| a.step != last_step) {
+            let mut old = steps.clone();
+            old[0].0 = ask.entity.clone();
+            if same_value(&ask.expected, &now.expected) {
+                if !seen_names
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case(&ask.entity))
+                {
+                    // The same truth under a former name.
+                    seen_names.push(ask.entity.clone());
+                    set.push(Labelled {
+                        label: Label::True,
+                        claim: chain_claim(&old, &now.expected),
+                    });
+                }
+            } else if !set.iter().any(|l: &Labelled| {
+                l.label == Label::Stale && l.claim == chain_claim(&steps, &ask.expected)
+            }) {
+                set.push(Labelled {
+                    label: Label::Stale,
+                    claim: chain_claim(&steps, &ask.expected),
+                });
+            }
+        }
+        let invented = format!("Quorvex {}", n + 1);
+        let mut fake = steps.clone();
+        fake[0].0 = invented;
+        set.push(Labelled {
+            label: Label::Invented,
+            claim: chain_claim(&fake, &now.expected),
+        });
+    }
+    // Drafts: what low-authority pages state, where it differs from the current value.
+    let mut pages: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for scenario in world.parsed.iter().take(1) {
+        for entry in &scenario.timeline {
+            if let TimelineKind::DocUpsert {
+                doc_id,
+                origin,
+                body,
+                ..
+            } = &entry.kind
+            {
+                pages.insert(doc_id.clone(), (origin.clone(), body.clone()));
+            }
+        }
+    }
+    for (origin, body) in pages
+        .values()
+        .filter(|(origin, _)| ontology.authority(origin) < hedge_below_authority)
+    {
+        for found in extract_claims(&ontology, body)
+            .into_iter()
+            .filter(|c| c.kind == ontoloop_core::knowledge::PredicateKind::Slot)
+        {
+            let steps = current_path(
+                clients,
+                caller,
+                found.subject.name(),
+                std::slice::from_ref(&found.predicate),
+                seq,
+            )
+            .await?;
+            let differs = steps
+                .first()
+                .is_some_and(|(_, _, value)| !same_value(value, &found.object));
+            if differs {
+                let _ = origin;
+                set.push(Labelled {
+                    label: Label::Draft,
+                    claim: claim(found.subject.name(), &found.predicate, &found.object),
+                });
+            }
+        }
+    }
+    Ok(set)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// Runs the benchmark: confusion table over the labelled set and latency of ten-claim answers.
+pub async fn run(
+    world: &World,
+    mut clients: Clients,
+    validator: &ontoloop_firewall::Validator,
+    rounds: usize,
+    hedge_below_authority: i32,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Report> {
+    let scenario = world
+        .parsed
+        .iter()
+        .find(|s| s.graph == "patch-changed-pages")
+        .or_else(|| world.parsed.first())
+        .context("the world has no scenario")?;
+    progress(&format!(
+        "replaying scenario {} to its last checkpoint",
+        scenario.name
+    ));
+    let (caller, seq) =
+        super::drift::replay_only(world, clients.clone(), scenario, "firewall").await?;
+    let set = labelled_set(world, &mut clients, &caller, seq, hedge_below_authority).await?;
+    progress(&format!("validating {} labelled claims", set.len()));
+    let mut report = Report {
+        confusion: Confusion::default(),
+        latency_us: Latency::default(),
+        counts: BTreeMap::new(),
+        mistakes: Vec::new(),
+    };
+    for item in &set {
+        *report
+            .counts
+            .entry(format!("{:?}", item.label).to_lowercase())
+            .or_default() += 1;
+        let response = clients
+            .firewall
+            .validate(v1::ValidateRequest {
+                caller: client::caller(&caller),
+                input: Some(v1::validate_request::Input::Claims(v1::ClaimList {
+                    claims: vec![item.claim.clone()],
+                })),
+                ..Default::default()
+            })
+            .await
+            .context("validate a labelled claim")?
+            .into_inner();
+        let blocked = response.overall == v1::Verdict::Block as i32;
+        let reasons: Vec<String> = response
+            .verdicts
+            .iter()
+            .flat_map(|v| v.reasons.iter().map(|r| r.code.clone()))
+            .collect();
+        match (item.label, blocked) {
+            (Label::True, false) => report.confusion.true_pass += 1,
+            (Label::True, true) => {
+                report.confusion.false_block += 1;
+                report.mistakes.push(format!(
+                    "true claim blocked: {:?} ({})",
+                    item.claim,
+                    reasons.join(",")
+                ));
+            }
+            (_, true) => report.confusion.true_block += 1,
+            (label, false) => {
+                report.confusion.false_pass += 1;
+                report
+                    .mistakes
+                    .push(format!("{label:?} claim passed: {:?}", item.claim));
+            }
+        }
+    }
+    // Latency of a ten-claim answer made of the true claims.
+    let mut answer: Vec<v1::Claim> = set
+        .iter()
+        .filter(|l| l.label == Label::True)
+        .map(|l| l.claim.clone())
+        .collect();
+    answer.truncate(10);
+    let request = v1::ValidateRequest {
+        caller: client::caller(&caller),
+        input: Some(v1::validate_request::Input::Claims(v1::ClaimList {
+            claims: answer,
+        })),
+        ..Default::default()
+    };
+    progress(&format!(
+        "timing {rounds} ten-claim answers in process and over gRPC"
+    ));
+    let mut inproc = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        validator
+            .validate(request.clone())
+            .await
+            .map_err(|s| anyhow::anyhow!("validate in process: {}", s.message()))?;
+        inproc.push(started.elapsed().as_micros() as u64);
+    }
+    let mut grpc = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        clients
+            .firewall
+            .validate(request.clone())
+            .await
+            .context("validate over gRPC")?;
+        grpc.push(started.elapsed().as_micros() as u64);
+    }
+    inproc.sort_unstable();
+    grpc.sort_unstable();
+    report.latency_us = Latency {
+        inproc_p50: percentile(&inproc, 0.50),
+        inproc_p99: percentile(&inproc, 0.99),
+        grpc_p50: percentile(&grpc, 0.50),
+        grpc_p99: percentile(&grpc, 0.99),
+    };
+    Ok(report)
+}
+
+impl Report {
+    /// `{"confusion":{...},"latency_us":{...}}`.
+    pub fn to_json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// The confusion and latency tables.
+    pub fn to_text(&self, world: &World) -> String {
+        let c = &self.confusion;
+        let l = &self.latency_us;
+        let mut out = format!(
+            "firewall benchmark · world {}\n\nlabelled claims: ",
+            world.name
+        );
+        out.push_str(
+            &self
+                .counts
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        out.push_str(&format!(
+            "\n\n{:<22} {:>8} {:>8}\n{:<22} {:>8} {:>8}\n{:<22} {:>8} {:>8}\n",
+            "",
+            "passed",
+            "blocked",
+            "true claims",
+            c.true_pass,
+            c.false_block,
+            "stale/draft/invented",
+            c.false_pass,
+            c.true_block
+        ));
+        out.push_str(&format!(
+            "\nten-claim answer latency (µs)   p50      p99\n  in process               {:>7}  {:>7}\n  loopback gRPC            {:>7}  {:>7}\n",
+            l.inproc_p50, l.inproc_p99, l.grpc_p50, l.grpc_p99
+        ));
+        for mistake in &self.mistakes {
+            out.push_str(&format!("  {mistake}\n"));
+        }
+        out
+    }
+}
