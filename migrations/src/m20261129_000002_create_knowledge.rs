@@ -66,6 +66,7 @@ impl MigrationTrait for Migration {
                     .col(string(PageVersion::ContentHash))
                     .col(timestamp_with_time_zone(PageVersion::UpdatedAt))
                     .col(text(PageVersion::Acl))
+                    .col(double(PageVersion::Confidence))
                     .to_owned(),
             )
             .await?;
@@ -210,6 +211,7 @@ enum PageVersion {
     ContentHash,
     UpdatedAt,
     Acl,
+    Confidence,
 }
 
 #[derive(DeriveIden)]

@@ -55,6 +55,7 @@ fn doc(id: &str, origin: &str, body: &str, acl: &[&str]) -> v1::event::Kind {
         body: body.into(),
         acl: acl.iter().map(|s| s.to_string()).collect(),
         hold: false,
+        confidence: 0.0,
     })
 }
 

@@ -45,6 +45,9 @@ pub enum Event {
         /// Store the version but leave extraction to a later maintenance run.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         hold: bool,
+        /// Confidence in the text in (0, 1]; facts extracted from it inherit it. Absent: 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
     },
     /// The system of record states the current value of a slot.
     #[serde(rename = "record.set")]
@@ -104,9 +107,21 @@ impl Event {
             }
         };
         match self {
-            Event::DocUpsert { doc_id, origin, .. } => {
+            Event::DocUpsert {
+                doc_id,
+                origin,
+                confidence,
+                ..
+            } => {
                 required("doc_id", doc_id)?;
-                required("origin", origin)
+                required("origin", origin)?;
+                match confidence {
+                    Some(c) if !(*c > 0.0 && *c <= 1.0) => Err(DomainError::invalid(
+                        "confidence",
+                        format!("{c} is not in (0, 1]"),
+                    )),
+                    _ => Ok(()),
+                }
             }
             Event::RecordSet {
                 source,

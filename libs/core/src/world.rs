@@ -138,6 +138,7 @@ impl TimelineKind {
                 body: body.clone(),
                 acl: Vec::new(),
                 hold,
+                confidence: None,
             }),
             TimelineKind::RecordSet {
                 source,

@@ -76,6 +76,7 @@ pub fn event_from(
             body: d.body,
             acl: d.acl,
             hold: d.hold,
+            confidence: (d.confidence != 0.0).then_some(d.confidence),
         },
         Kind::RecordSet(r) => Event::RecordSet {
             source: r.source,

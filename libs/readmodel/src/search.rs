@@ -145,6 +145,7 @@ mod tests {
             body: body.into(),
             updated_at: Utc::now(),
             acl: acl.iter().map(|s| s.to_string()).collect(),
+            confidence: 1.0,
         }
     }
 

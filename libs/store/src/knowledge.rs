@@ -224,6 +224,7 @@ impl Store {
                 body: row.body,
                 updated_at: row.updated_at,
                 acl: decode_list(&row.acl),
+                confidence: row.confidence,
             })
             .collect();
         let extraction_log = extraction_log::Entity::find()
@@ -364,6 +365,7 @@ impl Store {
                 content_hash: Set(content_hash(&page.body)),
                 updated_at: Set(page.updated_at),
                 acl: Set(encode_list(&page.acl)),
+                confidence: Set(page.confidence),
                 ..Default::default()
             });
             page_version::Entity::insert_many(rows)

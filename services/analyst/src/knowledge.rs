@@ -202,7 +202,9 @@ fn step(
             body,
             acl,
             hold,
+            confidence,
         } => {
+            let confidence = confidence.unwrap_or(1.0);
             let latest = knowledge
                 .pages
                 .iter()
@@ -214,6 +216,7 @@ fn step(
                 && latest.title == *title
                 && latest.origin == *origin
                 && latest.acl == *acl
+                && latest.confidence == confidence
             {
                 // An unchanged body is not a new version.
                 return Ok(());
@@ -226,6 +229,7 @@ fn step(
                 body: body.clone(),
                 updated_at: at,
                 acl: acl.clone(),
+                confidence,
             };
             knowledge.pages.push(page.clone());
             commit.pages.push(page.clone());

@@ -106,6 +106,7 @@ pub fn event(
             body,
             acl,
             hold,
+            confidence,
         } => Kind::DocUpsert(v1::DocUpsert {
             doc_id: doc_id.clone(),
             title: title.clone(),
@@ -113,6 +114,7 @@ pub fn event(
             body: body.clone(),
             acl: acl.clone(),
             hold: *hold,
+            confidence: confidence.unwrap_or_default(),
         }),
         Event::RecordSet {
             source,

@@ -521,6 +521,7 @@ mod tests {
             body: body.into(),
             updated_at: day(d),
             acl: acl.iter().map(|s| s.to_string()).collect(),
+            confidence: 1.0,
         }
     }
 

@@ -35,7 +35,7 @@ pub struct SourceRef {
 }
 
 /// One immutable version of a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PageVersion {
     /// Page id.
     pub source_id: String,
@@ -51,6 +51,8 @@ pub struct PageVersion {
     pub updated_at: DateTime<Utc>,
     /// Principals who may read it; empty means the whole tenant.
     pub acl: Vec<String>,
+    /// Confidence in the text in (0, 1]; facts extracted from it inherit it.
+    pub confidence: f64,
 }
 
 impl PageVersion {
@@ -384,7 +386,7 @@ impl Graph {
                 valid_from: page.updated_at,
                 valid_to: None,
                 extractor: RULE_SET.to_owned(),
-                confidence: 1.0,
+                confidence: page.confidence,
                 acl: page.acl.clone(),
             });
             changes.facts.insert(id);
@@ -491,6 +493,7 @@ mod tests {
             body: body.into(),
             updated_at: at(day),
             acl: Vec::new(),
+            confidence: 1.0,
         }
     }
 

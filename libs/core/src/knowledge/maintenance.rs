@@ -88,6 +88,7 @@ mod tests {
             body: "abcdefgh".into(),
             updated_at: Utc::now(),
             acl: Vec::new(),
+            confidence: 1.0,
         }
     }
 

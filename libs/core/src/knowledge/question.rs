@@ -287,6 +287,7 @@ mod tests {
             body: body.into(),
             updated_at: Utc::now(),
             acl: Vec::new(),
+            confidence: 1.0,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         (ontology, graph)

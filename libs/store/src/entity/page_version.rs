@@ -2,7 +2,7 @@
 
 use sea_orm::entity::prelude::*;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
 #[sea_orm(table_name = "page_version")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -19,6 +19,7 @@ pub struct Model {
     pub updated_at: ChronoDateTimeUtc,
     #[sea_orm(column_type = "Text")]
     pub acl: String,
+    pub confidence: f64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
