@@ -491,10 +491,7 @@ async fn fake_model(content: &'static str) -> (String, tokio::task::JoinHandle<(
         while let Ok((mut stream, _)) = listener.accept().await {
             let mut request = Vec::new();
             let mut buf = [0u8; 4096];
-            loop {
-                let Ok(n) = stream.read(&mut buf).await else {
-                    break;
-                };
+            while let Ok(n) = stream.read(&mut buf).await {
                 if n == 0 {
                     break;
                 }
