@@ -28,13 +28,17 @@ test: services
 services:
 	@scripts/ensure-services.sh
 
-## bench: run the drift benchmark on every world in ../shared/bench, both modes, and print the tables
+## bench: the drift benchmark (both modes) and the firewall benchmark on every world in
+## ../shared/bench, in a release build (latency figures mean nothing in a debug build)
 WORLDS ?= $(wildcard ../shared/bench/*.world.json)
-bench: build
+RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
+bench:
+	$(CARGO) build --release -p ontoloop --bins
 	@for world in $(WORLDS); do \
 	  for mode in structured nl; do \
-	    $(BIN) bench drift --world $$world --mode $$mode || exit 1; echo; \
+	    $(RELEASE_BIN) bench drift --world $$world --mode $$mode || exit 1; echo; \
 	  done; \
+	  $(RELEASE_BIN) bench firewall --world $$world || exit 1; echo; \
 	done
 
 fmt:
