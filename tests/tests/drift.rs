@@ -1,7 +1,7 @@
 //! The drift benchmark as acceptance tests: every world runs through the same code path (the
 //! embedded system, events through the telemetry intake, answers from retrieval), and ontoloop's
 //! policy must be right without hedging what is right. The study's baselines must reproduce its
-//! published column; the one known difference is pinned and explained.
+//! published column within two points per cell.
 
 use std::path::PathBuf;
 
@@ -91,12 +91,6 @@ async fn tessaly_structured_meets_the_bar_and_reproduces_the_study() {
             pct(r.all_correct, r.all_total),
             pct(r.drifted_correct, r.drifted_total),
         );
-        if (r.design.as_str(), r.scenario.as_str()) == ("Rag", "PartialPages") {
-            // tantivy's BM25 orders two near-tied pages differently from the study's hand-rolled
-            // BM25 for three asks (see the README): 95/100 and 25/30 against 94 and 24/30.
-            assert_eq!((r.all_correct, r.drifted_correct), (95, 25), "{r:?}");
-            continue;
-        }
         assert!(
             (ours.0 - all).abs() <= 2.0,
             "{} {}: all {:.0} vs study {all}",

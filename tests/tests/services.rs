@@ -184,7 +184,14 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
         input: Some(v1::validate_request::Input::Text("Pro costs 49.".into())),
         ..Default::default()
     };
-    assert_unimplemented(firewall.validate(validate.clone()).await, "Validate");
+    // Without an ontology nothing can be checked: the firewall fails closed.
+    let verdict = firewall
+        .validate(validate.clone())
+        .await
+        .expect("a verdict")
+        .into_inner();
+    assert_eq!(verdict.overall, v1::Verdict::Block as i32);
+    assert_eq!(verdict.verdicts[0].reasons[0].code, "firewall_unavailable");
     assert_needs_caller(
         firewall
             .validate(v1::ValidateRequest {

@@ -249,16 +249,21 @@ impl Validator {
     }
 }
 
+/// The signal a block tells the analyst about. Every block of a claim is a knowledge gap except
+/// `firewall_unavailable`, which says nothing about the knowledge (the store could not be read,
+/// and that path returns before signals are published).
 fn signal_type(code: ReasonCode) -> Option<&'static str> {
     match code {
         ReasonCode::UnknownEntity => Some("entity_missing"),
-        ReasonCode::NotInGraph | ReasonCode::BrokenChain => Some("relationship_unknown"),
+        ReasonCode::NotInGraph | ReasonCode::BrokenChain | ReasonCode::ScopeDenied => {
+            Some("relationship_unknown")
+        }
         ReasonCode::ExpiredRelationship => Some("temporal_stale"),
-        ReasonCode::Contradicted | ReasonCode::TemporalInconsistency => Some("confidence_drop"),
-        ReasonCode::SingleSource
-        | ReasonCode::LowConfidence
-        | ReasonCode::ScopeDenied
-        | ReasonCode::FirewallUnavailable => None,
+        ReasonCode::Contradicted
+        | ReasonCode::TemporalInconsistency
+        | ReasonCode::SingleSource
+        | ReasonCode::LowConfidence => Some("confidence_drop"),
+        ReasonCode::FirewallUnavailable => None,
     }
 }
 
@@ -486,6 +491,10 @@ mod tests {
             signal_type(ReasonCode::ExpiredRelationship),
             Some("temporal_stale")
         );
-        assert_eq!(signal_type(ReasonCode::ScopeDenied), None);
+        assert_eq!(
+            signal_type(ReasonCode::SingleSource),
+            Some("confidence_drop")
+        );
+        assert_eq!(signal_type(ReasonCode::FirewallUnavailable), None);
     }
 }

@@ -53,6 +53,9 @@ pub async fn serve(
     .await
 }
 
+/// Longest question accepted; a question is a sentence or two, not a document.
+const MAX_QUESTION_BYTES: usize = 4096;
+
 struct Retrieval {
     ctx: Context,
     snapshots: Snapshots,
@@ -321,6 +324,12 @@ impl RetrievalService for Retrieval {
         if request.text.trim().is_empty() {
             return Err(status_from(DomainError::missing("text")));
         }
+        if request.text.len() > MAX_QUESTION_BYTES {
+            return Err(status_from(DomainError::invalid(
+                "text",
+                format!("a question is at most {MAX_QUESTION_BYTES} bytes"),
+            )));
+        }
         let design = design_from(&request.design)?;
         let applied = self.wait_for(request.min_sequence).await?;
         let snapshot = self.snapshot(&caller).await?;
@@ -406,12 +415,22 @@ impl RetrievalService for Retrieval {
                 format!("{unknown:?} is not in the ontology"),
             )));
         }
-        let question = Question {
-            text: format!(
+        let text = if request.query.trim().is_empty() {
+            format!(
                 "{} {}",
                 request.entity,
                 request.predicate_path.join(" ").replace('_', " ")
-            ),
+            )
+        } else if request.query.len() > MAX_QUESTION_BYTES {
+            return Err(status_from(DomainError::invalid(
+                "query",
+                format!("a query is at most {MAX_QUESTION_BYTES} bytes"),
+            )));
+        } else {
+            request.query
+        };
+        let question = Question {
+            text,
             entity: request.entity,
             path: request.predicate_path,
         };

@@ -38,6 +38,9 @@ pub enum HedgeCode {
     SourceChangedUnread,
     /// The answer rests only on origins below the configured authority.
     LowAuthorityOnly,
+    /// A study baseline hedged by its own rule (sources disagree, no graph entry, or a page
+    /// changed after extraction); ontoloop's policy never uses it.
+    StudyRule,
 }
 
 impl HedgeCode {
@@ -47,6 +50,7 @@ impl HedgeCode {
             HedgeCode::SameAuthorityDisagree => "same_authority_disagree",
             HedgeCode::SourceChangedUnread => "source_changed_unread",
             HedgeCode::LowAuthorityOnly => "low_authority_only",
+            HedgeCode::StudyRule => "study_rule",
         }
     }
 }

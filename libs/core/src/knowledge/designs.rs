@@ -529,7 +529,7 @@ fn read_baseline(
     let mut hedges = Vec::new();
     if hedged {
         hedges.push(super::answer::Hedge {
-            code: super::answer::HedgeCode::SameAuthorityDisagree,
+            code: super::answer::HedgeCode::StudyRule,
             message: "sources disagree, the graph has no entry, or a page changed after extraction"
                 .to_owned(),
             source_id: winner.1.source.source_id.clone(),

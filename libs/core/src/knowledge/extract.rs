@@ -5,6 +5,10 @@ use super::ontology::{Ontology, PredicateKind};
 /// Version of the rule set, recorded on every fact it produces.
 pub const RULE_SET: &str = "patterns/v1";
 
+/// Sentences longer than this are not matched (a pattern sentence is short; matching a huge
+/// run-on "sentence" would cost time quadratic in its length). They count as unrecognised.
+pub const MAX_SENTENCE_CHARS: usize = 2_000;
+
 /// Who a claim is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimSubject {
@@ -76,6 +80,9 @@ pub fn extract_claims(ontology: &Ontology, text: &str) -> Vec<Claim> {
 /// The claims one sentence makes (usually none or one).
 pub fn claims_in_sentence(ontology: &Ontology, sentence: &str) -> Vec<Claim> {
     let mut claims = Vec::new();
+    if sentence.len() > MAX_SENTENCE_CHARS {
+        return claims;
+    }
     for predicate in ontology.predicates() {
         for pattern in &predicate.patterns {
             let Some(found) = pattern.matches(sentence) else {
@@ -115,6 +122,12 @@ mod tests {
                 "Yes!Next"
             ]
         );
+    }
+
+    #[test]
+    fn a_huge_run_on_sentence_is_not_matched() {
+        let text = "Tessaly Dock is owned by the ".repeat(10_000);
+        assert!(extract_claims(&sample(), &text).is_empty());
     }
 
     #[test]

@@ -175,6 +175,7 @@ impl Runner<'_> {
                     min_sequence,
                     as_of,
                     design: design.name().to_owned(),
+                    query: text.to_owned(),
                 })
                 .await
                 .context("lookup")?,
