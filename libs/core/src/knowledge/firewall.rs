@@ -245,7 +245,7 @@ fn expired_relationship(s: &Slot<'_>) -> Option<Reason> {
 
 /// Rule `contradicted`: the slot's current value, by the same authority-then-recency policy as
 /// retrieval, is another one.
-fn contradicted(view: &FirewallView<'_>, s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
+fn contradicted(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
     if s.readable_current.is_empty() {
         return None;
     }
@@ -272,7 +272,6 @@ fn contradicted(view: &FirewallView<'_>, s: &Slot<'_>, triple: &Triple) -> Optio
         return None;
     }
     let winner = decision.evidence.first()?;
-    let _ = view;
     Some(Reason::new(
         ReasonCode::Contradicted,
         format!(
@@ -390,7 +389,7 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
     }
     let mut reasons: Vec<Reason> = [
         expired_relationship(&s),
-        contradicted(view, &s, triple),
+        contradicted(&s, triple),
         not_in_graph(&s, triple),
     ]
     .into_iter()

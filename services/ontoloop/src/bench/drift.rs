@@ -506,7 +506,7 @@ pub async fn run(
             scenario.timeline.len()
         ));
         let caller = runner.caller(&scenario.name, "")?;
-        let (interval_of, last) = runner
+        let (interval_of, _) = runner
             .replay(scenario, &caller, None, true, &mut report)
             .await?;
         let approach = match scenario.graph.as_str() {
@@ -595,7 +595,6 @@ pub async fn run(
                 asks,
             });
         }
-        let _ = last;
     }
     // Rows in design order, then scenario order.
     let order = |r: &Row| {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::{Ontology, extract_claims, same_value};
-use ontoloop_core::world::{TimelineKind, World};
+use ontoloop_core::world::{Scenario, TimelineKind, World};
 use ontoloop_proto::v1;
 use serde::Serialize;
 
@@ -141,6 +141,7 @@ fn chain_claim(steps: &[(String, String, String)], final_object: &str) -> v1::Cl
 /// Builds the labelled set for a world replayed into `caller`'s tenant.
 pub async fn labelled_set(
     world: &World,
+    scenario: &Scenario,
     clients: &mut Clients,
     caller: &Caller,
     seq: u64,
@@ -201,7 +202,7 @@ pub async fn labelled_set(
     }
     // Drafts: what low-authority pages state, where it differs from the current value.
     let mut pages: BTreeMap<String, (String, String)> = BTreeMap::new();
-    for scenario in world.parsed.iter().take(1) {
+    {
         for entry in &scenario.timeline {
             if let TimelineKind::DocUpsert {
                 doc_id,
@@ -214,7 +215,7 @@ pub async fn labelled_set(
             }
         }
     }
-    for (origin, body) in pages
+    for (_, body) in pages
         .values()
         .filter(|(origin, _)| ontology.authority(origin) < hedge_below_authority)
     {
@@ -234,7 +235,6 @@ pub async fn labelled_set(
                 .first()
                 .is_some_and(|(_, _, value)| !same_value(value, &found.object));
             if differs {
-                let _ = origin;
                 set.push(Labelled {
                     label: Label::Draft,
                     claim: claim(found.subject.name(), &found.predicate, &found.object),
@@ -274,7 +274,15 @@ pub async fn run(
     ));
     let (caller, seq) =
         super::drift::replay_only(world, clients.clone(), scenario, "firewall").await?;
-    let set = labelled_set(world, &mut clients, &caller, seq, hedge_below_authority).await?;
+    let set = labelled_set(
+        world,
+        scenario,
+        &mut clients,
+        &caller,
+        seq,
+        hedge_below_authority,
+    )
+    .await?;
     progress(&format!("validating {} labelled claims", set.len()));
     let mut report = Report {
         confusion: Confusion::default(),
