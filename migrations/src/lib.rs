@@ -7,6 +7,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_create_inbox;
 mod m20261129_000002_create_knowledge;
+mod m20261129_000003_create_signal_intake;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -17,6 +18,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261129_000001_create_inbox::Migration),
             Box::new(m20261129_000002_create_knowledge::Migration),
+            Box::new(m20261129_000003_create_signal_intake::Migration),
         ]
     }
 }

@@ -21,4 +21,4 @@ pub use caller::Caller;
 pub use error::{DomainError, ErrorCode};
 pub use redact::redact_url;
 pub use service::ServiceKind;
-pub use signal::{Severity, SignalType};
+pub use signal::{Severity, SeverityThresholds, SignalType, severity};

@@ -54,6 +54,53 @@ pub enum Severity {
     Critical,
 }
 
+impl SignalType {
+    /// Parses a wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
+impl Severity {
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// When frequency and spread make a signal more severe (from settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeverityThresholds {
+    /// Critical needs more occurrences than this...
+    pub critical_occurrences: u64,
+    /// ...and more affected agents than this.
+    pub critical_agents: u64,
+    /// High needs more occurrences than this, or...
+    pub high_occurrences: u64,
+    /// ...more affected agents than this.
+    pub high_agents: u64,
+    /// Medium needs more occurrences than this.
+    pub medium_occurrences: u64,
+}
+
+/// Severity from how often a subject failed and for how many agents.
+pub fn severity(occurrences: u64, agents: u64, t: &SeverityThresholds) -> Severity {
+    if occurrences > t.critical_occurrences && agents > t.critical_agents {
+        Severity::Critical
+    } else if occurrences > t.high_occurrences || agents > t.high_agents {
+        Severity::High
+    } else if occurrences > t.medium_occurrences {
+        Severity::Medium
+    } else {
+        Severity::Low
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +112,27 @@ mod tests {
             let json = serde_json::to_string(&kind).expect("unit variant serialises");
             assert_eq!(json, format!("\"{}\"", kind.name()));
         }
+    }
+
+    #[test]
+    fn severity_follows_frequency_and_spread() {
+        let t = SeverityThresholds {
+            critical_occurrences: 10,
+            critical_agents: 5,
+            high_occurrences: 5,
+            high_agents: 3,
+            medium_occurrences: 2,
+        };
+        assert_eq!(severity(1, 1, &t), Severity::Low);
+        assert_eq!(severity(3, 1, &t), Severity::Medium);
+        assert_eq!(severity(6, 1, &t), Severity::High);
+        assert_eq!(severity(2, 4, &t), Severity::High);
+        assert_eq!(severity(11, 5, &t), Severity::High);
+        assert_eq!(severity(11, 6, &t), Severity::Critical);
+        assert_eq!(
+            SignalType::from_name("query_pattern"),
+            Some(SignalType::QueryPattern)
+        );
     }
 
     #[test]

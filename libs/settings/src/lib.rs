@@ -40,10 +40,30 @@ pub struct Settings {
     pub services: ServicesSettings,
     /// Retrieval's answer policy.
     pub retrieval: RetrievalSettings,
+    /// Failure signal intake.
+    pub signals: SignalSettings,
     /// The semantic firewall.
     pub firewall: FirewallSettings,
     /// Logging.
     pub log: LogSettings,
+}
+
+/// Failure signal intake: the window and thresholds of severity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalSettings {
+    /// Window over which a subject's signals are counted.
+    pub window_secs: u64,
+    /// Critical: more occurrences than this...
+    pub critical_occurrences: u64,
+    /// ...and more agents than this.
+    pub critical_agents: u64,
+    /// High: more occurrences than this, or...
+    pub high_occurrences: u64,
+    /// ...more agents than this.
+    pub high_agents: u64,
+    /// Medium: more occurrences than this.
+    pub medium_occurrences: u64,
 }
 
 /// The semantic firewall's thresholds.
@@ -276,6 +296,7 @@ impl Settings {
         )?;
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
+        positive("signals.window_secs", self.signals.window_secs)?;
         positive(
             "firewall.max_text_bytes",
             self.firewall.max_text_bytes as u64,

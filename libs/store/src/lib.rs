@@ -6,10 +6,13 @@
 
 mod entity;
 pub mod knowledge;
+pub mod signals;
 
 pub use knowledge::{
     KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash, intake_state,
 };
+
+pub use signals::{Frequency, SignalRecord};
 
 use std::path::Path;
 use std::time::Duration;

@@ -80,7 +80,8 @@ async fn migrations_go_up_and_down(store: &Store) {
         applied,
         vec![
             "m20261129_000001_create_inbox".to_owned(),
-            "m20261129_000002_create_knowledge".to_owned()
+            "m20261129_000002_create_knowledge".to_owned(),
+            "m20261129_000003_create_signal_intake".to_owned()
         ]
     );
     // Up again is a no-op.

@@ -1,14 +1,18 @@
 //! The telemetry service: the intake for agents' failure signals and integrations' events.
 //!
-//! Owns the `TelemetryService` gRPC edge: it validates what comes in and publishes it durably to
-//! the queue. It must never write the graph or the store's knowledge; the analyst does.
+//! Owns the `TelemetryService` gRPC edge: it validates what comes in (events, failure signals),
+//! records it in the intake logs (sequence numbers, idempotency, signal frequency) and publishes
+//! it durably to the queue. It must never write the graph or the store's knowledge; the analyst
+//! does.
+
+mod signals;
 
 use std::future::Future;
 
-use ontoloop_core::{DomainError, ServiceKind, topics};
+use ontoloop_core::{ServiceKind, topics};
+use ontoloop_proto::caller_from;
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
-use ontoloop_proto::{caller_from, status_from};
 use ontoloop_queue::Message;
 use ontoloop_runtime::{Context, ServiceRouter};
 use ontoloop_settings::Settings;
@@ -52,19 +56,32 @@ fn unavailable(action: &str, err: impl std::fmt::Display) -> Status {
 #[tonic::async_trait]
 impl TelemetryService for Telemetry {
     async fn report_signal(&self, request: Request<Signal>) -> Result<Response<SignalAck>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "ReportSignal needs signal validation, deduplication and severity (issue #5)",
-        )))
+        let accepted = signals::accept(&self.ctx, &request.into_inner(), "").await?;
+        Ok(Response::new(SignalAck {
+            duplicate: accepted.duplicate,
+            severity: signals::wire_severity(accepted.severity) as i32,
+        }))
     }
 
     async fn report_signals(
         &self,
-        _request: Request<Streaming<Signal>>,
+        request: Request<Streaming<Signal>>,
     ) -> Result<Response<SignalBatchAck>, Status> {
-        Err(status_from(DomainError::unimplemented(
-            "ReportSignals needs signal validation, deduplication and severity (issue #5)",
-        )))
+        let mut stream = request.into_inner();
+        let (mut accepted, mut duplicates, mut index) = (0u64, 0u64, 0usize);
+        while let Some(signal) = stream.message().await? {
+            let outcome = signals::accept(&self.ctx, &signal, &format!("signals[{index}]")).await?;
+            if outcome.duplicate {
+                duplicates += 1;
+            } else {
+                accepted += 1;
+            }
+            index += 1;
+        }
+        Ok(Response::new(SignalBatchAck {
+            accepted,
+            duplicates,
+        }))
     }
 
     async fn push_event(&self, request: Request<Event>) -> Result<Response<EventAck>, Status> {

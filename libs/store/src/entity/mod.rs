@@ -7,4 +7,5 @@ pub mod inbox_message;
 pub mod intake_event;
 pub mod maintenance_run;
 pub mod page_version;
+pub mod signal_intake;
 pub mod tenant_state;

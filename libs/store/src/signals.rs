@@ -1,0 +1,95 @@
+//! The signal intake log: accepted failure signals, deduplicated by idempotency key, counted per
+//! subject over a window to compute severity.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect, Set};
+
+use crate::entity::signal_intake;
+use crate::{Store, StoreError};
+
+/// One accepted signal.
+#[derive(Debug, Clone)]
+pub struct SignalRecord<'a> {
+    /// Tenant.
+    pub tenant: &'a str,
+    /// Idempotency key.
+    pub idempotency_key: &'a str,
+    /// Signal type name.
+    pub signal_type: &'a str,
+    /// What it concerns (entity, relationship or sector).
+    pub subject: &'a str,
+    /// Reporting agent.
+    pub agent_id: &'a str,
+    /// The failed query.
+    pub query: &'a str,
+    /// When it was received.
+    pub at: DateTime<Utc>,
+}
+
+/// How often a subject failed within the window, and for how many agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frequency {
+    /// Signals.
+    pub occurrences: u64,
+    /// Distinct agents.
+    pub agents: u64,
+}
+
+impl Store {
+    /// Records a signal once; `false` when its idempotency key was already seen for the tenant.
+    pub async fn record_signal(&self, signal: &SignalRecord<'_>) -> Result<bool, StoreError> {
+        let row = signal_intake::ActiveModel {
+            tenant: Set(signal.tenant.to_owned()),
+            idempotency_key: Set(signal.idempotency_key.to_owned()),
+            signal_type: Set(signal.signal_type.to_owned()),
+            subject: Set(signal.subject.to_owned()),
+            agent_id: Set(signal.agent_id.to_owned()),
+            query: Set(signal.query.to_owned()),
+            received_at: Set(signal.at),
+            ..Default::default()
+        };
+        let inserted = signal_intake::Entity::insert(row)
+            .on_conflict(
+                OnConflict::columns([
+                    signal_intake::Column::Tenant,
+                    signal_intake::Column::IdempotencyKey,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(&self.db)
+            .await?;
+        Ok(inserted > 0)
+    }
+
+    /// Occurrences and distinct agents of signals of one type about one subject since `since`.
+    pub async fn signal_frequency(
+        &self,
+        tenant: &str,
+        signal_type: &str,
+        subject: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Frequency, StoreError> {
+        let matching = || {
+            signal_intake::Entity::find()
+                .filter(signal_intake::Column::Tenant.eq(tenant))
+                .filter(signal_intake::Column::SignalType.eq(signal_type))
+                .filter(signal_intake::Column::Subject.eq(subject))
+                .filter(signal_intake::Column::ReceivedAt.gte(since))
+        };
+        let occurrences = matching().count(&self.db).await?;
+        let agents = matching()
+            .select_only()
+            .column(signal_intake::Column::AgentId)
+            .distinct()
+            .into_tuple::<String>()
+            .all(&self.db)
+            .await?
+            .len() as u64;
+        Ok(Frequency {
+            occurrences,
+            agents,
+        })
+    }
+}
