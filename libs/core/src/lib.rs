@@ -13,6 +13,7 @@ pub mod knowledge;
 pub mod redact;
 pub mod service;
 pub mod signal;
+pub mod supervisor;
 pub mod topics;
 pub mod world;
 
