@@ -408,6 +408,45 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
     })
     .await;
     assert!(applied, "the event after a malformed one is applied");
+    // The same message delivered twice (an integration retrying) has no second effect.
+    let record = r#"{"tenant":"acme","at":"2026-09-02T00:00:00Z","type":"record.set","source":"record:cmdb","entity":"Billing","predicate":"owned_by","value":"Helix"}"#;
+    for _ in 0..2 {
+        sandbox
+            .ctx
+            .queue
+            .publish(topics::EVENTS, Message::with_id("rec-1", record))
+            .await
+            .expect("publish");
+    }
+    let marker = r#"{"tenant":"acme","at":"2026-09-03T00:00:00Z","type":"doc.upsert","doc_id":"marker","origin":"wiki","body":"Ledger service is owned by the Atlas team."}"#;
+    sandbox
+        .ctx
+        .queue
+        .publish(topics::EVENTS, Message::with_id("raw-3", marker))
+        .await
+        .expect("publish");
+    let store = sandbox.ctx.store.clone();
+    let marked = wait_until(Duration::from_secs(10), || {
+        let store = store.clone();
+        async move {
+            store
+                .load_knowledge("acme")
+                .await
+                .is_ok_and(|k| k.pages.iter().any(|p| p.source_id == "marker"))
+        }
+    })
+    .await;
+    assert!(marked, "the marker after the duplicate is applied");
+    let knowledge = store.load_knowledge("acme").await.expect("load");
+    let records = knowledge
+        .facts
+        .iter()
+        .filter(|f| f.source.source_id == "record:cmdb")
+        .count();
+    assert_eq!(
+        records, 1,
+        "one record fact for one message delivered twice"
+    );
     let _ = &mut c2;
     sandbox.shutdown().await.expect("clean shutdown");
 }

@@ -111,6 +111,9 @@ pub struct KnowledgeCommit {
     pub runs: Vec<RunRecord>,
     /// Intake events settled by this step: sequence, and the failure reason if refused.
     pub settled: Vec<(i64, Option<String>)>,
+    /// The queue message this step processed (queue, message id, body), recorded in the inbox in
+    /// the same transaction so a redelivered message is recognised and has no second effect.
+    pub message: Option<(String, String, String)>,
 }
 
 impl Store {
@@ -467,6 +470,26 @@ impl Store {
                 ..Default::default()
             };
             maintenance_run::Entity::insert(row)
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        if let Some((queue, message_id, body)) = &commit.message {
+            let row = crate::entity::inbox_message::ActiveModel {
+                queue: Set(queue.clone()),
+                message_id: Set(message_id.clone()),
+                body: Set(body.clone()),
+                received_at: Set(now),
+                ..Default::default()
+            };
+            crate::entity::inbox_message::Entity::insert(row)
+                .on_conflict(
+                    OnConflict::columns([
+                        crate::entity::inbox_message::Column::Queue,
+                        crate::entity::inbox_message::Column::MessageId,
+                    ])
+                    .do_nothing()
+                    .to_owned(),
+                )
                 .exec_without_returning(&txn)
                 .await?;
         }

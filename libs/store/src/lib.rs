@@ -207,6 +207,18 @@ impl Store {
         Ok(inserted > 0)
     }
 
+    /// Whether a message of `queue` was already recorded (processed) under `message_id`.
+    pub async fn inbox_contains(&self, queue: &str, message_id: &str) -> Result<bool, StoreError> {
+        use entity::inbox_message::{Column, Entity};
+        use sea_orm::PaginatorTrait;
+        let found = Entity::find()
+            .filter(Column::Queue.eq(queue))
+            .filter(Column::MessageId.eq(message_id))
+            .count(&self.db)
+            .await?;
+        Ok(found > 0)
+    }
+
     /// Recorded messages of one queue, in arrival order.
     pub async fn inbox(&self, queue: &str, limit: u64) -> Result<Vec<InboxMessage>, StoreError> {
         use entity::inbox_message::{Column, Entity};

@@ -11,6 +11,7 @@ use ontoloop_core::knowledge::{
     Changes, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion, estimate_tokens,
     pages_to_read,
 };
+use ontoloop_core::topics;
 use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
 use ontoloop_store::{KnowledgeCommit, RunRecord, Store, StoreError};
@@ -83,7 +84,7 @@ impl KnowledgeWriter {
                 return Handled::Reject(reason);
             }
         };
-        match self.apply(&envelope).await {
+        match self.apply(&envelope, message).await {
             Ok(()) => Handled::Done,
             Err(Refusal::Passing(reason)) => Handled::Retry(reason),
             Err(Refusal::Invalid(reason)) => {
@@ -97,7 +98,7 @@ impl KnowledgeWriter {
         }
     }
 
-    async fn apply(&self, envelope: &EventEnvelope) -> Result<(), Refusal> {
+    async fn apply(&self, envelope: &EventEnvelope, message: &Message) -> Result<(), Refusal> {
         // One writer per tenant inside this process; the store's version check covers others.
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
@@ -117,11 +118,25 @@ impl KnowledgeWriter {
             // A redelivery of an event already settled has no second effect.
             return Ok(());
         }
+        if self
+            .store
+            .inbox_contains(topics::EVENTS, &message.id)
+            .await?
+        {
+            // The same for a message that came straight from an integration, without a sequence
+            // number: its id was recorded in the commit that applied it.
+            return Ok(());
+        }
         let mut commit = KnowledgeCommit::default();
         step(&mut knowledge, envelope, &mut commit)?;
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
+        commit.message = Some((
+            topics::EVENTS.to_owned(),
+            message.id.clone(),
+            String::from_utf8_lossy(&message.body).into_owned(),
+        ));
         match self
             .store
             .commit_knowledge(tenant, knowledge.version, commit)
