@@ -146,18 +146,16 @@ pub fn answer(
     Answer::combine(decisions, None)
 }
 
-/// A hop's value as the next hop's entity: trimmed, final period and a leading "the" dropped.
+/// A hop's value as the next hop's entity: trimmed, a final period and a leading "the" dropped.
 fn clean_value(value: &str) -> String {
     let value = value.trim().trim_end_matches('.').trim();
     let value = value
         .strip_prefix("the ")
         .or_else(|| value.strip_prefix("The "))
         .unwrap_or(value);
-    let lower = value.to_lowercase();
-    match lower.strip_suffix(" team") {
-        Some(_) => value[..value.len() - " team".len()].trim().to_owned(),
-        None => value.trim().to_owned(),
-    }
+    // A trailing entity-type noun ("the Atlas team") needs no handling here: names are
+    // resolved through the ontology's type nouns when the next hop starts.
+    value.trim().to_owned()
 }
 
 /// Names that refer to the same thing as `seed`: the graph's aliases plus renames stated in the
@@ -565,7 +563,7 @@ mod tests {
 
     #[test]
     fn values_are_cleaned_for_the_next_hop() {
-        assert_eq!(clean_value("the Atlas team."), "Atlas");
+        assert_eq!(clean_value("the Atlas team."), "Atlas team");
         assert_eq!(clean_value(" Pro "), "Pro");
         assert_eq!(
             Design::from_name("hybridversioned"),
