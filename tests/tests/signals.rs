@@ -128,6 +128,63 @@ async fn severity_grows_with_frequency_and_spread_and_retries_count_once() {
     })
     .await;
     assert!(arrived, "16 distinct signals recorded by the analyst");
+
+    // The analyst groups them into patterns, across spellings.
+    let analyst_channel =
+        tonic::transport::Endpoint::from_shared(sandbox.endpoint(ServiceKind::Analyst))
+            .expect("endpoint")
+            .connect_lazy();
+    let mut analyst = v1::analyst_service_client::AnalystServiceClient::new(analyst_channel);
+    let patterns = analyst
+        .list_patterns(v1::ListPatternsRequest {
+            caller: Some(v1::Caller {
+                tenant: "acme".into(),
+                principal: "reviewer".into(),
+            }),
+            limit: 0,
+        })
+        .await
+        .expect("patterns")
+        .into_inner()
+        .patterns;
+    let summary: Vec<(&str, &str, u64, u64, i32)> = patterns
+        .iter()
+        .map(|p| {
+            (
+                p.kind.as_str(),
+                p.key.as_str(),
+                p.signal_count,
+                p.agent_count,
+                p.severity,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (
+                "missing_entity",
+                "project kite",
+                13,
+                10,
+                v1::Severity::Critical as i32
+            ),
+            (
+                "missing_entity",
+                "project owl",
+                2,
+                2,
+                v1::Severity::Low as i32
+            ),
+            (
+                "missing_entity",
+                "project wren",
+                1,
+                1,
+                v1::Severity::Low as i32
+            ),
+        ]
+    );
     sandbox.shutdown().await.expect("clean shutdown");
 }
 

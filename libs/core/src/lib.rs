@@ -10,6 +10,7 @@ pub mod caller;
 pub mod error;
 pub mod events;
 pub mod knowledge;
+pub mod patterns;
 pub mod redact;
 pub mod service;
 pub mod signal;

@@ -219,6 +219,31 @@ impl Store {
         Ok(found > 0)
     }
 
+    /// Messages of one queue recorded at or after `since`, in arrival order.
+    pub async fn inbox_since(
+        &self,
+        queue: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<InboxMessage>, StoreError> {
+        use entity::inbox_message::{Column, Entity};
+        let rows = Entity::find()
+            .filter(Column::Queue.eq(queue))
+            .filter(Column::ReceivedAt.gte(since))
+            .order_by_asc(Column::Id)
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| InboxMessage {
+                id: row.id,
+                queue: row.queue,
+                message_id: row.message_id,
+                body: row.body,
+                received_at: row.received_at,
+            })
+            .collect())
+    }
+
     /// Recorded messages of one queue, in arrival order.
     pub async fn inbox(&self, queue: &str, limit: u64) -> Result<Vec<InboxMessage>, StoreError> {
         use entity::inbox_message::{Column, Entity};

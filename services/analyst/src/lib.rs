@@ -7,11 +7,13 @@
 
 mod inbox;
 pub mod knowledge;
+mod patterns;
 
 use std::future::Future;
 use std::time::Duration;
 
 use ontoloop_core::{DomainError, ServiceKind, topics};
+use ontoloop_proto::v1;
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
 use ontoloop_proto::v1::{
     DecideRequest, DecideResponse, ListMaintenanceRunsRequest, ListMaintenanceRunsResponse,
@@ -166,9 +168,41 @@ impl AnalystService for Analyst {
         &self,
         request: Request<ListPatternsRequest>,
     ) -> Result<Response<ListPatternsResponse>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "ListPatterns needs signal clustering into patterns (issue #5)",
-        )))
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        let found = patterns::patterns(&self.ctx, caller.tenant(), chrono::Utc::now())
+            .await
+            .map_err(|err| Status::unavailable(format!("read recorded signals: {err}")))?;
+        let limit = if request.limit == 0 {
+            usize::MAX
+        } else {
+            request.limit as usize
+        };
+        let timestamp = |at: chrono::DateTime<chrono::Utc>| prost_types::Timestamp {
+            seconds: at.timestamp(),
+            nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
+        };
+        Ok(Response::new(ListPatternsResponse {
+            patterns: found
+                .into_iter()
+                .take(limit)
+                .map(|p| v1::Pattern {
+                    id: format!("{}:{}", p.kind.name(), p.key),
+                    kind: p.kind.name().to_owned(),
+                    key: p.key,
+                    signal_count: p.signals,
+                    agent_count: p.agents,
+                    severity: match p.severity {
+                        ontoloop_core::Severity::Low => v1::Severity::Low,
+                        ontoloop_core::Severity::Medium => v1::Severity::Medium,
+                        ontoloop_core::Severity::High => v1::Severity::High,
+                        ontoloop_core::Severity::Critical => v1::Severity::Critical,
+                    } as i32,
+                    status: "open".to_owned(),
+                    first_seen: Some(timestamp(p.first_seen)),
+                    last_seen: Some(timestamp(p.last_seen)),
+                })
+                .collect(),
+        }))
     }
 }

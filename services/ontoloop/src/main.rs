@@ -98,6 +98,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Report a failure signal through the telemetry intake; prints its severity.
+    Signal {
+        /// Who reports, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// entity_missing, relationship_unknown, temporal_stale, confidence_drop or query_pattern.
+        #[arg(long = "type")]
+        kind: String,
+        /// The query that failed.
+        #[arg(long)]
+        query: String,
+        /// The entity it concerns.
+        #[arg(long, default_value = "")]
+        entity: String,
+        /// The relationship it concerns.
+        #[arg(long, default_value = "")]
+        relationship: String,
+        /// The graph region it concerns.
+        #[arg(long, default_value = "")]
+        sector: String,
+        /// The agent that saw the failure (default: the principal).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Idempotency key (default: a fresh one).
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// List the patterns the analyst found in failure signals.
+    Patterns {
+        /// Whose tenant, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -314,6 +350,76 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             } else {
                 std::process::ExitCode::from(3)
             })
+        }
+        Command::Signal {
+            caller,
+            kind,
+            query,
+            entity,
+            relationship,
+            sector,
+            agent,
+            key,
+        } => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let r#type = ontoloop_proto::v1::SignalType::from_str_name(&format!("SIGNAL_TYPE_{}", kind.to_uppercase()))
+                .with_context(|| format!("--type {kind:?}: use entity_missing, relationship_unknown, temporal_stale, confidence_drop or query_pattern"))?;
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let ack = clients
+                .telemetry
+                .report_signal(ontoloop_proto::v1::Signal {
+                    caller: ontoloop::client::caller(&caller),
+                    r#type: r#type as i32,
+                    query,
+                    entity,
+                    relationship,
+                    sector,
+                    agent_id: agent.unwrap_or_else(|| caller.principal().to_owned()),
+                    idempotency_key: key.unwrap_or_else(|| {
+                        format!(
+                            "cli-{}",
+                            chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
+                        )
+                    }),
+                    observed_at: None,
+                })
+                .await
+                .map_err(|status| {
+                    anyhow::anyhow!("signal: {}: {}", status.code(), status.message())
+                })?
+                .into_inner();
+            let severity = ontoloop_proto::v1::Severity::try_from(ack.severity)
+                .map(|s| s.as_str_name())
+                .unwrap_or("UNKNOWN");
+            println!(
+                "{}{severity}",
+                if ack.duplicate {
+                    "duplicate; "
+                } else {
+                    "accepted; "
+                }
+            );
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Patterns { caller, json } => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let patterns = clients
+                .analyst
+                .list_patterns(ontoloop_proto::v1::ListPatternsRequest {
+                    caller: ontoloop::client::caller(&caller),
+                    limit: 0,
+                })
+                .await
+                .map_err(|status| {
+                    anyhow::anyhow!("patterns: {}: {}", status.code(), status.message())
+                })?
+                .into_inner()
+                .patterns;
+            ontoloop::show::print_patterns(&patterns, json);
+            Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::Firewall {
             world,

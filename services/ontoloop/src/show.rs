@@ -262,3 +262,38 @@ pub async fn bench_firewall(
     }
     Ok(())
 }
+
+/// Prints patterns, most severe first.
+pub fn print_patterns(patterns: &[v1::Pattern], json: bool) {
+    let severity = |p: &v1::Pattern| {
+        v1::Severity::try_from(p.severity)
+            .map(|s| {
+                s.as_str_name()
+                    .trim_start_matches("SEVERITY_")
+                    .to_lowercase()
+            })
+            .unwrap_or_default()
+    };
+    if json {
+        let value: Vec<_> = patterns
+            .iter()
+            .map(|p| serde_json::json!({"id": p.id, "kind": p.kind, "key": p.key, "signals": p.signal_count, "agents": p.agent_count, "severity": severity(p), "status": p.status}))
+            .collect();
+        println!("{}", serde_json::json!({ "patterns": value }));
+        return;
+    }
+    if patterns.is_empty() {
+        println!("no patterns in the window");
+    }
+    for p in patterns {
+        println!(
+            "{:<9} {:<26} {:<30} {:>4} signals from {:>3} agents  {}",
+            severity(p),
+            p.kind,
+            p.key,
+            p.signal_count,
+            p.agent_count,
+            p.status
+        );
+    }
+}
