@@ -161,3 +161,16 @@ pub async fn wait_for_sequence(
         ))),
     }
 }
+
+/// The severity thresholds the signal settings name.
+pub fn severity_thresholds(
+    settings: &ontoloop_settings::SignalSettings,
+) -> ontoloop_core::SeverityThresholds {
+    ontoloop_core::SeverityThresholds {
+        critical_occurrences: settings.critical_occurrences,
+        critical_agents: settings.critical_agents,
+        high_occurrences: settings.high_occurrences,
+        high_agents: settings.high_agents,
+        medium_occurrences: settings.medium_occurrences,
+    }
+}

@@ -232,16 +232,7 @@ impl Store {
             .order_by_asc(Column::Id)
             .all(&self.db)
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|row| InboxMessage {
-                id: row.id,
-                queue: row.queue,
-                message_id: row.message_id,
-                body: row.body,
-                received_at: row.received_at,
-            })
-            .collect())
+        Ok(rows.into_iter().map(inbox_message).collect())
     }
 
     /// Recorded messages of one queue, in arrival order.
@@ -253,16 +244,7 @@ impl Store {
             .limit(limit)
             .all(&self.db)
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|row| InboxMessage {
-                id: row.id,
-                queue: row.queue,
-                message_id: row.message_id,
-                body: row.body,
-                received_at: row.received_at,
-            })
-            .collect())
+        Ok(rows.into_iter().map(inbox_message).collect())
     }
 
     /// Closes the pool.
@@ -283,6 +265,16 @@ impl Store {
 }
 
 pub use ontoloop_core::redact_url as redact;
+
+fn inbox_message(row: entity::inbox_message::Model) -> InboxMessage {
+    InboxMessage {
+        id: row.id,
+        queue: row.queue,
+        message_id: row.message_id,
+        body: row.body,
+        received_at: row.received_at,
+    }
+}
 
 /// SQLite creates the file but not its directory; create `./data` and friends up front.
 fn prepare_sqlite_dir(url: &str) -> Result<(), StoreError> {

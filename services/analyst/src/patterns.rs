@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use ontoloop_core::patterns::{ObservedSignal, Pattern, PatternKind, cluster};
-use ontoloop_core::{SeverityThresholds, SignalType, topics};
+use ontoloop_core::{SignalType, topics};
 use ontoloop_runtime::Context;
 use ontoloop_store::InboxMessage;
 
@@ -21,13 +21,7 @@ pub async fn patterns(
         .iter()
         .filter_map(|m| observed(m, tenant))
         .collect();
-    let thresholds = SeverityThresholds {
-        critical_occurrences: settings.critical_occurrences,
-        critical_agents: settings.critical_agents,
-        high_occurrences: settings.high_occurrences,
-        high_agents: settings.high_agents,
-        medium_occurrences: settings.medium_occurrences,
-    };
+    let thresholds = ontoloop_runtime::severity_thresholds(settings);
     Ok(cluster(&signals, &thresholds))
 }
 

@@ -2,7 +2,7 @@
 //! and spread, and published durably (publisher confirms) for the analyst.
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::{DomainError, Severity, SeverityThresholds, SignalType, severity, topics};
+use ontoloop_core::{DomainError, Severity, SignalType, severity, topics};
 use ontoloop_proto::v1::{self as pb, Signal};
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_queue::Message;
@@ -119,13 +119,7 @@ pub async fn accept(ctx: &Context, signal: &Signal, path: &str) -> Result<Accept
         )
         .await
         .map_err(|err| Status::unavailable(format!("count signals: {err}")))?;
-    let thresholds = SeverityThresholds {
-        critical_occurrences: settings.critical_occurrences,
-        critical_agents: settings.critical_agents,
-        high_occurrences: settings.high_occurrences,
-        high_agents: settings.high_agents,
-        medium_occurrences: settings.medium_occurrences,
-    };
+    let thresholds = ontoloop_runtime::severity_thresholds(settings);
     let severity = severity(frequency.occurrences, frequency.agents, &thresholds);
     if fresh {
         let body = serde_json::json!({
