@@ -42,10 +42,24 @@ pub struct Settings {
     pub retrieval: RetrievalSettings,
     /// Failure signal intake.
     pub signals: SignalSettings,
+    /// The analyst's healing.
+    pub analyst: AnalystSettings,
     /// The semantic firewall.
     pub firewall: FirewallSettings,
     /// Logging.
     pub log: LogSettings,
+}
+
+/// The analyst's healing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnalystSettings {
+    /// Directory of project records (`ROOT/TENANT/*.md`); empty for none.
+    pub sources_dir: String,
+    /// Origin of the records found there.
+    pub source_origin: String,
+    /// Severity at which a missing-entity pattern heals at once.
+    pub heal_at: String,
 }
 
 /// Failure signal intake: the window and thresholds of severity.
@@ -297,6 +311,15 @@ impl Settings {
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
         positive("signals.window_secs", self.signals.window_secs)?;
+        if !["low", "medium", "high", "critical"].contains(&self.analyst.heal_at.as_str()) {
+            return Err(invalid(
+                "analyst.heal_at",
+                format!(
+                    "{:?} is not low, medium, high or critical",
+                    self.analyst.heal_at
+                ),
+            ));
+        }
         positive(
             "firewall.max_text_bytes",
             self.firewall.max_text_bytes as u64,

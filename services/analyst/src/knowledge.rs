@@ -70,6 +70,16 @@ impl KnowledgeWriter {
         }
     }
 
+    /// Applies an event the analyst itself decided on (a healing action), as one commit.
+    pub async fn apply_own(&self, envelope: &EventEnvelope) -> Result<(), String> {
+        envelope.event.validate().map_err(|err| err.to_string())?;
+        self.apply(envelope, None)
+            .await
+            .map_err(|refusal| match refusal {
+                Refusal::Invalid(reason) | Refusal::Passing(reason) => reason,
+            })
+    }
+
     /// Handles one message of the events queue.
     pub async fn handle(&self, message: &Message) -> Handled {
         let envelope = match EventEnvelope::parse(&message.body) {
@@ -84,7 +94,7 @@ impl KnowledgeWriter {
                 return Handled::Reject(reason);
             }
         };
-        match self.apply(&envelope, message).await {
+        match self.apply(&envelope, Some(message)).await {
             Ok(()) => Handled::Done,
             Err(Refusal::Passing(reason)) => Handled::Retry(reason),
             Err(Refusal::Invalid(reason)) => {
@@ -98,7 +108,11 @@ impl KnowledgeWriter {
         }
     }
 
-    async fn apply(&self, envelope: &EventEnvelope, message: &Message) -> Result<(), Refusal> {
+    async fn apply(
+        &self,
+        envelope: &EventEnvelope,
+        message: Option<&Message>,
+    ) -> Result<(), Refusal> {
         // One writer per tenant inside this process; the store's version check covers others.
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
@@ -118,10 +132,11 @@ impl KnowledgeWriter {
             // A redelivery of an event already settled has no second effect.
             return Ok(());
         }
-        if self
-            .store
-            .inbox_contains(topics::EVENTS, &message.id)
-            .await?
+        if let Some(message) = message
+            && self
+                .store
+                .inbox_contains(topics::EVENTS, &message.id)
+                .await?
         {
             // The same for a message that came straight from an integration, without a sequence
             // number: its id was recorded in the commit that applied it.
@@ -132,11 +147,13 @@ impl KnowledgeWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = Some((
-            topics::EVENTS.to_owned(),
-            message.id.clone(),
-            String::from_utf8_lossy(&message.body).into_owned(),
-        ));
+        commit.message = message.map(|m| {
+            (
+                topics::EVENTS.to_owned(),
+                m.id.clone(),
+                String::from_utf8_lossy(&m.body).into_owned(),
+            )
+        });
         match self
             .store
             .commit_knowledge(tenant, knowledge.version, commit)

@@ -5,6 +5,7 @@
 //! acknowledged; a message that can never be processed goes to the dead-letter queue with the
 //! reason. It must never acknowledge a message it has not recorded.
 
+pub mod heal;
 mod inbox;
 pub mod knowledge;
 mod patterns;
@@ -49,6 +50,7 @@ pub async fn serve(
     let cancel = ontoloop_runtime::cancel_on(shutdown);
     let mut consumers = Vec::new();
     let writer = knowledge::KnowledgeWriter::new(ctx.store.clone());
+    let healer = heal::Healer::new(ctx.clone(), writer.clone());
     {
         let token = cancel.clone();
         let shared = ctx.queue.clone();
@@ -78,7 +80,14 @@ pub async fn serve(
                 |message, _redelivered| {
                     let store = store.clone();
                     let message = message.clone();
-                    async move { handle_message(&store, topics::SIGNALS, &message).await }
+                    let healer = healer.clone();
+                    async move {
+                        let handled = handle_message(&store, topics::SIGNALS, &message).await;
+                        if handled == ontoloop_runtime::Handled::Done {
+                            healer.on_signal(&message).await;
+                        }
+                        handled
+                    }
                 },
             )
             .await

@@ -5,7 +5,6 @@ use chrono::{DateTime, Utc};
 use ontoloop_core::patterns::{ObservedSignal, Pattern, PatternKind, cluster};
 use ontoloop_core::{SignalType, topics};
 use ontoloop_runtime::Context;
-use ontoloop_store::InboxMessage;
 
 /// The tenant's patterns over the configured window, most severe first.
 pub async fn patterns(
@@ -19,20 +18,24 @@ pub async fn patterns(
     let recorded = ctx.store.inbox_since(topics::SIGNALS, now - window).await?;
     let signals: Vec<ObservedSignal> = recorded
         .iter()
-        .filter_map(|m| observed(m, tenant))
+        .filter_map(|m| {
+            let (owner, mut signal) = parse_signal(m.body.as_bytes())?;
+            if signal.at == DateTime::<Utc>::MIN_UTC {
+                signal.at = m.received_at;
+            }
+            (owner == tenant).then_some(signal)
+        })
         .collect();
     let thresholds = ontoloop_runtime::severity_thresholds(settings);
     Ok(cluster(&signals, &thresholds))
 }
 
-/// A recorded signal of `tenant`, if the message is one. The subject is what the pattern kind is
-/// about: the relationship for a missing relationship, the sector for a stale sector, else the
-/// entity (each falling back to the others).
-fn observed(message: &InboxMessage, tenant: &str) -> Option<ObservedSignal> {
-    let body: serde_json::Value = serde_json::from_str(&message.body).ok()?;
-    if body.get("tenant")?.as_str()? != tenant {
-        return None;
-    }
+/// A signal message's tenant and content, if the body is one. The subject is what the pattern
+/// kind is about: the relationship for a missing relationship, the sector for a stale sector,
+/// else the entity (each falling back to the others). A body without a time gets `MIN_UTC`.
+pub fn parse_signal(body: &[u8]) -> Option<(String, ObservedSignal)> {
+    let body: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let tenant = body.get("tenant")?.as_str()?.to_owned();
     let kind = SignalType::from_name(body.get("type")?.as_str()?)?;
     let field = |name: &str| {
         body.get(name)
@@ -51,11 +54,14 @@ fn observed(message: &InboxMessage, tenant: &str) -> Option<ObservedSignal> {
     let agent = field("agent_id").unwrap_or("unknown").to_owned();
     let at = field("at")
         .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
-        .map_or(message.received_at, |at| at.with_timezone(&Utc));
-    Some(ObservedSignal {
-        kind,
-        subject,
-        agent,
-        at,
-    })
+        .map_or(DateTime::<Utc>::MIN_UTC, |at| at.with_timezone(&Utc));
+    Some((
+        tenant,
+        ObservedSignal {
+            kind,
+            subject,
+            agent,
+            at,
+        },
+    ))
 }

@@ -115,7 +115,9 @@ impl Retrieval {
             )
         };
         if design == Design::Ontoloop {
-            self.publish_signals(caller, &question, &result).await;
+            let entity_known = snapshot.graph.resolve(&question.entity).is_some();
+            self.publish_signals(caller, &question, &result, entity_known)
+                .await;
         }
         Ok(to_proto(&result, &snapshot, &question, applied))
     }
@@ -147,10 +149,11 @@ impl Retrieval {
         caller: &Caller,
         question: &Question,
         result: &knowledge::Answer,
+        entity_known: bool,
     ) {
         let mut signals: Vec<(&str, String)> = Vec::new();
         if result.status == AnswerStatus::Abstained {
-            let kind = if result.hops.is_empty() {
+            let kind = if result.hops.is_empty() || !entity_known {
                 "entity_missing"
             } else {
                 "relationship_unknown"
@@ -382,7 +385,8 @@ impl RetrievalService for Retrieval {
                     Some(format!("cannot map the question onto the graph: {why}")),
                 );
                 if design == Design::Ontoloop {
-                    self.publish_signals(&caller, &question, &result).await;
+                    self.publish_signals(&caller, &question, &result, false)
+                        .await;
                 }
                 Ok(Response::new(to_proto(
                     &result, &snapshot, &question, applied,

@@ -1,0 +1,171 @@
+//! The loop end to end on the machine's PostgreSQL and RabbitMQ: ten agents ask about a project
+//! the graph does not know; their signals cluster into one missing-entity pattern; the analyst
+//! discovers the project in the connected project records; the next ask succeeds with provenance
+//! pointing at that source. Prints the signal-to-heal latency.
+
+use std::time::{Duration, Instant};
+
+use ontoloop_core::ServiceKind;
+use ontoloop_proto::v1;
+use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
+use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
+use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use ontoloop_tests::{PgDatabase, Sandbox, amqp_url, settings, wait_until};
+
+const ONTOLOGY: &str = r#"{"predicates":[
+  {"name":"owned_by","subject_type":"project","object_type":"team","patterns":["{s} is owned by the {o} team."]},
+  {"name":"does","subject_type":"project","object_type":"text","patterns":["{s} is our {o}."]}],
+  "authority":{"project-record":4,"default":2}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_project_is_discovered_and_answered_with_provenance() {
+    let database = PgDatabase::create().await.expect("PostgreSQL answers");
+    let records = tempfile::tempdir().expect("temp dir");
+    let tenant = format!("loop{}", std::process::id());
+    std::fs::create_dir_all(records.path().join(&tenant)).expect("mkdir");
+    std::fs::write(
+        records.path().join(&tenant).join("kite.md"),
+        "# Project Kite\nProject Kite is our drone survey pilot. Project Kite is owned by the Atlas team.\n",
+    )
+    .expect("write a project record");
+    let amqp = amqp_url();
+    let sources = records.path().display().to_string();
+    let sandbox = Sandbox::start(settings(&[
+        ("store.url", &database.url),
+        ("queue.url", &amqp),
+        ("analyst.sources_dir", &sources),
+    ]))
+    .await
+    .expect("system starts");
+    let channel = |kind| {
+        tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
+            .expect("endpoint")
+            .connect_lazy()
+    };
+    let mut telemetry = TelemetryServiceClient::new(channel(ServiceKind::Telemetry));
+    let mut retrieval = RetrievalServiceClient::new(channel(ServiceKind::Retrieval));
+    let mut analyst = AnalystServiceClient::new(channel(ServiceKind::Analyst));
+    let caller = |principal: &str| {
+        Some(v1::Caller {
+            tenant: tenant.clone(),
+            principal: principal.into(),
+        })
+    };
+    let setup = [
+        v1::event::Kind::OntologySet(v1::OntologySet {
+            ontology_json: ONTOLOGY.into(),
+        }),
+        v1::event::Kind::DocUpsert(v1::DocUpsert {
+            doc_id: "portfolio".into(),
+            title: "Portfolio".into(),
+            origin: "wiki".into(),
+            body: "Project Wren is owned by the Helix team.".into(),
+            ..Default::default()
+        }),
+    ];
+    let mut last = 0;
+    for kind in setup {
+        last = telemetry
+            .push_event(v1::Event {
+                caller: caller("ops"),
+                kind: Some(kind),
+                ..Default::default()
+            })
+            .await
+            .expect("push")
+            .into_inner()
+            .sequence;
+    }
+    let lookup = |principal: &str, min_sequence: u64| v1::LookupRequest {
+        caller: caller(principal),
+        entity: "Project Kite".into(),
+        predicate_path: vec!["owned_by".into()],
+        min_sequence,
+        ..Default::default()
+    };
+
+    // Ten agents ask and fail (retrieval signals each failure), then each reports it too.
+    let started = Instant::now();
+    for n in 0..10 {
+        let agent = format!("agent-{n}");
+        let answer = retrieval
+            .lookup(lookup(&agent, last))
+            .await
+            .expect("lookup")
+            .into_inner();
+        assert_eq!(
+            answer.status,
+            v1::AnswerStatus::Abstained as i32,
+            "unknown before healing (ask {n}): {:?}",
+            answer.value
+        );
+    }
+    for n in 0..10 {
+        let agent = format!("agent-{n}");
+        telemetry
+            .report_signal(v1::Signal {
+                caller: caller(&agent),
+                r#type: v1::SignalType::EntityMissing as i32,
+                query: "Who owns project kite?".into(),
+                entity: if n % 2 == 0 {
+                    "Project Kite".into()
+                } else {
+                    "project  kite".into()
+                },
+                agent_id: agent.clone(),
+                idempotency_key: format!("{agent}-kite"),
+                ..Default::default()
+            })
+            .await
+            .expect("signal");
+    }
+
+    // The next ask succeeds, with provenance pointing at the project record.
+    let retrieval_poll = retrieval.clone();
+    let healed = wait_until(Duration::from_secs(30), || {
+        let mut client = retrieval_poll.clone();
+        let request = lookup("agent-0", 0);
+        async move {
+            client
+                .lookup(request)
+                .await
+                .is_ok_and(|a| a.into_inner().value == "Atlas")
+        }
+    })
+    .await;
+    let latency = started.elapsed();
+    assert!(healed, "the analyst healed the missing project");
+    println!(
+        "signal-to-heal latency: {} ms (from the first signal to the first successful ask)",
+        latency.as_millis()
+    );
+    let answer = retrieval
+        .lookup(lookup("agent-3", 0))
+        .await
+        .expect("lookup")
+        .into_inner();
+    assert_eq!(answer.status, v1::AnswerStatus::Answered as i32);
+    assert_eq!(answer.evidence[0].source_id, "project-record/kite.md");
+    assert_eq!(answer.evidence[0].origin, "project-record");
+
+    // One pattern, across spellings, from every agent.
+    let patterns = analyst
+        .list_patterns(v1::ListPatternsRequest {
+            caller: caller("reviewer"),
+            limit: 0,
+        })
+        .await
+        .expect("patterns")
+        .into_inner()
+        .patterns;
+    let kite: Vec<_> = patterns
+        .iter()
+        .filter(|p| p.key == "project kite")
+        .collect();
+    assert_eq!(kite.len(), 1, "{patterns:?}");
+    assert_eq!(kite[0].kind, "missing_entity");
+    assert!(kite[0].agent_count >= 10, "{kite:?}");
+    assert_eq!(kite[0].severity, v1::Severity::Critical as i32);
+    sandbox.shutdown().await.expect("clean shutdown");
+    database.drop_now().await.expect("drop test database");
+}
