@@ -1,5 +1,5 @@
 //! A sandbox that runs the whole system for tests: all four services, in one process, through
-//! the same `serve_all` that `ontoloop up` uses, on whatever store and queue the settings name.
+//! the same `serve_all` that `ontoloop up` uses (by way of `ontoloop::up::Local`), on whatever store and queue the settings name.
 //! Tests get a shutdown trigger and [`wait_until`] instead of sleeps.
 
 use std::future::Future;
@@ -7,12 +7,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use ontoloop::up::Local;
 use ontoloop_core::ServiceKind;
 use ontoloop_runtime::Context;
 use ontoloop_settings::{Loader, Settings};
 use sea_orm::{ConnectionTrait, Database};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 /// The machine's PostgreSQL, as an administrator connection URL (`ONTOLOOP_TEST_DATABASE_URL`).
 pub fn pg_admin_url() -> String {
@@ -79,11 +78,9 @@ impl PgDatabase {
     }
 }
 
-/// The whole system, running.
+/// The whole system, running: the same `Local` system `ontoloop bench` starts, with test helpers.
 pub struct Sandbox {
-    addrs: Vec<(ServiceKind, SocketAddr)>,
-    cancel: CancellationToken,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    local: Local,
     /// The shared context (store and queue) the services run on.
     pub ctx: Context,
 }
@@ -92,31 +89,15 @@ impl Sandbox {
     /// Binds every service on `127.0.0.1:0`, connects the store and queue the settings name and
     /// starts serving.
     pub async fn start(settings: Settings) -> anyhow::Result<Self> {
-        let mut listeners = Vec::new();
-        let mut addrs = Vec::new();
-        for kind in ServiceKind::ALL {
-            let listener = TcpListener::bind("127.0.0.1:0").await?;
-            addrs.push((kind, listener.local_addr()?));
-            listeners.push((kind, listener));
-        }
-        let ctx = Context::connect(settings).await?;
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(ontoloop::up::serve_all(
-            listeners,
-            ctx.clone(),
-            cancel.clone().cancelled_owned(),
-        ));
-        Ok(Self {
-            addrs,
-            cancel,
-            task,
-            ctx,
-        })
+        let local = Local::start(settings).await?;
+        let ctx = local.ctx.clone();
+        Ok(Self { local, ctx })
     }
 
     /// The address a service listens on.
     pub fn addr(&self, kind: ServiceKind) -> SocketAddr {
-        self.addrs
+        self.local
+            .addrs
             .iter()
             .find(|(k, _)| *k == kind)
             .map(|(_, addr)| *addr)
@@ -130,11 +111,7 @@ impl Sandbox {
 
     /// Triggers shutdown and waits for every service to drain.
     pub async fn shutdown(self) -> anyhow::Result<()> {
-        self.cancel.cancel();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .context("services did not stop within 30 s")?
-            .context("sandbox task panicked")?
+        self.local.stop().await
     }
 }
 

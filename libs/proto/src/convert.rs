@@ -48,6 +48,42 @@ impl From<&Caller> for v1::Caller {
     }
 }
 
+/// The wire form of an instant.
+pub fn timestamp(at: chrono::DateTime<chrono::Utc>) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: at.timestamp(),
+        nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
+    }
+}
+
+/// An optional wire instant as a time, `default` when absent; a value out of range is
+/// INVALID_ARGUMENT naming `field`.
+pub fn instant_or(
+    ts: Option<prost_types::Timestamp>,
+    field: &str,
+    default: chrono::DateTime<chrono::Utc>,
+) -> Result<chrono::DateTime<chrono::Utc>, Status> {
+    match ts {
+        None => Ok(default),
+        Some(ts) => chrono::DateTime::from_timestamp(
+            ts.seconds,
+            u32::try_from(ts.nanos).unwrap_or_default(),
+        )
+        .ok_or_else(|| status_from(DomainError::invalid(field, "timestamp out of range"))),
+    }
+}
+
+impl From<ontoloop_core::Severity> for v1::Severity {
+    fn from(severity: ontoloop_core::Severity) -> Self {
+        match severity {
+            ontoloop_core::Severity::Low => v1::Severity::Low,
+            ontoloop_core::Severity::Medium => v1::Severity::Medium,
+            ontoloop_core::Severity::High => v1::Severity::High,
+            ontoloop_core::Severity::Critical => v1::Severity::Critical,
+        }
+    }
+}
+
 /// Converts a pushed event into the queue's event envelope for `tenant`, stamped at `now` when
 /// the event carries no time. HR and docs-push events are not built yet.
 pub fn event_from(
@@ -57,14 +93,7 @@ pub fn event_from(
 ) -> Result<ontoloop_core::events::EventEnvelope, Status> {
     use ontoloop_core::events::{Event, EventEnvelope};
     use v1::event::Kind;
-    let at = match event.at {
-        Some(ts) => chrono::DateTime::from_timestamp(
-            ts.seconds,
-            u32::try_from(ts.nanos).unwrap_or_default(),
-        )
-        .ok_or_else(|| status_from(DomainError::invalid("at", "timestamp out of range")))?,
-        None => now,
-    };
+    let at = instant_or(event.at, "at", now)?;
     let kind = event
         .kind
         .ok_or_else(|| status_from(DomainError::missing("kind")))?;

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ontoloop_core::knowledge::{Graph, Ontology, OntologyError, PageVersion};
+use ontoloop_core::knowledge::{Graph, Ontology, OntologyError, PageVersion, current_versions};
 use ontoloop_store::{Store, StoreError};
 use tokio::sync::Mutex;
 
@@ -33,16 +33,10 @@ impl Snapshot {
     /// The version of every page that was current at `at` (pages that did not exist yet are
     /// absent).
     pub fn current_at(&self, at: chrono::DateTime<chrono::Utc>) -> BTreeMap<String, PageVersion> {
-        let mut then: BTreeMap<String, PageVersion> = BTreeMap::new();
-        for page in self.versions.iter().filter(|p| p.updated_at <= at) {
-            if then
-                .get(&page.source_id)
-                .is_none_or(|seen| seen.version < page.version)
-            {
-                then.insert(page.source_id.clone(), page.clone());
-            }
-        }
-        then
+        current_versions(self.versions.iter().filter(|p| p.updated_at <= at))
+            .into_iter()
+            .map(|p| (p.source_id.clone(), p))
+            .collect()
     }
 }
 

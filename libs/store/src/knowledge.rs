@@ -57,14 +57,7 @@ pub struct KnowledgeRows {
 impl KnowledgeRows {
     /// The current version of every page.
     pub fn current_pages(&self) -> Vec<PageVersion> {
-        let mut latest: BTreeMap<&str, &PageVersion> = BTreeMap::new();
-        for page in &self.pages {
-            let slot = latest.entry(page.source_id.as_str()).or_insert(page);
-            if page.version > slot.version {
-                *slot = page;
-            }
-        }
-        latest.into_values().cloned().collect()
+        ontoloop_core::knowledge::current_versions(&self.pages)
     }
 }
 

@@ -18,7 +18,6 @@ use ontoloop_store::{KnowledgeCommit, RunRecord, Store, StoreError};
 use tokio::sync::Mutex;
 
 /// A tenant's knowledge as the analyst holds it between events.
-#[derive(Clone)]
 struct TenantKnowledge {
     version: i64,
     ontology: Option<Arc<Ontology>>,
@@ -29,14 +28,7 @@ struct TenantKnowledge {
 
 impl TenantKnowledge {
     fn current_pages(&self) -> Vec<PageVersion> {
-        let mut latest: BTreeMap<&str, &PageVersion> = BTreeMap::new();
-        for page in &self.pages {
-            let slot = latest.entry(page.source_id.as_str()).or_insert(page);
-            if page.version > slot.version {
-                *slot = page;
-            }
-        }
-        latest.into_values().cloned().collect()
+        ontoloop_core::knowledge::current_versions(&self.pages)
     }
 }
 
@@ -116,15 +108,6 @@ impl KnowledgeWriter {
         // One writer per tenant inside this process; the store's version check covers others.
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
-        let stored_version = self.store.knowledge_version(tenant).await?;
-        let cached = tenants
-            .get(tenant)
-            .filter(|k| k.version == stored_version)
-            .cloned();
-        let mut knowledge = match cached {
-            Some(knowledge) => knowledge,
-            None => self.load(tenant).await?,
-        };
         if let Some(seq) = envelope.seq
             && let Some((state, _)) = self.store.intake_state(seq).await?
             && state != ontoloop_store::intake_state::PENDING
@@ -142,6 +125,16 @@ impl KnowledgeWriter {
             // number: its id was recorded in the commit that applied it.
             return Ok(());
         }
+        // The cached knowledge is taken out, not copied: it goes back only after a successful
+        // commit, so a failed step or commit can never leave a half-applied graph behind.
+        let stored_version = self.store.knowledge_version(tenant).await?;
+        let mut knowledge = match tenants
+            .remove(tenant)
+            .filter(|k| k.version == stored_version)
+        {
+            Some(knowledge) => knowledge,
+            None => self.load(tenant).await?,
+        };
         let mut commit = KnowledgeCommit::default();
         step(&mut knowledge, envelope, &mut commit)?;
         if let Some(seq) = envelope.seq {
@@ -164,16 +157,10 @@ impl KnowledgeWriter {
                 tenants.insert(tenant.to_owned(), knowledge);
                 Ok(())
             }
-            Err(StoreError::Conflict { .. }) => {
-                tenants.remove(tenant);
-                Err(Refusal::Passing(format!(
-                    "tenant {tenant} changed concurrently; retrying"
-                )))
-            }
-            Err(err) => {
-                tenants.remove(tenant);
-                Err(err.into())
-            }
+            Err(StoreError::Conflict { .. }) => Err(Refusal::Passing(format!(
+                "tenant {tenant} changed concurrently; retrying"
+            ))),
+            Err(err) => Err(err.into()),
         }
     }
 

@@ -187,10 +187,6 @@ impl AnalystService for Analyst {
         } else {
             request.limit as usize
         };
-        let timestamp = |at: chrono::DateTime<chrono::Utc>| prost_types::Timestamp {
-            seconds: at.timestamp(),
-            nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
-        };
         Ok(Response::new(ListPatternsResponse {
             patterns: found
                 .into_iter()
@@ -201,15 +197,10 @@ impl AnalystService for Analyst {
                     key: p.key,
                     signal_count: p.signals,
                     agent_count: p.agents,
-                    severity: match p.severity {
-                        ontoloop_core::Severity::Low => v1::Severity::Low,
-                        ontoloop_core::Severity::Medium => v1::Severity::Medium,
-                        ontoloop_core::Severity::High => v1::Severity::High,
-                        ontoloop_core::Severity::Critical => v1::Severity::Critical,
-                    } as i32,
+                    severity: v1::Severity::from(p.severity) as i32,
                     status: "open".to_owned(),
-                    first_seen: Some(timestamp(p.first_seen)),
-                    last_seen: Some(timestamp(p.last_seen)),
+                    first_seen: Some(ontoloop_proto::convert::timestamp(p.first_seen)),
+                    last_seen: Some(ontoloop_proto::convert::timestamp(p.last_seen)),
                 })
                 .collect(),
         }))

@@ -103,14 +103,8 @@ impl Validator {
                 )));
             }
         };
-        let as_of = match request.as_of {
-            None => chrono::Utc::now(),
-            Some(ts) => chrono::DateTime::from_timestamp(
-                ts.seconds,
-                u32::try_from(ts.nanos).unwrap_or_default(),
-            )
-            .ok_or_else(|| status_from(DomainError::invalid("as_of", "timestamp out of range")))?,
-        };
+        let as_of =
+            ontoloop_proto::convert::instant_or(request.as_of, "as_of", chrono::Utc::now())?;
         let snapshot = match self.snapshots.get(caller.tenant()).await {
             Ok(snapshot) => snapshot,
             Err(err) => {

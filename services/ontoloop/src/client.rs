@@ -141,10 +141,7 @@ pub fn event(
     };
     v1::Event {
         caller: self::caller(caller),
-        at: Some(prost_types::Timestamp {
-            seconds: at.timestamp(),
-            nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
-        }),
+        at: Some(ontoloop_proto::convert::timestamp(at)),
         idempotency_key: String::new(),
         kind: Some(kind),
     }

@@ -12,6 +12,7 @@ use ontoloop_core::knowledge::designs::{Design, KnowledgeView, answer as answer_
 use ontoloop_core::knowledge::question::{map_question, names_in_claims};
 use ontoloop_core::knowledge::{self, AnswerStatus, Finding};
 use ontoloop_core::{Caller, DomainError, ServiceKind, topics};
+use ontoloop_proto::convert::timestamp;
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
     self as pb, Answer, AskRequest, LookupRequest, PlateRequest, PlateResponse,
@@ -77,16 +78,20 @@ impl Retrieval {
         Ok(seq)
     }
 
+    /// Answers `question` from `snapshot`. `searched` is a search already run for this request
+    /// (query, page count, page ids), reused instead of run again.
+    #[allow(clippy::too_many_arguments)]
     async fn answer(
         &self,
         caller: &Caller,
+        snapshot: &Snapshot,
         question: Question,
         design: Design,
         as_of: Option<prost_types::Timestamp>,
         applied: u64,
+        searched: Option<(&str, usize, &[String])>,
     ) -> Result<Answer, Status> {
-        let snapshot = self.snapshot(caller).await?;
-        let as_of = timestamp_or_now(as_of)?;
+        let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())?;
         let result = {
             // As of an earlier instant, a page is seen at the version it had then.
             let current_then;
@@ -96,10 +101,12 @@ impl Retrieval {
             } else {
                 &snapshot.current
             };
-            let search =
-                |query: &str, k: usize| snapshot.index.search(query, k, caller.principal());
+            let search = |query: &str, k: usize| match searched {
+                Some((q, n, ids)) if q == query && n == k => ids.to_vec(),
+                _ => snapshot.index.search(query, k, caller.principal()),
+            };
             let view = view(
-                &snapshot,
+                snapshot,
                 current,
                 &self.ctx.settings,
                 caller.principal(),
@@ -119,7 +126,7 @@ impl Retrieval {
             self.publish_signals(caller, &question, &result, entity_known)
                 .await;
         }
-        Ok(to_proto(&result, &snapshot, &question, applied))
+        Ok(to_proto(&result, snapshot, &question, applied))
     }
 
     async fn snapshot(&self, caller: &Caller) -> Result<std::sync::Arc<Snapshot>, Status> {
@@ -235,26 +242,6 @@ fn design_from(name: &str) -> Result<Design, Status> {
     })
 }
 
-fn timestamp_or_now(
-    ts: Option<prost_types::Timestamp>,
-) -> Result<chrono::DateTime<chrono::Utc>, Status> {
-    match ts {
-        None => Ok(chrono::Utc::now()),
-        Some(ts) => chrono::DateTime::from_timestamp(
-            ts.seconds,
-            u32::try_from(ts.nanos).unwrap_or_default(),
-        )
-        .ok_or_else(|| status_from(DomainError::invalid("as_of", "timestamp out of range"))),
-    }
-}
-
-fn timestamp(at: chrono::DateTime<chrono::Utc>) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: at.timestamp(),
-        nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
-    }
-}
-
 fn evidence(candidate: &knowledge::Candidate) -> pb::Evidence {
     pb::Evidence {
         source_id: candidate.source.source_id.clone(),
@@ -336,14 +323,13 @@ impl RetrievalService for Retrieval {
         let design = design_from(&request.design)?;
         let applied = self.wait_for(request.min_sequence).await?;
         let snapshot = self.snapshot(&caller).await?;
-        // Names stated in the pages the question finds help link entities the graph lacks.
-        let found: Vec<knowledge::Claim> = snapshot
+        // Names stated in the pages the question finds help link entities the graph lacks; the
+        // same search is the first hop's, so it is handed on rather than run twice.
+        let top_k = self.ctx.settings.retrieval.top_k;
+        let pages = snapshot
             .index
-            .search(
-                &request.text,
-                self.ctx.settings.retrieval.top_k,
-                caller.principal(),
-            )
+            .search(&request.text, top_k, caller.principal());
+        let found: Vec<knowledge::Claim> = pages
             .iter()
             .filter_map(|id| snapshot.current.get(id))
             .flat_map(|page| knowledge::extract_claims(&snapshot.ontology, &page.body))
@@ -369,10 +355,20 @@ impl RetrievalService for Retrieval {
                     path: mapped.path,
                     text: request.text,
                 };
-                Ok(Response::new(
-                    self.answer(&caller, question, design, request.as_of, applied)
-                        .await?,
-                ))
+                let query = question.text.clone();
+                let searched = Some((query.as_str(), top_k, pages.as_slice()));
+                let answer = self
+                    .answer(
+                        &caller,
+                        &snapshot,
+                        question,
+                        design,
+                        request.as_of,
+                        applied,
+                        searched,
+                    )
+                    .await?;
+                Ok(Response::new(answer))
             }
             Err(why) => {
                 let question = Question {
@@ -439,8 +435,16 @@ impl RetrievalService for Retrieval {
             path: request.predicate_path,
         };
         Ok(Response::new(
-            self.answer(&caller, question, design, request.as_of, applied)
-                .await?,
+            self.answer(
+                &caller,
+                &snapshot,
+                question,
+                design,
+                request.as_of,
+                applied,
+                None,
+            )
+            .await?,
         ))
     }
 

@@ -59,7 +59,7 @@ impl TelemetryService for Telemetry {
         let accepted = signals::accept(&self.ctx, &request.into_inner(), "").await?;
         Ok(Response::new(SignalAck {
             duplicate: accepted.duplicate,
-            severity: signals::wire_severity(accepted.severity) as i32,
+            severity: ontoloop_proto::v1::Severity::from(accepted.severity) as i32,
         }))
     }
 

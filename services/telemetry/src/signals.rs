@@ -68,18 +68,8 @@ fn check(signal: &Signal, path: &str) -> Result<Checked, Status> {
         .find(|s| !s.is_empty())
         .ok_or_else(|| status_from(DomainError::missing(&field("entity|relationship|sector"))))?
         .to_lowercase();
-    let at = match signal.observed_at {
-        None => Utc::now(),
-        Some(ts) => {
-            DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or_default())
-                .ok_or_else(|| {
-                    status_from(DomainError::invalid(
-                        &field("observed_at"),
-                        "timestamp out of range",
-                    ))
-                })?
-        }
-    };
+    let at =
+        ontoloop_proto::convert::instant_or(signal.observed_at, &field("observed_at"), Utc::now())?;
     Ok(Checked {
         tenant: caller.tenant().to_owned(),
         principal: caller.principal().to_owned(),
@@ -148,14 +138,4 @@ pub async fn accept(ctx: &Context, signal: &Signal, path: &str) -> Result<Accept
         duplicate: !fresh,
         severity,
     })
-}
-
-/// The wire form of a severity.
-pub fn wire_severity(severity: Severity) -> pb::Severity {
-    match severity {
-        Severity::Low => pb::Severity::Low,
-        Severity::Medium => pb::Severity::Medium,
-        Severity::High => pb::Severity::High,
-        Severity::Critical => pb::Severity::Critical,
-    }
 }

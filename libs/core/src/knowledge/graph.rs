@@ -62,6 +62,18 @@ impl PageVersion {
     }
 }
 
+/// The newest version of every page among `pages`, ordered by page id.
+pub fn current_versions<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) -> Vec<PageVersion> {
+    let mut latest: BTreeMap<&str, &PageVersion> = BTreeMap::new();
+    for page in pages {
+        let slot = latest.entry(page.source_id.as_str()).or_insert(page);
+        if page.version > slot.version {
+            *slot = page;
+        }
+    }
+    latest.into_values().cloned().collect()
+}
+
 /// Whether an ACL admits `principal` (an empty ACL admits the whole tenant).
 pub fn readable(acl: &[String], principal: &str) -> bool {
     acl.is_empty() || acl.iter().any(|p| p == principal)

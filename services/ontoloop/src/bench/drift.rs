@@ -160,10 +160,7 @@ impl Runner<'_> {
         min_sequence: u64,
     ) -> anyhow::Result<v1::Answer> {
         // Questions are asked as of the checkpoint's time, which a world may put in the future.
-        let as_of = self.as_of.map(|at| prost_types::Timestamp {
-            seconds: at.timestamp(),
-            nanos: i32::try_from(at.timestamp_subsec_nanos()).unwrap_or_default(),
-        });
+        let as_of = self.as_of.map(ontoloop_proto::convert::timestamp);
         let answer = match self.mode {
             Mode::Structured => self
                 .clients
