@@ -83,3 +83,12 @@ impl DomainError {
         &self.message
     }
 }
+
+/// A JSON error's message without serde's trailing " at line L column C" (the position is
+/// reported in its own fields).
+pub fn without_position(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    text.strip_suffix(&suffix)
+        .map_or(text.clone(), str::to_owned)
+}

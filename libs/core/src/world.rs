@@ -203,7 +203,7 @@ impl World {
                 let inner = err.into_inner();
                 WorldError {
                     path,
-                    message: inner.to_string(),
+                    message: crate::error::without_position(&inner),
                     position: Some((inner.line(), inner.column())),
                 }
             })?;

@@ -118,7 +118,7 @@ impl Ontology {
                 let inner = err.into_inner();
                 OntologyError::Shape {
                     path,
-                    message: inner.to_string(),
+                    message: crate::error::without_position(&inner),
                     line: inner.line(),
                     column: inner.column(),
                 }
