@@ -25,22 +25,9 @@ use ontoloop_core::knowledge::{Claim, ClaimSubject, Ontology, Predicate, Predica
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Where and how to call the model.
-#[derive(Clone)]
-pub struct LlmSettings {
-    /// Base URL of the OpenAI-compatible API, for example `http://localhost:11434/v1`. Must be
-    /// `http://`: put a TLS-terminating proxy in front of an `https://` endpoint.
-    pub base_url: String,
-    /// Model name sent with every request.
-    pub model: String,
-    /// Sent as `Authorization: Bearer {key}` when set.
-    pub api_key: Option<String>,
-    /// Limit on one whole request: connect, send, and read the full response.
-    pub timeout_ms: u64,
-    /// Version of the prompt, recorded in [`Extraction::extractor`] so every claim names what
-    /// produced it.
-    pub prompt_version: String,
-}
+/// Where and how to call the model: the `[firewall.llm]` settings (`api_key` empty for none;
+/// `enabled` is the caller's business).
+pub use ontoloop_settings::LlmSettings;
 
 /// Extracts claims from answer texts by asking an OpenAI-compatible model.
 pub struct LlmExtractor {
@@ -116,7 +103,7 @@ impl LlmExtractor {
                 settings.base_url
             ))
         })?;
-        let authorization = match &settings.api_key {
+        let authorization = match Some(settings.api_key.as_str()).filter(|k| !k.is_empty()) {
             Some(key) => {
                 let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
                     .map_err(|_| LlmError::Http("api_key is not a valid header value".into()))?;
@@ -209,18 +196,6 @@ impl LlmExtractor {
             .next()
             .and_then(|choice| choice.message.content)
             .ok_or_else(|| LlmError::BadResponse("chat completion has no content".into()))
-    }
-}
-
-impl fmt::Debug for LlmSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LlmSettings")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("timeout_ms", &self.timeout_ms)
-            .field("prompt_version", &self.prompt_version)
-            .finish()
     }
 }
 

@@ -135,9 +135,10 @@ fn completion(content: &str) -> String {
 
 fn settings(base_url: &str, api_key: Option<&str>, timeout_ms: u64) -> LlmSettings {
     LlmSettings {
+        enabled: true,
         base_url: base_url.to_owned(),
         model: MODEL.to_owned(),
-        api_key: api_key.map(str::to_owned),
+        api_key: api_key.unwrap_or_default().to_owned(),
         timeout_ms,
         prompt_version: "v1".to_owned(),
     }

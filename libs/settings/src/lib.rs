@@ -107,7 +107,7 @@ pub struct FirewallSettings {
 }
 
 /// An OpenAI-compatible chat endpoint for claim extraction.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSettings {
     /// Off by default.
@@ -122,6 +122,27 @@ pub struct LlmSettings {
     pub timeout_ms: u64,
     /// Prompt version recorded on extracted claims.
     pub prompt_version: String,
+}
+
+impl std::fmt::Debug for LlmSettings {
+    // The API key never reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmSettings")
+            .field("enabled", &self.enabled)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &if self.api_key.is_empty() {
+                    ""
+                } else {
+                    "<redacted>"
+                },
+            )
+            .field("timeout_ms", &self.timeout_ms)
+            .field("prompt_version", &self.prompt_version)
+            .finish()
+    }
 }
 
 /// Retrieval's answer policy.

@@ -6,7 +6,7 @@ use ontoloop_core::knowledge::firewall::{
 };
 use ontoloop_core::knowledge::{Claim, Ontology, split_sentences};
 use ontoloop_core::{Caller, DomainError, topics};
-use ontoloop_llm::{LlmExtractor, LlmSettings};
+use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_queue::Message;
@@ -44,13 +44,7 @@ impl Validator {
             multi_valued: s.multi_valued_predicates.clone(),
         };
         let llm = if s.llm.enabled {
-            Some(LlmExtractor::new(LlmSettings {
-                base_url: s.llm.base_url.clone(),
-                model: s.llm.model.clone(),
-                api_key: Some(s.llm.api_key.clone()).filter(|k| !k.is_empty()),
-                timeout_ms: s.llm.timeout_ms,
-                prompt_version: s.llm.prompt_version.clone(),
-            })?)
+            Some(LlmExtractor::new(s.llm.clone())?)
         } else {
             None
         };
