@@ -1,0 +1,624 @@
+//! HR records and HR events: the source of truth the organisation graph is rebuilt from.
+//!
+//! [`OrgRecords`] is a plain, validated set of people and teams (the shape the store mirrors).
+//! [`apply`] folds one [`HrEvent`] into it atomically: an event that is refused changes nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::OrgError;
+
+/// One employee as HR knows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    /// Stable id; also the principal the person authenticates as.
+    pub id: String,
+    /// Display name, for example `Ada Lovelace`.
+    pub name: String,
+    /// Id of the team the person belongs to.
+    pub team: String,
+    /// Job role, for example `engineer`, `sre` or `manager`; compared case-insensitively.
+    pub role: String,
+    /// Id of the person's manager; `None` at the top of the organisation.
+    #[serde(default)]
+    pub manager: Option<String>,
+}
+
+/// One team; teams form a tree through `parent`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Team {
+    /// Stable id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Id of the enclosing team; `None` for a top-level team.
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+/// A person's move inside an [`HrEvent::Restructure`]; same rules as [`HrEvent::Transferred`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    /// Id of the person who moves.
+    pub person: String,
+    /// Id of the new team (may be the current one).
+    pub team: String,
+    /// New manager; `None` keeps the current manager.
+    #[serde(default)]
+    pub manager: Option<String>,
+    /// New role; `None` keeps the current role.
+    #[serde(default)]
+    pub role: Option<String>,
+}
+
+/// An event pushed by an HR integration, tagged on the wire by `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum HrEvent {
+    /// A new person joins; their team and manager must exist.
+    #[serde(rename = "employee.hired")]
+    Hired(Person),
+    /// A person changes team and, optionally, manager and role.
+    #[serde(rename = "employee.transferred")]
+    Transferred {
+        /// Id of the person.
+        person: String,
+        /// Id of the new team (may be the current one).
+        team: String,
+        /// New manager; `None` keeps the current manager.
+        #[serde(default)]
+        manager: Option<String>,
+        /// New role; `None` keeps the current role.
+        #[serde(default)]
+        role: Option<String>,
+    },
+    /// A person leaves. Their direct reports move to the leaver's own manager (or to the top of
+    /// the organisation when the leaver had none).
+    #[serde(rename = "employee.terminated")]
+    Terminated {
+        /// Id of the person.
+        person: String,
+    },
+    /// A batch reorganisation, applied in three steps: team upserts (create, rename or re-parent),
+    /// then person moves in order, then team dissolutions (each team must be empty by then).
+    /// The whole batch applies or nothing does.
+    #[serde(rename = "org.restructure")]
+    Restructure {
+        /// Teams to create or replace, by id.
+        #[serde(default)]
+        teams: Vec<Team>,
+        /// People to move, in order.
+        #[serde(default)]
+        moves: Vec<Move>,
+        /// Ids of teams to dissolve after the moves.
+        #[serde(default)]
+        dissolve: Vec<String>,
+    },
+}
+
+impl HrEvent {
+    /// The wire name of the event type, for example `employee.hired`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            HrEvent::Hired(_) => "employee.hired",
+            HrEvent::Transferred { .. } => "employee.transferred",
+            HrEvent::Terminated { .. } => "employee.terminated",
+            HrEvent::Restructure { .. } => "org.restructure",
+        }
+    }
+}
+
+/// What an applied event changed: the ids of people and teams whose records were written or
+/// removed. Use it to decide which derived views to refresh.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Affected {
+    /// People created, changed or removed.
+    pub people: BTreeSet<String>,
+    /// Teams created, changed or removed.
+    pub teams: BTreeSet<String>,
+}
+
+/// A validated set of people and teams.
+///
+/// Invariants, checked on construction and kept by [`apply`]: every person's team exists, every
+/// manager exists, nobody manages themselves, the reporting lines and the team tree have no
+/// loops, and every team parent exists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrgRecords {
+    people: BTreeMap<String, Person>,
+    teams: BTreeMap<String, Team>,
+}
+
+impl OrgRecords {
+    /// Builds a record set, refusing duplicates and any broken invariant.
+    pub fn new(
+        people: impl IntoIterator<Item = Person>,
+        teams: impl IntoIterator<Item = Team>,
+    ) -> Result<Self, OrgError> {
+        let mut records = OrgRecords::default();
+        for team in teams {
+            if team.id.trim().is_empty() {
+                return Err(OrgError::Blank("team.id"));
+            }
+            if records.teams.contains_key(&team.id) {
+                return Err(OrgError::DuplicateTeam(team.id));
+            }
+            records.teams.insert(team.id.clone(), team);
+        }
+        for person in people {
+            if person.id.trim().is_empty() {
+                return Err(OrgError::Blank("person.id"));
+            }
+            if records.people.contains_key(&person.id) {
+                return Err(OrgError::DuplicatePerson(person.id));
+            }
+            records.people.insert(person.id.clone(), person);
+        }
+        records.validate()?;
+        Ok(records)
+    }
+
+    /// All people, ordered by id.
+    pub fn people(&self) -> impl ExactSizeIterator<Item = &Person> + '_ {
+        self.people.values()
+    }
+
+    /// All teams, ordered by id.
+    pub fn teams(&self) -> impl ExactSizeIterator<Item = &Team> + '_ {
+        self.teams.values()
+    }
+
+    /// One person by id.
+    pub fn person(&self, id: &str) -> Option<&Person> {
+        self.people.get(id)
+    }
+
+    /// One team by id.
+    pub fn team(&self, id: &str) -> Option<&Team> {
+        self.teams.get(id)
+    }
+
+    /// Checks every invariant listed on the type.
+    pub fn validate(&self) -> Result<(), OrgError> {
+        for team in self.teams.values() {
+            if let Some(parent) = &team.parent
+                && !self.teams.contains_key(parent)
+            {
+                return Err(OrgError::UnknownTeam(parent.clone()));
+            }
+        }
+        for team in self.teams.values() {
+            if let Some(parent) = &team.parent
+                && self.team_chain_reaches(parent, &team.id)
+            {
+                return Err(OrgError::TeamCycle {
+                    team: team.id.clone(),
+                    parent: parent.clone(),
+                });
+            }
+        }
+        for person in self.people.values() {
+            if !self.teams.contains_key(&person.team) {
+                return Err(OrgError::UnknownTeam(person.team.clone()));
+            }
+            if let Some(manager) = &person.manager
+                && !self.people.contains_key(manager)
+            {
+                return Err(OrgError::UnknownPerson(manager.clone()));
+            }
+        }
+        for person in self.people.values() {
+            if let Some(manager) = &person.manager
+                && self.manager_chain_reaches(manager, &person.id)
+            {
+                return Err(OrgError::ManagerCycle {
+                    person: person.id.clone(),
+                    manager: manager.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether walking up the reporting line from `start` (inclusive) meets `target`.
+    /// Bounded by the number of people, so a corrupt loop cannot hang it.
+    fn manager_chain_reaches(&self, start: &str, target: &str) -> bool {
+        let mut current = Some(start);
+        for _ in 0..=self.people.len() {
+            match current {
+                Some(id) if id == target => return true,
+                Some(id) => current = self.people.get(id).and_then(|p| p.manager.as_deref()),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Whether walking up the team tree from `start` (inclusive) meets `target`.
+    fn team_chain_reaches(&self, start: &str, target: &str) -> bool {
+        let mut current = Some(start);
+        for _ in 0..=self.teams.len() {
+            match current {
+                Some(id) if id == target => return true,
+                Some(id) => current = self.teams.get(id).and_then(|t| t.parent.as_deref()),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Moves one person, checking team, manager and loops before writing anything.
+    fn transfer(
+        &mut self,
+        person: &str,
+        team: &str,
+        manager: Option<&str>,
+        role: Option<&str>,
+    ) -> Result<(), OrgError> {
+        if !self.people.contains_key(person) {
+            return Err(OrgError::UnknownPerson(person.to_owned()));
+        }
+        if !self.teams.contains_key(team) {
+            return Err(OrgError::UnknownTeam(team.to_owned()));
+        }
+        if let Some(manager) = manager {
+            if !self.people.contains_key(manager) {
+                return Err(OrgError::UnknownPerson(manager.to_owned()));
+            }
+            if self.manager_chain_reaches(manager, person) {
+                return Err(OrgError::ManagerCycle {
+                    person: person.to_owned(),
+                    manager: manager.to_owned(),
+                });
+            }
+        }
+        if let Some(record) = self.people.get_mut(person) {
+            record.team = team.to_owned();
+            if let Some(manager) = manager {
+                record.manager = Some(manager.to_owned());
+            }
+            if let Some(role) = role {
+                record.role = role.to_owned();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Applies one HR event to the records. On error the records are unchanged.
+pub fn apply(records: &mut OrgRecords, event: &HrEvent) -> Result<Affected, OrgError> {
+    let mut affected = Affected::default();
+    match event {
+        HrEvent::Hired(person) => {
+            if person.id.trim().is_empty() {
+                return Err(OrgError::Blank("person.id"));
+            }
+            if records.people.contains_key(&person.id) {
+                return Err(OrgError::DuplicatePerson(person.id.clone()));
+            }
+            if !records.teams.contains_key(&person.team) {
+                return Err(OrgError::UnknownTeam(person.team.clone()));
+            }
+            if let Some(manager) = &person.manager
+                && !records.people.contains_key(manager)
+            {
+                return Err(OrgError::UnknownPerson(manager.clone()));
+            }
+            records.people.insert(person.id.clone(), person.clone());
+            affected.people.insert(person.id.clone());
+        }
+        HrEvent::Transferred {
+            person,
+            team,
+            manager,
+            role,
+        } => {
+            records.transfer(person, team, manager.as_deref(), role.as_deref())?;
+            affected.people.insert(person.clone());
+        }
+        HrEvent::Terminated { person } => {
+            let Some(leaver) = records.people.remove(person) else {
+                return Err(OrgError::UnknownPerson(person.clone()));
+            };
+            affected.people.insert(person.clone());
+            for report in records.people.values_mut() {
+                if report.manager.as_deref() == Some(person.as_str()) {
+                    report.manager = leaver.manager.clone();
+                    affected.people.insert(report.id.clone());
+                }
+            }
+        }
+        HrEvent::Restructure {
+            teams,
+            moves,
+            dissolve,
+        } => {
+            // A batch touches many records; working on a copy keeps the refusal atomic.
+            let mut next = records.clone();
+            for team in teams {
+                if team.id.trim().is_empty() {
+                    return Err(OrgError::Blank("team.id"));
+                }
+                next.teams.insert(team.id.clone(), team.clone());
+                affected.teams.insert(team.id.clone());
+            }
+            for step in moves {
+                next.transfer(
+                    &step.person,
+                    &step.team,
+                    step.manager.as_deref(),
+                    step.role.as_deref(),
+                )?;
+                affected.people.insert(step.person.clone());
+            }
+            for team in dissolve {
+                if !next.teams.contains_key(team) {
+                    return Err(OrgError::UnknownTeam(team.clone()));
+                }
+                let occupied = next.people.values().any(|p| &p.team == team)
+                    || next
+                        .teams
+                        .values()
+                        .any(|t| t.parent.as_deref() == Some(team.as_str()));
+                if occupied {
+                    return Err(OrgError::TeamNotEmpty(team.clone()));
+                }
+                next.teams.remove(team);
+                affected.teams.insert(team.clone());
+            }
+            next.validate()?;
+            *records = next;
+        }
+    }
+    Ok(affected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn person(id: &str, team: &str, manager: Option<&str>) -> Person {
+        Person {
+            id: id.into(),
+            name: format!("Name {id}"),
+            team: team.into(),
+            role: "engineer".into(),
+            manager: manager.map(Into::into),
+        }
+    }
+
+    fn team(id: &str, parent: Option<&str>) -> Team {
+        Team {
+            id: id.into(),
+            name: format!("Team {id}"),
+            parent: parent.map(Into::into),
+        }
+    }
+
+    fn small() -> OrgRecords {
+        OrgRecords::new(
+            [
+                person("ceo", "root", None),
+                person("lead", "eng", Some("ceo")),
+                person("dev1", "eng", Some("lead")),
+                person("dev2", "eng", Some("lead")),
+            ],
+            [team("root", None), team("eng", Some("root"))],
+        )
+        .expect("valid records")
+    }
+
+    #[test]
+    fn events_round_trip_with_wire_tags() {
+        let hired: HrEvent = serde_json::from_str(
+            r#"{"type":"employee.hired","id":"p9","name":"Nia","team":"eng","role":"sre"}"#,
+        )
+        .expect("hired parses");
+        let nia = Person {
+            id: "p9".into(),
+            name: "Nia".into(),
+            team: "eng".into(),
+            role: "sre".into(),
+            manager: None,
+        };
+        assert_eq!(hired, HrEvent::Hired(nia));
+        let moved: HrEvent = serde_json::from_str(
+            r#"{"type":"employee.transferred","person":"dev1","team":"root","manager":"ceo"}"#,
+        )
+        .expect("transfer parses");
+        assert_eq!(moved.type_name(), "employee.transferred");
+        let gone: HrEvent =
+            serde_json::from_str(r#"{"type":"employee.terminated","person":"dev2"}"#)
+                .expect("termination parses");
+        let restructure: HrEvent = serde_json::from_str(
+            r#"{"type":"org.restructure","teams":[{"id":"ops","name":"Ops","parent":"root"}],
+                "moves":[{"person":"dev2","team":"ops"}],"dissolve":[]}"#,
+        )
+        .expect("restructure parses");
+        for event in [hired, moved, gone, restructure] {
+            let json = serde_json::to_value(&event).expect("serialises");
+            assert_eq!(json["type"], event.type_name());
+            let back: HrEvent = serde_json::from_value(json).expect("parses back");
+            assert_eq!(back, event);
+        }
+    }
+
+    #[test]
+    fn construction_refuses_broken_invariants() {
+        let dangling = OrgRecords::new([person("a", "nope", None)], [team("t", None)]);
+        assert_eq!(dangling, Err(OrgError::UnknownTeam("nope".into())));
+        let loop_ = OrgRecords::new(
+            [person("a", "t", Some("b")), person("b", "t", Some("a"))],
+            [team("t", None)],
+        );
+        assert!(matches!(loop_, Err(OrgError::ManagerCycle { .. })));
+        let self_managed = OrgRecords::new([person("a", "t", Some("a"))], [team("t", None)]);
+        assert!(matches!(self_managed, Err(OrgError::ManagerCycle { .. })));
+        let team_loop = OrgRecords::new([], [team("x", Some("y")), team("y", Some("x"))]);
+        assert!(matches!(team_loop, Err(OrgError::TeamCycle { .. })));
+        let twice = OrgRecords::new(
+            [person("a", "t", None), person("a", "t", None)],
+            [team("t", None)],
+        );
+        assert_eq!(twice, Err(OrgError::DuplicatePerson("a".into())));
+    }
+
+    #[test]
+    fn hire_checks_team_manager_and_duplicates() {
+        let mut records = small();
+        let before = records.clone();
+        assert_eq!(
+            apply(&mut records, &HrEvent::Hired(person("dev1", "eng", None))),
+            Err(OrgError::DuplicatePerson("dev1".into()))
+        );
+        assert_eq!(
+            apply(&mut records, &HrEvent::Hired(person("n", "ghost", None))),
+            Err(OrgError::UnknownTeam("ghost".into()))
+        );
+        assert_eq!(
+            apply(
+                &mut records,
+                &HrEvent::Hired(person("n", "eng", Some("ghost")))
+            ),
+            Err(OrgError::UnknownPerson("ghost".into()))
+        );
+        assert_eq!(records, before);
+        let affected = apply(
+            &mut records,
+            &HrEvent::Hired(person("n", "eng", Some("lead"))),
+        )
+        .expect("hire applies");
+        assert_eq!(affected.people, BTreeSet::from(["n".to_owned()]));
+        assert_eq!(
+            records.person("n").and_then(|p| p.manager.as_deref()),
+            Some("lead")
+        );
+    }
+
+    #[test]
+    fn transfer_keeps_unset_fields_and_refuses_loops() {
+        let mut records = small();
+        let event = HrEvent::Transferred {
+            person: "dev1".into(),
+            team: "root".into(),
+            manager: None,
+            role: Some("sre".into()),
+        };
+        apply(&mut records, &event).expect("transfer applies");
+        let dev1 = records.person("dev1").expect("dev1 exists");
+        assert_eq!((dev1.team.as_str(), dev1.role.as_str()), ("root", "sre"));
+        assert_eq!(dev1.manager.as_deref(), Some("lead"));
+
+        let before = records.clone();
+        let looping = HrEvent::Transferred {
+            person: "ceo".into(),
+            team: "root".into(),
+            manager: Some("dev1".into()),
+            role: None,
+        };
+        assert_eq!(
+            apply(&mut records, &looping),
+            Err(OrgError::ManagerCycle {
+                person: "ceo".into(),
+                manager: "dev1".into()
+            })
+        );
+        assert_eq!(records, before);
+    }
+
+    #[test]
+    fn termination_hands_reports_to_the_skip_level() {
+        let mut records = small();
+        let affected = apply(
+            &mut records,
+            &HrEvent::Terminated {
+                person: "lead".into(),
+            },
+        )
+        .expect("termination applies");
+        assert_eq!(
+            affected.people,
+            BTreeSet::from(["dev1".to_owned(), "dev2".to_owned(), "lead".to_owned()])
+        );
+        assert!(records.person("lead").is_none());
+        for id in ["dev1", "dev2"] {
+            assert_eq!(
+                records.person(id).and_then(|p| p.manager.as_deref()),
+                Some("ceo")
+            );
+        }
+        apply(
+            &mut records,
+            &HrEvent::Terminated {
+                person: "ceo".into(),
+            },
+        )
+        .expect("top leaves");
+        assert_eq!(records.person("dev1").and_then(|p| p.manager.clone()), None);
+        assert_eq!(
+            apply(
+                &mut records,
+                &HrEvent::Terminated {
+                    person: "ceo".into()
+                }
+            ),
+            Err(OrgError::UnknownPerson("ceo".into()))
+        );
+        records.validate().expect("still valid");
+    }
+
+    #[test]
+    fn restructure_is_all_or_nothing() {
+        let mut records = small();
+        let before = records.clone();
+        let refused = HrEvent::Restructure {
+            teams: vec![team("ops", Some("root"))],
+            moves: vec![Move {
+                person: "dev2".into(),
+                team: "ops".into(),
+                manager: None,
+                role: None,
+            }],
+            dissolve: vec!["eng".into()],
+        };
+        assert_eq!(
+            apply(&mut records, &refused),
+            Err(OrgError::TeamNotEmpty("eng".into()))
+        );
+        assert_eq!(records, before);
+
+        let accepted = HrEvent::Restructure {
+            teams: vec![team("platform", Some("root"))],
+            moves: ["lead", "dev1", "dev2"]
+                .into_iter()
+                .map(|p| Move {
+                    person: p.into(),
+                    team: "platform".into(),
+                    manager: None,
+                    role: None,
+                })
+                .collect(),
+            dissolve: vec!["eng".into()],
+        };
+        let affected = apply(&mut records, &accepted).expect("restructure applies");
+        assert_eq!(
+            affected.teams,
+            BTreeSet::from(["eng".to_owned(), "platform".to_owned()])
+        );
+        assert!(records.team("eng").is_none());
+        assert!(records.people().all(|p| p.team != "eng"));
+
+        let cyclic = HrEvent::Restructure {
+            teams: vec![team("root", Some("platform"))],
+            moves: vec![],
+            dissolve: vec![],
+        };
+        let before = records.clone();
+        assert!(matches!(
+            apply(&mut records, &cyclic),
+            Err(OrgError::TeamCycle { .. })
+        ));
+        assert_eq!(records, before);
+    }
+}

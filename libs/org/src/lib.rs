@@ -1,0 +1,43 @@
+//! Multidimensional retrieval over ephemeral organisation, product and context graphs.
+//!
+//! This crate owns the pure domain of that retrieval: HR records and events ([`hr`]), the
+//! organisation graph rebuilt or patched from them ([`org`]), the product graph built from facts
+//! ([`product`]) that documentation files state ([`docs`]), per-project context graphs with time
+//! to live ([`context`]), work items and their permission rule ([`items`]), the dimensional
+//! filters that assemble a caller's plate ([`filters`]), answers to simple org questions
+//! ([`ask`]), and, for tests and benchmarks, a seeded world generator ([`generate`]) and a
+//! brute-force oracle of the plate ([`oracle`]).
+//!
+//! Invariants:
+//! - It never does IO: no network, no disk, no clock reads; time is passed in. Stores, queues and
+//!   gRPC wire these types up elsewhere.
+//! - It never relaxes the permission filter: every plate candidate comes from the caller's tenant
+//!   and passes the ACL check before any other dimension sees it, no setting can turn that off,
+//!   and permission never depends on the (ephemeral, possibly stale) graphs.
+//! - Readers never see a half-built graph: graphs are built aside and published whole through
+//!   [`swap::Swap`].
+
+#![warn(missing_docs)]
+
+pub mod ask;
+pub mod context;
+pub mod docs;
+pub mod error;
+pub mod filters;
+pub mod generate;
+pub mod hr;
+pub mod items;
+pub mod oracle;
+pub mod org;
+pub mod product;
+pub mod swap;
+
+pub use ask::{OrgAnswer, OrgQuestion, answer_org_question, parse_org_question};
+pub use context::{ContextError, ContextGraph, ContextRegistry, ContextSettings};
+pub use error::OrgError;
+pub use filters::{DimensionName, Plate, PlateItem, PlateRequest, PlateSettings, plate};
+pub use hr::{Affected, HrEvent, OrgRecords, Person, Team, apply};
+pub use items::{Caller, ItemIndex, Scope, Severity, Source, WorkItem};
+pub use org::{OrgGraph, Patched};
+pub use product::{Fact, ProductGraph};
+pub use swap::Swap;
