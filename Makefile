@@ -7,7 +7,7 @@ BIN := $(CARGO_TARGET_DIR)/debug/ontoloop
 # `make run` links the built CLI here so `ontoloop status` works from another shell.
 BINDIR ?= $(HOME)/.cargo/bin
 
-.PHONY: run build link test services bench fmt lint check clean
+.PHONY: run build link test services browser bench fmt lint check clean
 
 ## run: build if needed, then start all four services on the embedded default
 run: link
@@ -21,15 +21,21 @@ link: build
 	  && echo "ontoloop CLI linked at $(BINDIR)/ontoloop" \
 	  || echo "could not link into $(BINDIR); use $(BIN)"
 
-## test: make sure PostgreSQL and RabbitMQ answer, then run every test of the workspace
-test: services
+## test: make sure PostgreSQL and RabbitMQ answer and headless Chromium is installed, then run
+## every test of the workspace
+test: services browser
 	$(CARGO) test --workspace --no-fail-fast
 
 services:
 	@scripts/ensure-services.sh
 
+# Debian's chromium + chromium-driver, for the dashboard's browser test (apt, when missing).
+browser:
+	@scripts/install-browser.sh
+
 ## bench: the drift benchmark (both modes) and the firewall benchmark on every world in
-## ../shared/bench, in a release build (latency figures mean nothing in a debug build)
+## ../shared/bench, then the signals benchmark through RabbitMQ, in a release build (latency
+## figures mean nothing in a debug build)
 WORLDS ?= $(wildcard ../shared/bench/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
 bench:
@@ -40,6 +46,9 @@ bench:
 	  done; \
 	  $(RELEASE_BIN) bench firewall --world $$world || exit 1; echo; \
 	done
+	@scripts/ensure-services.sh
+	$(RELEASE_BIN) bench signals --signals 100000
+	$(RELEASE_BIN) bench plate --people 10000 --items 100000
 
 fmt:
 	$(CARGO) fmt --all

@@ -8,6 +8,8 @@ pub use sea_orm_migration::prelude::*;
 mod m20261129_000001_create_inbox;
 mod m20261129_000002_create_knowledge;
 mod m20261129_000003_create_signal_intake;
+mod m20261129_000004_create_review;
+mod m20261129_000005_create_org;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -19,6 +21,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000001_create_inbox::Migration),
             Box::new(m20261129_000002_create_knowledge::Migration),
             Box::new(m20261129_000003_create_signal_intake::Migration),
+            Box::new(m20261129_000004_create_review::Migration),
+            Box::new(m20261129_000005_create_org::Migration),
         ]
     }
 }

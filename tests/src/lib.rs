@@ -2,6 +2,8 @@
 //! the same `serve_all` that `ontoloop up` uses (by way of `ontoloop::up::Local`), on whatever store and queue the settings name.
 //! Tests get a shutdown trigger and [`wait_until`] instead of sleeps.
 
+pub mod browser;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -23,6 +25,16 @@ pub fn pg_admin_url() -> String {
 pub fn amqp_url() -> String {
     std::env::var("ONTOLOOP_TEST_AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+/// A queue-name prefix no other test or system uses, so tests sharing RabbitMQ never take each
+/// other's messages (`queue.namespace`).
+pub fn amqp_namespace(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("test-{test}-{}-{nanos}.", std::process::id())
 }
 
 /// Settings for a test: defaults, no process environment, these overrides.
@@ -104,6 +116,16 @@ impl Sandbox {
             .expect("every service is bound")
     }
 
+    /// The HTTP address of a service (metrics; the analyst's dashboard).
+    pub fn http_addr(&self, kind: ServiceKind) -> SocketAddr {
+        self.local
+            .http_addrs
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, addr)| *addr)
+            .expect("every service is bound")
+    }
+
     /// `http://ADDR` of a service, for a tonic client.
     pub fn endpoint(&self, kind: ServiceKind) -> String {
         format!("http://{}", self.addr(kind))
@@ -113,6 +135,27 @@ impl Sandbox {
     pub async fn shutdown(self) -> anyhow::Result<()> {
         self.local.stop().await
     }
+}
+
+/// `GET path` over plain HTTP/1.0; the body of a 200 response.
+pub async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("connect to {addr}"))?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .context("a response with headers")?;
+    anyhow::ensure!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "GET {path}: {head}"
+    );
+    Ok(body.to_owned())
 }
 
 /// Polls `predicate` every 20 ms until it holds or `timeout` passes; true when it held.

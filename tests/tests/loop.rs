@@ -10,7 +10,7 @@ use ontoloop_proto::v1;
 use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_tests::{PgDatabase, Sandbox, amqp_url, settings, wait_until};
+use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
 
 const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"owned_by","subject_type":"project","object_type":"team","patterns":["{s} is owned by the {o} team."]},
@@ -29,11 +29,15 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
     )
     .expect("write a project record");
     let amqp = amqp_url();
+    let namespace = amqp_namespace("loop");
     let sources = records.path().display().to_string();
     let sandbox = Sandbox::start(settings(&[
         ("store.url", &database.url),
         ("queue.url", &amqp),
+        ("queue.namespace", &namespace),
         ("analyst.sources_dir", &sources),
+        // This test shows the heal-at-once path; `review.rs` shows proposals below it.
+        ("analyst.propose_at", "critical"),
     ]))
     .await
     .expect("system starts");
@@ -44,7 +48,7 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
     };
     let mut telemetry = TelemetryServiceClient::new(channel(ServiceKind::Telemetry));
     let mut retrieval = RetrievalServiceClient::new(channel(ServiceKind::Retrieval));
-    let mut analyst = AnalystServiceClient::new(channel(ServiceKind::Analyst));
+    let analyst = AnalystServiceClient::new(channel(ServiceKind::Analyst));
     let caller = |principal: &str| {
         Some(v1::Caller {
             tenant: tenant.clone(),
@@ -145,19 +149,34 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
         .expect("lookup")
         .into_inner();
     assert_eq!(answer.status, v1::AnswerStatus::Answered as i32);
-    assert_eq!(answer.evidence[0].source_id, "project-record/kite.md");
+    assert_eq!(answer.evidence[0].source_id, "project-record:kite.md");
     assert_eq!(answer.evidence[0].origin, "project-record");
 
-    // One pattern, across spellings, from every agent.
-    let patterns = analyst
-        .list_patterns(v1::ListPatternsRequest {
-            caller: caller("reviewer"),
-            limit: 0,
-        })
-        .await
-        .expect("patterns")
-        .into_inner()
-        .patterns;
+    // One pattern, across spellings, from every agent; critical, so healed at once.
+    let list = || {
+        let mut analyst = analyst.clone();
+        let caller = caller("reviewer");
+        async move {
+            analyst
+                .list_patterns(v1::ListPatternsRequest { caller, limit: 0 })
+                .await
+                .expect("patterns")
+                .into_inner()
+                .patterns
+        }
+    };
+    let healed = wait_until(Duration::from_secs(30), || async {
+        list()
+            .await
+            .iter()
+            .any(|p| p.key == "project kite" && p.status == "healed")
+    })
+    .await;
+    let patterns = list().await;
+    assert!(
+        healed,
+        "the critical pattern was healed at once: {patterns:?}"
+    );
     let kite: Vec<_> = patterns
         .iter()
         .filter(|p| p.key == "project kite")
@@ -166,6 +185,11 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
     assert_eq!(kite[0].kind, "missing_entity");
     assert!(kite[0].agent_count >= 10, "{kite:?}");
     assert_eq!(kite[0].severity, v1::Severity::Critical as i32);
+    assert_eq!(kite[0].status, "healed", "{kite:?}");
+    println!(
+        "signal-to-heal latency recorded by the analyst: {} ms (first signal to records read)",
+        kite[0].signal_to_heal_ms
+    );
     sandbox.shutdown().await.expect("clean shutdown");
     database.drop_now().await.expect("drop test database");
 }

@@ -1,6 +1,6 @@
 //! Service tests on the embedded default (SQLite in a temporary directory, the in-process
-//! queue): every service serves health and reflection, answers what is not built yet with
-//! UNIMPLEMENTED naming what is missing, rejects requests without a caller, and shuts down
+//! queue): every service serves health and reflection, answers a tenant it knows nothing about
+//! honestly (no ontology yet, an empty plate), rejects requests without a caller, and shuts down
 //! cleanly. The analyst records signals and dead-letters bad ones with the reason.
 
 use std::time::Duration;
@@ -97,16 +97,6 @@ async fn every_service_serves_health_and_reflection() {
     sandbox.shutdown().await.expect("clean shutdown");
 }
 
-fn assert_unimplemented(result: Result<impl std::fmt::Debug, tonic::Status>, what: &str) {
-    let status = result.expect_err("not built yet");
-    assert_eq!(status.code(), Code::Unimplemented, "{what}: {status:?}");
-    assert!(
-        status.message().contains("issue #"),
-        "{what} must name what is missing: {}",
-        status.message()
-    );
-}
-
 fn assert_needs_caller(result: Result<impl std::fmt::Debug, tonic::Status>, what: &str) {
     let status = result.expect_err("no caller");
     assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
@@ -118,7 +108,7 @@ fn assert_needs_caller(result: Result<impl std::fmt::Debug, tonic::Status>, what
 }
 
 #[tokio::test]
-async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() {
+async fn empty_tenants_get_honest_answers_and_every_request_needs_a_caller() {
     use v1::analyst_service_client::AnalystServiceClient;
     use v1::firewall_service_client::FirewallServiceClient;
     use v1::retrieval_service_client::RetrievalServiceClient;
@@ -166,10 +156,23 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
             .code(),
         Code::FailedPrecondition
     );
-    assert_unimplemented(
+    // A tenant without organisation data has an empty plate, with every dimension counted.
+    let plate = retrieval
+        .plate(v1::PlateRequest {
+            caller: caller(),
+            ..Default::default()
+        })
+        .await
+        .expect("a plate")
+        .into_inner();
+    assert!(plate.items.is_empty());
+    let dimensions: Vec<&str> = plate.dimensions.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(dimensions[0], "permission", "{dimensions:?}");
+    assert_eq!(dimensions.len(), 7, "{dimensions:?}");
+    assert_needs_caller(
         retrieval
             .plate(v1::PlateRequest {
-                caller: caller(),
+                caller: None,
                 ..Default::default()
             })
             .await,
@@ -237,7 +240,12 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
         kind: Some(v1::event::Kind::Hr(v1::HrEvent::default())),
         ..Default::default()
     };
-    assert_unimplemented(telemetry.push_event(hr).await, "PushEvent(hr)");
+    let status = telemetry
+        .push_event(hr)
+        .await
+        .expect_err("an HR event without a type");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains("hr.type"), "{}", status.message());
     assert_needs_caller(
         telemetry.push_event(v1::Event::default()).await,
         "PushEvent",
@@ -246,24 +254,40 @@ async fn unbuilt_methods_say_what_is_missing_and_every_request_needs_a_caller() 
     let mut analyst = AnalystServiceClient::connect(sandbox.endpoint(ServiceKind::Analyst))
         .await
         .expect("connect");
-    assert_unimplemented(
-        analyst
-            .next_review(v1::NextReviewRequest {
-                caller: caller(),
-                ..Default::default()
-            })
-            .await,
-        "NextReview",
+    let next = analyst
+        .next_review(v1::NextReviewRequest {
+            caller: caller(),
+            ..Default::default()
+        })
+        .await
+        .expect("next review")
+        .into_inner();
+    assert!(next.update.is_none(), "an empty queue has no next update");
+    let status = analyst
+        .decide(v1::DecideRequest {
+            caller: caller(),
+            update_id: "u-missing".into(),
+            decision: v1::Decision::Approve as i32,
+            ..Default::default()
+        })
+        .await
+        .expect_err("no such update");
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    let status = analyst
+        .decide(v1::DecideRequest {
+            caller: caller(),
+            update_id: "u-missing".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("no decision");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().contains("decision"),
+        "{}",
+        status.message()
     );
-    assert_unimplemented(
-        analyst
-            .decide(v1::DecideRequest {
-                caller: caller(),
-                ..Default::default()
-            })
-            .await,
-        "Decide",
-    );
+    assert_needs_caller(analyst.decide(v1::DecideRequest::default()).await, "Decide");
     let patterns = analyst
         .list_patterns(v1::ListPatternsRequest {
             caller: caller(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ontoloop_core::{ServiceKind, topics};
 use ontoloop_queue::{AmqpQueue, Message, Queue, REASON_HEADER};
-use ontoloop_tests::{PgDatabase, Sandbox, amqp_url, settings, wait_until};
+use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
 
 const BURST: usize = 300;
 
@@ -16,9 +16,11 @@ const BURST: usize = 300;
 async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
     let database = PgDatabase::create().await.expect("PostgreSQL answers");
     let amqp = amqp_url();
+    let namespace = amqp_namespace("system");
     let system_settings = settings(&[
         ("store.url", &database.url),
         ("queue.url", &amqp),
+        ("queue.namespace", &namespace),
         ("queue.prefetch", "16"),
     ]);
     let sandbox = Sandbox::start(system_settings.clone())

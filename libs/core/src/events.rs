@@ -1,8 +1,17 @@
 //! Events from integrations, as they travel on the queue (`ontoloop.events`): one JSON object,
 //! a `type` tag and the event's fields. The timeline events of a world file have the same shape;
 //! the queue adds the tenant, the intake sequence number and the time.
+//!
+//! Knowledge events (`doc.upsert`, `record.*`, `ontology.set`, `graph.maintain`) feed the
+//! knowledge graph; organisation events (`employee.*`, `org.restructure`), `docs.push` and
+//! `item.upsert` feed the ephemeral org and product graphs and the work items
+//! ([`Event::is_org`]).
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use ontoloop_org::hr::{HrEvent, Move, Person, Team};
+use ontoloop_org::items::{Scope, Severity, Source, WorkItem};
 use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
@@ -83,6 +92,101 @@ pub enum Event {
         /// `patch`, `rebuild` or `repair`.
         mode: String,
     },
+    /// A person joins; their team and manager must exist.
+    #[serde(rename = "employee.hired")]
+    EmployeeHired(Person),
+    /// A person changes team and, optionally, manager and role.
+    #[serde(rename = "employee.transferred")]
+    EmployeeTransferred {
+        /// Person id.
+        person: String,
+        /// New team id (may be the current one).
+        team: String,
+        /// New manager; absent keeps the current one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        manager: Option<String>,
+        /// New role; absent keeps the current one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+    },
+    /// A person leaves; their reports move to the leaver's manager.
+    #[serde(rename = "employee.terminated")]
+    EmployeeTerminated {
+        /// Person id.
+        person: String,
+    },
+    /// A batch reorganisation: team upserts, then moves in order, then dissolutions; all or
+    /// nothing.
+    #[serde(rename = "org.restructure")]
+    OrgRestructure {
+        /// Teams to create or replace.
+        #[serde(default)]
+        teams: Vec<Team>,
+        /// People to move, in order.
+        #[serde(default)]
+        moves: Vec<Move>,
+        /// Teams to dissolve after the moves (each must be empty by then).
+        #[serde(default)]
+        dissolve: Vec<String>,
+    },
+    /// Documentation files changed: the product graph is rebuilt from the facts they state
+    /// (`ontoloop_org::docs`).
+    #[serde(rename = "docs.push")]
+    DocsPush {
+        /// Paths of the changed files.
+        changed_files: Vec<String>,
+        /// New content by path; a changed file without content was deleted.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        contents: BTreeMap<String, String>,
+    },
+    /// A work item is created or replaced (by id, within the tenant).
+    #[serde(rename = "item.upsert")]
+    ItemUpsert(ItemUpsert),
+}
+
+/// A work item as an integration states it; the envelope's tenant owns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemUpsert {
+    /// Id, unique within the tenant.
+    pub id: String,
+    /// Short title.
+    pub title: String,
+    /// Person id of the assignee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// Service id the item is filed against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// `critical`, `high`, `medium` or `low`.
+    pub severity: Severity,
+    /// `code`, `bugs`, `features`, `production`, `critical` or `strategic`.
+    pub scope: Scope,
+    /// System of origin (`jira`, `servicenow`, ...).
+    pub source: Source,
+    /// When the item was created; absent: the event's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    /// Principals or groups that may read it; empty for the whole tenant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acl: Vec<String>,
+}
+
+impl ItemUpsert {
+    /// The item of `tenant`, created at `at` unless the upsert says otherwise.
+    pub fn to_item(&self, tenant: &str, at: DateTime<Utc>) -> WorkItem {
+        WorkItem {
+            id: self.id.trim().to_owned(),
+            tenant: tenant.to_owned(),
+            title: self.title.clone(),
+            assignee: self.assignee.clone().filter(|a| !a.trim().is_empty()),
+            service: self.service.clone().filter(|s| !s.trim().is_empty()),
+            severity: self.severity,
+            scope: self.scope,
+            source: self.source.clone(),
+            created_at: self.created_at.unwrap_or(at),
+            acl: self.acl.clone(),
+        }
+    }
 }
 
 impl Event {
@@ -94,7 +198,58 @@ impl Event {
             Event::RecordRename { .. } => "record.rename",
             Event::OntologySet { .. } => "ontology.set",
             Event::GraphMaintain { .. } => "graph.maintain",
+            Event::EmployeeHired(_) => "employee.hired",
+            Event::EmployeeTransferred { .. } => "employee.transferred",
+            Event::EmployeeTerminated { .. } => "employee.terminated",
+            Event::OrgRestructure { .. } => "org.restructure",
+            Event::DocsPush { .. } => "docs.push",
+            Event::ItemUpsert(_) => "item.upsert",
         }
+    }
+
+    /// Whether the event feeds the org and product graphs and the work items rather than the
+    /// knowledge graph.
+    pub fn is_org(&self) -> bool {
+        matches!(
+            self,
+            Event::EmployeeHired(_)
+                | Event::EmployeeTransferred { .. }
+                | Event::EmployeeTerminated { .. }
+                | Event::OrgRestructure { .. }
+                | Event::DocsPush { .. }
+                | Event::ItemUpsert(_)
+        )
+    }
+
+    /// The HR event this is, if it is one.
+    pub fn hr_event(&self) -> Option<HrEvent> {
+        Some(match self {
+            Event::EmployeeHired(person) => HrEvent::Hired(person.clone()),
+            Event::EmployeeTransferred {
+                person,
+                team,
+                manager,
+                role,
+            } => HrEvent::Transferred {
+                person: person.clone(),
+                team: team.clone(),
+                manager: manager.clone(),
+                role: role.clone(),
+            },
+            Event::EmployeeTerminated { person } => HrEvent::Terminated {
+                person: person.clone(),
+            },
+            Event::OrgRestructure {
+                teams,
+                moves,
+                dissolve,
+            } => HrEvent::Restructure {
+                teams: teams.clone(),
+                moves: moves.clone(),
+                dissolve: dissolve.clone(),
+            },
+            _ => return None,
+        })
     }
 
     /// Checks required fields; the error names the first one missing or wrong.
@@ -157,7 +312,86 @@ impl Event {
                     format!("{mode:?} is not patch, rebuild or repair"),
                 )),
             },
+            Event::EmployeeHired(person) => {
+                required("id", &person.id)?;
+                required("name", &person.name)?;
+                required("team", &person.team)?;
+                required("role", &person.role)?;
+                optional("manager", person.manager.as_deref())
+            }
+            Event::EmployeeTransferred {
+                person,
+                team,
+                manager,
+                role,
+            } => {
+                required("person", person)?;
+                required("team", team)?;
+                optional("manager", manager.as_deref())?;
+                optional("role", role.as_deref())
+            }
+            Event::EmployeeTerminated { person } => required("person", person),
+            Event::OrgRestructure {
+                teams,
+                moves,
+                dissolve,
+            } => {
+                if teams.is_empty() && moves.is_empty() && dissolve.is_empty() {
+                    return Err(DomainError::invalid(
+                        "teams",
+                        "a restructure needs teams, moves or dissolve",
+                    ));
+                }
+                for (i, team) in teams.iter().enumerate() {
+                    required(&format!("teams[{i}].id"), &team.id)?;
+                    required(&format!("teams[{i}].name"), &team.name)?;
+                    optional(&format!("teams[{i}].parent"), team.parent.as_deref())?;
+                }
+                for (i, step) in moves.iter().enumerate() {
+                    required(&format!("moves[{i}].person"), &step.person)?;
+                    required(&format!("moves[{i}].team"), &step.team)?;
+                    optional(&format!("moves[{i}].manager"), step.manager.as_deref())?;
+                    optional(&format!("moves[{i}].role"), step.role.as_deref())?;
+                }
+                for (i, team) in dissolve.iter().enumerate() {
+                    required(&format!("dissolve[{i}]"), team)?;
+                }
+                Ok(())
+            }
+            Event::DocsPush {
+                changed_files,
+                contents,
+            } => {
+                if changed_files.is_empty() {
+                    return Err(DomainError::missing("changed_files"));
+                }
+                for (i, path) in changed_files.iter().enumerate() {
+                    required(&format!("changed_files[{i}]"), path)?;
+                }
+                match contents.keys().find(|path| !changed_files.contains(path)) {
+                    Some(path) => Err(DomainError::invalid(
+                        "contents",
+                        format!("{path:?} is not among changed_files"),
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Event::ItemUpsert(item) => {
+                required("id", &item.id)?;
+                required("title", &item.title)?;
+                required("source", item.source.as_str())?;
+                optional("assignee", item.assignee.as_deref())?;
+                optional("service", item.service.as_deref())
+            }
         }
+    }
+}
+
+/// An optional field that, when present, must not be blank.
+fn optional(field: &str, value: Option<&str>) -> Result<(), DomainError> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(DomainError::invalid(field, "must not be blank")),
+        _ => Ok(()),
     }
 }
 
@@ -219,5 +453,68 @@ mod tests {
         )
         .expect_err("no tenant");
         assert!(err.contains("tenant"), "{err}");
+    }
+
+    #[test]
+    fn org_events_round_trip_and_convert() {
+        let bodies: [&[u8]; 6] = [
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"employee.hired","id":"p9","name":"Nia","team":"eng","role":"sre","manager":"p1"}"#,
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"employee.transferred","person":"p9","team":"ops","manager":"p2"}"#,
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"employee.terminated","person":"p9"}"#,
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"org.restructure","teams":[{"id":"ops","name":"Ops"}],"moves":[{"person":"p2","team":"ops"}]}"#,
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"docs.push","changed_files":["a.md","b.md"],"contents":{"a.md":"---\nid: x\n---"}}"#,
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"item.upsert","id":"T-1","title":"Fix it","assignee":"p2","severity":"high","scope":"bugs","source":"jira"}"#,
+        ];
+        for body in bodies {
+            let envelope = EventEnvelope::parse(body).expect("valid org event");
+            assert!(envelope.event.is_org(), "{}", envelope.event.kind());
+            let again = EventEnvelope::parse(envelope.to_json().as_bytes()).expect("round trip");
+            assert_eq!(again, envelope);
+            if let Some(hr) = envelope.event.hr_event() {
+                assert_eq!(hr.type_name(), envelope.event.kind());
+            }
+        }
+        let item = EventEnvelope::parse(bodies[5]).expect("valid");
+        let Event::ItemUpsert(upsert) = &item.event else {
+            panic!("not an item upsert");
+        };
+        let work = upsert.to_item("acme", item.at);
+        assert_eq!((work.tenant.as_str(), work.created_at), ("acme", item.at));
+        assert!(
+            !Event::GraphMaintain {
+                mode: "patch".into()
+            }
+            .is_org()
+        );
+    }
+
+    #[test]
+    fn org_event_errors_name_the_field() {
+        let cases: [(&[u8], &str); 5] = [
+            (
+                br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"employee.hired","id":"p9","name":"Nia","team":"","role":"sre"}"#,
+                "team",
+            ),
+            (
+                br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"employee.transferred","person":"p9"}"#,
+                "team",
+            ),
+            (
+                br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"org.restructure","moves":[{"person":" ","team":"ops"}]}"#,
+                "moves[0].person",
+            ),
+            (
+                br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"docs.push","changed_files":["a.md"],"contents":{"b.md":""}}"#,
+                "contents",
+            ),
+            (
+                br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"item.upsert","id":"T-1","title":"x","severity":"urgent","scope":"bugs","source":"jira"}"#,
+                "urgent",
+            ),
+        ];
+        for (body, field) in cases {
+            let err = EventEnvelope::parse(body).expect_err("invalid");
+            assert!(err.contains(field), "{err} should name {field}");
+        }
     }
 }

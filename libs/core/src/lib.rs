@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod knowledge;
 pub mod patterns;
+pub mod proposals;
 pub mod redact;
 pub mod service;
 pub mod signal;

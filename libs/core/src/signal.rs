@@ -62,6 +62,19 @@ impl SignalType {
 }
 
 impl Severity {
+    /// Every severity, least urgent first.
+    pub const ALL: [Severity; 4] = [
+        Severity::Low,
+        Severity::Medium,
+        Severity::High,
+        Severity::Critical,
+    ];
+
+    /// Parses a wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     /// Wire name.
     pub fn name(self) -> &'static str {
         match self {

@@ -1,7 +1,10 @@
-//! Tracing set-up for every ontoloop binary.
+//! Tracing set-up for every ontoloop binary, and the process's metrics registry.
 //!
 //! Owns the subscriber: an env filter (from settings, `RUST_LOG` wins when set) and text or JSON
-//! lines on stderr. It never decides what to log; that belongs where errors are handled.
+//! lines on stderr, and the Prometheus registry services record into. It never decides what to
+//! log or measure; that belongs where errors are handled and work is done.
+
+pub mod metrics;
 
 use ontoloop_settings::LogSettings;
 use tracing_subscriber::EnvFilter;

@@ -85,7 +85,7 @@ impl From<ontoloop_core::Severity> for v1::Severity {
 }
 
 /// Converts a pushed event into the queue's event envelope for `tenant`, stamped at `now` when
-/// the event carries no time. HR and docs-push events are not built yet.
+/// the event carries no time.
 pub fn event_from(
     event: v1::Event,
     tenant: &str,
@@ -124,16 +124,12 @@ pub fn event_from(
             })?,
         },
         Kind::GraphMaintain(m) => Event::GraphMaintain { mode: m.mode },
-        Kind::Hr(_) => {
-            return Err(status_from(DomainError::unimplemented(
-                "HR events need the org graph (issue #6)",
-            )));
-        }
-        Kind::DocsPush(_) => {
-            return Err(status_from(DomainError::unimplemented(
-                "docs-push events need the product graph (issue #6)",
-            )));
-        }
+        Kind::Hr(hr) => hr_event(hr)?,
+        Kind::DocsPush(d) => Event::DocsPush {
+            changed_files: d.changed_files,
+            contents: d.contents.into_iter().collect(),
+        },
+        Kind::WorkItem(item) => item_event(item, at)?,
     };
     event.validate().map_err(status_from)?;
     Ok(EventEnvelope {
@@ -144,9 +140,214 @@ pub fn event_from(
     })
 }
 
+/// An empty wire string as `None`.
+fn non_empty(text: String) -> Option<String> {
+    Some(text).filter(|t| !t.trim().is_empty())
+}
+
+/// The domain event an HR push describes; the error names the field.
+fn hr_event(hr: v1::HrEvent) -> Result<ontoloop_core::events::Event, Status> {
+    use ontoloop_core::events::Event;
+    use ontoloop_org::hr::{Move, Person, Team};
+    let kind = v1::HrEventType::try_from(hr.r#type).map_err(|_| {
+        status_from(DomainError::invalid(
+            "hr.type",
+            format!("unknown HR event type {}", hr.r#type),
+        ))
+    })?;
+    let restructure_only = !hr.teams.is_empty() || !hr.moves.is_empty() || !hr.dissolve.is_empty();
+    if restructure_only && kind != v1::HrEventType::OrgRestructure {
+        return Err(status_from(DomainError::invalid(
+            "hr.teams",
+            "teams, moves and dissolve belong to an org.restructure",
+        )));
+    }
+    Ok(match kind {
+        v1::HrEventType::Unspecified => return Err(status_from(DomainError::missing("hr.type"))),
+        v1::HrEventType::EmployeeHired => Event::EmployeeHired(Person {
+            id: hr.person_id,
+            name: hr.name,
+            team: hr.team,
+            role: hr.role,
+            manager: non_empty(hr.manager_id),
+        }),
+        v1::HrEventType::EmployeeTransferred => Event::EmployeeTransferred {
+            person: hr.person_id,
+            team: hr.team,
+            manager: non_empty(hr.manager_id),
+            role: non_empty(hr.role),
+        },
+        v1::HrEventType::EmployeeTerminated => Event::EmployeeTerminated {
+            person: hr.person_id,
+        },
+        v1::HrEventType::OrgRestructure => Event::OrgRestructure {
+            teams: hr
+                .teams
+                .into_iter()
+                .map(|t| Team {
+                    id: t.id,
+                    name: t.name,
+                    parent: non_empty(t.parent),
+                })
+                .collect(),
+            moves: hr
+                .moves
+                .into_iter()
+                .map(|m| Move {
+                    person: m.person_id,
+                    team: m.team,
+                    manager: non_empty(m.manager_id),
+                    role: non_empty(m.role),
+                })
+                .collect(),
+            dissolve: hr.dissolve,
+        },
+    })
+}
+
+/// The domain event a work-item push describes; the error names the field.
+fn item_event(
+    item: v1::WorkItemUpsert,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<ontoloop_core::events::Event, Status> {
+    use ontoloop_core::events::{Event, ItemUpsert};
+    use ontoloop_org::items::{Scope, Severity, Source};
+    let severity = Severity::ALL
+        .into_iter()
+        .find(|s| s.as_str() == item.severity.trim())
+        .ok_or_else(|| {
+            status_from(DomainError::invalid(
+                "work_item.severity",
+                format!("{:?} is not critical, high, medium or low", item.severity),
+            ))
+        })?;
+    let scope = Scope::ALL
+        .into_iter()
+        .find(|s| s.as_str() == item.scope.trim())
+        .ok_or_else(|| {
+            status_from(DomainError::invalid(
+                "work_item.scope",
+                format!(
+                    "{:?} is not code, bugs, features, production, critical or strategic",
+                    item.scope
+                ),
+            ))
+        })?;
+    if item.source_type.trim().is_empty() {
+        return Err(status_from(DomainError::missing("work_item.source_type")));
+    }
+    let created_at = match item.created_at {
+        Some(ts) => Some(instant_or(Some(ts), "work_item.created_at", at)?),
+        None => None,
+    };
+    Ok(Event::ItemUpsert(ItemUpsert {
+        id: item.item_id,
+        title: item.title,
+        assignee: non_empty(item.assignee),
+        service: non_empty(item.service),
+        severity,
+        scope,
+        source: Source::from(item.source_type.trim()),
+        created_at,
+        acl: item.acl,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hr(kind: v1::HrEventType) -> v1::HrEvent {
+        v1::HrEvent {
+            r#type: kind as i32,
+            person_id: "p1".into(),
+            name: "Ada".into(),
+            team: "eng".into(),
+            role: "engineer".into(),
+            manager_id: String::new(),
+            teams: Vec::new(),
+            moves: Vec::new(),
+            dissolve: Vec::new(),
+        }
+    }
+
+    fn push(kind: v1::event::Kind) -> Result<ontoloop_core::events::EventEnvelope, Status> {
+        let event = v1::Event {
+            caller: None,
+            at: None,
+            idempotency_key: String::new(),
+            kind: Some(kind),
+        };
+        event_from(event, "acme", chrono::Utc::now())
+    }
+
+    #[test]
+    fn hr_pushes_become_org_events() {
+        use v1::event::Kind;
+        let hired = push(Kind::Hr(hr(v1::HrEventType::EmployeeHired))).expect("valid hire");
+        assert_eq!(hired.event.kind(), "employee.hired");
+        let moved = push(Kind::Hr(v1::HrEvent {
+            role: String::new(),
+            ..hr(v1::HrEventType::EmployeeTransferred)
+        }))
+        .expect("valid transfer");
+        assert_eq!(
+            moved.event.hr_event(),
+            Some(ontoloop_org::HrEvent::Transferred {
+                person: "p1".into(),
+                team: "eng".into(),
+                manager: None,
+                role: None
+            })
+        );
+        let status = push(Kind::Hr(hr(v1::HrEventType::Unspecified))).expect_err("no type");
+        assert!(status.message().contains("hr.type"), "{status:?}");
+        let status = push(Kind::Hr(v1::HrEvent {
+            dissolve: vec!["eng".into()],
+            ..hr(v1::HrEventType::EmployeeTerminated)
+        }))
+        .expect_err("restructure fields on a termination");
+        assert!(status.message().contains("hr.teams"), "{status:?}");
+        let status = push(Kind::Hr(v1::HrEvent {
+            team: String::new(),
+            ..hr(v1::HrEventType::EmployeeHired)
+        }))
+        .expect_err("no team");
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().contains("team"), "{status:?}");
+    }
+
+    #[test]
+    fn docs_and_item_pushes_are_checked() {
+        use v1::event::Kind;
+        let docs = push(Kind::DocsPush(v1::DocsPush {
+            changed_files: vec!["a.md".into()],
+            contents: [("a.md".to_owned(), "---\nid: x\n---".to_owned())].into(),
+        }))
+        .expect("valid docs push");
+        assert_eq!(docs.event.kind(), "docs.push");
+        let status = push(Kind::DocsPush(v1::DocsPush::default())).expect_err("no files");
+        assert!(status.message().contains("changed_files"), "{status:?}");
+        let item = v1::WorkItemUpsert {
+            item_id: "T-1".into(),
+            title: "Fix".into(),
+            severity: "high".into(),
+            scope: "bugs".into(),
+            source_type: "Jira".into(),
+            ..Default::default()
+        };
+        let upsert = push(Kind::WorkItem(item.clone())).expect("valid item");
+        assert_eq!(upsert.event.kind(), "item.upsert");
+        let status = push(Kind::WorkItem(v1::WorkItemUpsert {
+            severity: "urgent".into(),
+            ..item
+        }))
+        .expect_err("bad severity");
+        assert!(
+            status.message().contains("work_item.severity"),
+            "{status:?}"
+        );
+    }
 
     #[test]
     fn a_missing_caller_is_invalid_and_named() {

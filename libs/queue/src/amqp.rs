@@ -52,6 +52,7 @@ impl std::fmt::Debug for AmqpQueue {
 
 struct Inner {
     url: String,
+    namespace: String,
     prefetch: u16,
     backoff: Backoff,
     connection: Mutex<Option<Connection>>,
@@ -64,6 +65,7 @@ impl AmqpQueue {
     pub async fn connect(url: &str, settings: &QueueSettings) -> Result<Self, QueueError> {
         let inner = Arc::new(Inner {
             url: url.to_owned(),
+            namespace: settings.namespace.clone(),
             prefetch: settings.prefetch,
             backoff: Backoff::new(
                 Duration::from_millis(settings.backoff_initial_ms),
@@ -305,20 +307,30 @@ impl Inner {
     }
 }
 
+impl AmqpQueue {
+    /// The broker's name of `queue`: the configured namespace, then the name.
+    fn named(&self, queue: &str) -> String {
+        format!("{}{queue}", self.inner.namespace)
+    }
+}
+
 #[async_trait::async_trait]
 impl Queue for AmqpQueue {
     async fn declare(&self, queue: &str) -> Result<(), QueueError> {
+        let queue = &self.named(queue);
         let channel = self.inner.publisher().await?;
         self.inner.declare_on(&channel, queue).await
     }
 
     async fn publish(&self, queue: &str, message: Message) -> Result<(), QueueError> {
+        let queue = &self.named(queue);
         self.inner
             .publish_to(queue, EXCHANGE, queue, &message)
             .await
     }
 
     async fn consume(&self, queue: &str) -> Result<Box<dyn Consumer>, QueueError> {
+        let queue = &self.named(queue);
         let (channel, stream) = self.inner.open_consumer(queue, queue).await?;
         Ok(Box::new(AmqpConsumer {
             inner: self.inner.clone(),
@@ -330,6 +342,7 @@ impl Queue for AmqpQueue {
     }
 
     async fn consume_dead_letters(&self, queue: &str) -> Result<Box<dyn Consumer>, QueueError> {
+        let queue = &self.named(queue);
         let dead = dead_letter_queue(queue);
         let (channel, stream) = self.inner.open_consumer(&dead, queue).await?;
         Ok(Box::new(AmqpConsumer {
@@ -342,6 +355,7 @@ impl Queue for AmqpQueue {
     }
 
     async fn ready_count(&self, queue: &str) -> Result<u64, QueueError> {
+        let queue = &self.named(queue);
         let channel = self.inner.channel().await?;
         let declared = channel
             .queue_declare(
@@ -359,6 +373,7 @@ impl Queue for AmqpQueue {
     }
 
     async fn delete(&self, queue: &str) -> Result<(), QueueError> {
+        let queue = &self.named(queue);
         let channel = self.inner.channel().await?;
         for name in [queue.to_owned(), dead_letter_queue(queue)] {
             channel
@@ -443,6 +458,7 @@ impl AmqpConsumer {
             settle: Box::new(AmqpSettle {
                 inner: self.inner.clone(),
                 queue: self.queue.clone(),
+                channel: self.channel.as_ref().map(|c| u64::from(c.id())),
                 acker: delivery.acker,
             }),
         }
@@ -452,6 +468,8 @@ impl AmqpConsumer {
 struct AmqpSettle {
     inner: Arc<Inner>,
     queue: String,
+    /// The channel the delivery came on; acknowledgements are per channel.
+    channel: Option<u64>,
     acker: lapin::Acker,
 }
 
@@ -472,6 +490,15 @@ impl AmqpSettle {
 impl Settle for AmqpSettle {
     async fn ack(&self) -> Result<(), QueueError> {
         let sent = self.acker.ack(BasicAckOptions::default()).await;
+        self.settled(sent)
+    }
+
+    fn channel(&self) -> Option<u64> {
+        self.channel
+    }
+
+    async fn ack_through(&self) -> Result<(), QueueError> {
+        let sent = self.acker.ack(BasicAckOptions { multiple: true }).await;
         self.settled(sent)
     }
 

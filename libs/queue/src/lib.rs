@@ -123,6 +123,25 @@ impl Delivery {
         self.settle.dead_letter(&self.message, reason).await
     }
 
+    /// Acknowledges a batch at once: on RabbitMQ one cumulative acknowledgement when the whole
+    /// batch came on one channel in order, else one by one. The batch must be, in delivery
+    /// order, every delivery of its consumer not yet settled up to the last one (a consumer that
+    /// settles each batch before taking the next guarantees it), since a cumulative
+    /// acknowledgement also covers the earlier unsettled deliveries of the channel.
+    pub async fn ack_batch(mut batch: Vec<Delivery>) -> Result<(), QueueError> {
+        let Some(last) = batch.pop() else {
+            return Ok(());
+        };
+        let channel = last.settle.channel();
+        if channel.is_some() && batch.iter().all(|d| d.settle.channel() == channel) {
+            return last.settle.ack_through().await;
+        }
+        for delivery in batch {
+            delivery.ack().await?;
+        }
+        last.ack().await
+    }
+
     /// Processing failed for a passing reason; put the message back for another try.
     pub async fn requeue(self) -> Result<(), QueueError> {
         self.settle.requeue().await
@@ -133,6 +152,14 @@ impl Delivery {
 #[async_trait::async_trait]
 trait Settle: Send + Sync {
     async fn ack(&self) -> Result<(), QueueError>;
+    /// The channel a cumulative acknowledgement covers; `None` when there is no such thing.
+    fn channel(&self) -> Option<u64> {
+        None
+    }
+    /// Acknowledges this delivery and every earlier unsettled one of its channel.
+    async fn ack_through(&self) -> Result<(), QueueError> {
+        self.ack().await
+    }
     async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), QueueError>;
     async fn requeue(&self) -> Result<(), QueueError>;
 }

@@ -6,7 +6,9 @@
 //! service behaviour of its own.
 
 mod consume;
+mod http;
 mod serve;
+pub mod signals;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,7 +18,8 @@ use ontoloop_queue::{AmqpQueue, MemoryQueue, SharedQueue};
 use ontoloop_settings::{QueueBackend, Settings};
 use ontoloop_store::Store;
 
-pub use consume::{Handled, run_consumer};
+pub use consume::{Handled, run_batch_consumer, run_consumer};
+pub use http::{Scrape, bind_http, metrics_router, serve_http};
 pub use serve::{ServiceRouter, serve};
 
 /// What a service needs from the outside world, built once from settings. `ontoloop up` builds
@@ -89,31 +92,81 @@ pub async fn shutdown_signal() {
 }
 
 /// Loads settings (defaults, then the file named by `ONTOLOOP_CONFIG` if set, then
-/// `ONTOLOOP__...` variables), installs tracing, and binds the service's configured address.
+/// `ONTOLOOP__...` variables), installs tracing, and binds the service's configured addresses.
 /// This is everything a service's `main` does before `run`.
-pub async fn start(
-    kind: ontoloop_core::ServiceKind,
-) -> anyhow::Result<(Settings, tokio::net::TcpListener)> {
+pub async fn start(kind: ontoloop_core::ServiceKind) -> anyhow::Result<(Settings, Listeners)> {
     let file = std::env::var_os("ONTOLOOP_CONFIG").map(std::path::PathBuf::from);
     let settings = Settings::load(file.as_deref()).context("load settings")?;
     ontoloop_observability::init(&settings.log).context("set up logging")?;
-    let listener = bind(&settings, kind).await?;
-    Ok((settings, listener))
+    let listeners = bind(&settings, kind).await?;
+    Ok((settings, listeners))
 }
 
-/// Binds the address the settings give `kind`.
+/// Where a service listens: gRPC, and HTTP for its metrics (and the analyst's dashboard).
+#[derive(Debug)]
+pub struct Listeners {
+    /// The gRPC listener.
+    pub grpc: tokio::net::TcpListener,
+    /// The HTTP listener.
+    pub http: tokio::net::TcpListener,
+}
+
+impl Listeners {
+    /// Both on ephemeral loopback ports (tests and the in-process system).
+    pub async fn loopback() -> anyhow::Result<Self> {
+        Ok(Self {
+            grpc: bind_http("127.0.0.1", 0).await?,
+            http: bind_http("127.0.0.1", 0).await?,
+        })
+    }
+}
+
+/// Binds the addresses the settings give `kind`.
 pub async fn bind(
     settings: &Settings,
     kind: ontoloop_core::ServiceKind,
-) -> anyhow::Result<tokio::net::TcpListener> {
+) -> anyhow::Result<Listeners> {
     let host = settings.services.host.as_str();
+    let name = kind.name();
     let port = settings
         .services
-        .port_of(kind.name())
-        .with_context(|| format!("no port setting for service {}", kind.name()))?;
-    tokio::net::TcpListener::bind((host, port))
+        .port_of(name)
+        .with_context(|| format!("no port setting for service {name}"))?;
+    let http_port = settings
+        .services
+        .http_port_of(name)
+        .with_context(|| format!("no http port setting for service {name}"))?;
+    let grpc = tokio::net::TcpListener::bind((host, port))
         .await
-        .with_context(|| format!("bind {} to {host}:{port}", kind.name()))
+        .with_context(|| format!("bind {name} to {host}:{port}"))?;
+    let http = bind_http(host, http_port)
+        .await
+        .with_context(|| format!("bind the http port of {name}"))?;
+    Ok(Listeners { grpc, http })
+}
+
+/// Serves a service's gRPC router and its HTTP router side by side until `shutdown` resolves;
+/// if either server stops on its own, the other stops too.
+pub async fn serve_service(
+    listeners: Listeners,
+    grpc: ServiceRouter,
+    http: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let cancel = cancel_on(shutdown);
+    let http_task = tokio::spawn(serve_http(
+        listeners.http,
+        http,
+        cancel.clone().cancelled_owned(),
+    ));
+    let served = serve(listeners.grpc, grpc, cancel.clone().cancelled_owned()).await;
+    cancel.cancel();
+    match http_task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::error!(error = %err, "http server failed"),
+        Err(err) => tracing::error!(error = %err, "http server task panicked"),
+    }
+    served
 }
 
 /// Turns a shutdown future into a cancellation token that every task of a service can watch.

@@ -44,11 +44,79 @@ pub struct Settings {
     pub signals: SignalSettings,
     /// The analyst's healing.
     pub analyst: AnalystSettings,
+    /// The statistical supervisor.
+    pub supervisor: SupervisorSettings,
     /// The semantic firewall.
     pub firewall: FirewallSettings,
+    /// The ephemeral org, product and context graphs.
+    pub org: OrgSettings,
+    /// The dimensional filters of the plate ("what is on my plate?").
+    pub plate: PlateSection,
     /// Logging.
     pub log: LogSettings,
 }
+
+/// The ephemeral org, product and context graphs that retrieval holds per tenant.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrgSettings {
+    /// How often retrieval asks the store whether a tenant's org version moved.
+    pub watch_interval_ms: u64,
+    /// Safety net: graphs older than this are rebuilt from the store even without an event.
+    pub safety_ttl_secs: u64,
+    /// More pending changes than this are not patched in one by one: the graphs are rebuilt.
+    pub max_patch_changes: u64,
+    /// Documentation coverage (share of products with an owner and a description) below which
+    /// a rebuilt product graph raises a `temporal_stale` signal.
+    pub coverage_threshold: f64,
+    /// How long a project's context graph lives unless extended.
+    pub context_ttl_secs: u64,
+    /// How long a context graph may go unused before it expires.
+    pub context_idle_secs: u64,
+    /// How often the sweeper removes expired context graphs.
+    pub context_sweep_secs: u64,
+}
+
+/// Every parameter of the plate's dimensional filters. The permission filter (tenant and ACL)
+/// has none: it always runs first and cannot be relaxed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlateSection {
+    /// Role (lowercase) to the scopes it sees: code, bugs, features, production, critical,
+    /// strategic.
+    pub scopes_by_role: std::collections::BTreeMap<String, Vec<String>>,
+    /// Scopes of roles not listed, and of callers outside the organisation.
+    pub default_scopes: Vec<String>,
+    /// Severities of direct reports' items the hierarchy dimension admits.
+    pub report_severities: Vec<String>,
+    /// Severities of dependency-service items the dependency dimension admits.
+    pub dependency_severities: Vec<String>,
+    /// Scale of the exponential age decay, in days.
+    pub temporal_scale_days: f64,
+    /// Source name to authority weight.
+    pub authority: std::collections::BTreeMap<String, f64>,
+    /// Authority weight of sources not listed.
+    pub unknown_source_authority: f64,
+    /// Items whose source weighs less than this are dropped.
+    pub min_authority: f64,
+    /// Severity to score factor.
+    pub severity_weights: std::collections::BTreeMap<String, f64>,
+    /// Items on a plate when the request sets no limit.
+    pub limit: usize,
+}
+
+/// Scope names the plate settings may use.
+pub const SCOPES: [&str; 6] = [
+    "code",
+    "bugs",
+    "features",
+    "production",
+    "critical",
+    "strategic",
+];
+
+/// Severity names the plate settings may use.
+pub const SEVERITIES: [&str; 4] = ["critical", "high", "medium", "low"];
 
 /// The analyst's healing.
 #[derive(Debug, Clone, Deserialize)]
@@ -60,6 +128,32 @@ pub struct AnalystSettings {
     pub source_origin: String,
     /// Severity at which a missing-entity pattern heals at once.
     pub heal_at: String,
+    /// Severity at which a pattern below `heal_at` becomes proposed graph updates.
+    pub propose_at: String,
+    /// Domain of an update by its predicate: domain name → words a predicate name contains.
+    pub domains: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// The statistical supervisor: which proposed updates a human reviews, and how it learns.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisorSettings {
+    /// Share of ordinary updates sampled for review at first.
+    pub base_rate: f64,
+    /// Updates whose confidence variance exceeds this are always reviewed.
+    pub variance_threshold: f64,
+    /// Domains whose updates are always reviewed.
+    pub critical_domains: Vec<String>,
+    /// Lowest sampling rate learning may reach.
+    pub min_rate: f64,
+    /// Highest sampling rate learning may reach.
+    pub max_rate: f64,
+    /// Factor on a category's rate per approval.
+    pub approve_factor: f64,
+    /// Factor on a category's rate per rejection.
+    pub reject_factor: f64,
+    /// Seed of the sampling generator; 0 seeds from the operating system.
+    pub seed: u64,
 }
 
 /// Failure signal intake: the window and thresholds of severity.
@@ -181,6 +275,8 @@ pub struct StoreSettings {
 pub struct QueueSettings {
     /// `memory` or `amqp://...`.
     pub url: String,
+    /// Prefix of every queue name on the broker, so separate systems can share one RabbitMQ.
+    pub namespace: String,
     /// Unacknowledged messages a consumer may hold.
     pub prefetch: u16,
     /// Attempts before an unreachable broker is reported as an error.
@@ -205,6 +301,9 @@ pub struct ServicesSettings {
     pub telemetry_port: u16,
     /// Analyst gRPC port.
     pub analyst_port: u16,
+    /// HTTP ports of retrieval, firewall, telemetry and analyst, in that order: each serves
+    /// Prometheus `/metrics`; the analyst's also serves the review dashboard at `/`.
+    pub http_ports: [u16; 4],
     /// Grace period for in-flight work after a shutdown signal.
     pub drain_timeout_ms: u64,
 }
@@ -247,6 +346,17 @@ impl ServicesSettings {
             "firewall" => Some(self.firewall_port),
             "telemetry" => Some(self.telemetry_port),
             "analyst" => Some(self.analyst_port),
+            _ => None,
+        }
+    }
+
+    /// The HTTP (metrics, and the analyst's dashboard) port of a service, by name.
+    pub fn http_port_of(&self, service: &str) -> Option<u16> {
+        match service {
+            "retrieval" => Some(self.http_ports[0]),
+            "firewall" => Some(self.http_ports[1]),
+            "telemetry" => Some(self.http_ports[2]),
+            "analyst" => Some(self.http_ports[3]),
             _ => None,
         }
     }
@@ -294,7 +404,16 @@ impl Loader {
         let mut env = config::Environment::with_prefix(ENV_PREFIX)
             .prefix_separator(ENV_SEPARATOR)
             .separator(ENV_SEPARATOR)
-            .try_parsing(true);
+            .try_parsing(true)
+            // Lists come comma-separated: ONTOLOOP__SERVICES__HTTP_PORTS=9151,9152,9153,8484.
+            .list_separator(",")
+            .with_list_parse_key("services.http_ports")
+            .with_list_parse_key("supervisor.critical_domains")
+            .with_list_parse_key("firewall.high_risk_domains")
+            .with_list_parse_key("firewall.multi_valued_predicates")
+            .with_list_parse_key("plate.default_scopes")
+            .with_list_parse_key("plate.report_severities")
+            .with_list_parse_key("plate.dependency_severities");
         if let Some(vars) = self.env {
             env = env.source(Some(vars.into_iter().collect()));
         }
@@ -332,14 +451,41 @@ impl Settings {
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
         positive("signals.window_secs", self.signals.window_secs)?;
-        if !["low", "medium", "high", "critical"].contains(&self.analyst.heal_at.as_str()) {
+        for (key, value) in [
+            ("analyst.heal_at", &self.analyst.heal_at),
+            ("analyst.propose_at", &self.analyst.propose_at),
+        ] {
+            if !["low", "medium", "high", "critical"].contains(&value.as_str()) {
+                return Err(invalid(
+                    key,
+                    format!("{value:?} is not low, medium, high or critical"),
+                ));
+            }
+        }
+        let supervisor = &self.supervisor;
+        for (key, value) in [
+            ("supervisor.base_rate", supervisor.base_rate),
+            ("supervisor.min_rate", supervisor.min_rate),
+            ("supervisor.max_rate", supervisor.max_rate),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(invalid(key, format!("{value} is not between 0 and 1")));
+            }
+        }
+        if supervisor.min_rate > supervisor.max_rate {
             return Err(invalid(
-                "analyst.heal_at",
-                format!(
-                    "{:?} is not low, medium, high or critical",
-                    self.analyst.heal_at
-                ),
+                "supervisor.min_rate",
+                "must not exceed supervisor.max_rate",
             ));
+        }
+        if !(supervisor.approve_factor > 0.0 && supervisor.approve_factor <= 1.0) {
+            return Err(invalid(
+                "supervisor.approve_factor",
+                "must be above 0 and at most 1",
+            ));
+        }
+        if supervisor.reject_factor < 1.0 {
+            return Err(invalid("supervisor.reject_factor", "must be at least 1"));
         }
         positive(
             "firewall.max_text_bytes",
@@ -385,11 +531,17 @@ impl Settings {
         if self.services.host.trim().is_empty() {
             return Err(invalid("services.host", "must not be empty"));
         }
+        self.validate_org()?;
+        self.validate_plate()?;
         let ports = [
             ("services.retrieval_port", self.services.retrieval_port),
             ("services.firewall_port", self.services.firewall_port),
             ("services.telemetry_port", self.services.telemetry_port),
             ("services.analyst_port", self.services.analyst_port),
+            ("services.http_ports", self.services.http_ports[0]),
+            ("services.http_ports", self.services.http_ports[1]),
+            ("services.http_ports", self.services.http_ports[2]),
+            ("services.http_ports", self.services.http_ports[3]),
         ];
         for (i, (key, port)) in ports.iter().enumerate() {
             if ports[..i]
@@ -403,6 +555,90 @@ impl Settings {
             }
         }
         Ok(())
+    }
+}
+
+impl Settings {
+    fn validate_org(&self) -> Result<(), SettingsError> {
+        let org = &self.org;
+        positive("org.watch_interval_ms", org.watch_interval_ms)?;
+        positive("org.safety_ttl_secs", org.safety_ttl_secs)?;
+        positive("org.max_patch_changes", org.max_patch_changes)?;
+        positive("org.context_ttl_secs", org.context_ttl_secs)?;
+        positive("org.context_idle_secs", org.context_idle_secs)?;
+        positive("org.context_sweep_secs", org.context_sweep_secs)?;
+        if !(0.0..=1.0).contains(&org.coverage_threshold) {
+            return Err(invalid(
+                "org.coverage_threshold",
+                format!("{} is not between 0 and 1", org.coverage_threshold),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_plate(&self) -> Result<(), SettingsError> {
+        let plate = &self.plate;
+        let names = |key: &'static str, values: &[String], allowed: &[&str]| match values
+            .iter()
+            .find(|v| !allowed.contains(&v.as_str()))
+        {
+            Some(bad) => Err(invalid(
+                key,
+                format!("{bad:?} is not one of {}", allowed.join(", ")),
+            )),
+            None => Ok(()),
+        };
+        for (role, scopes) in &plate.scopes_by_role {
+            if role.to_lowercase() != *role {
+                return Err(invalid(
+                    "plate.scopes_by_role",
+                    format!("role {role:?} must be lowercase"),
+                ));
+            }
+            names("plate.scopes_by_role", scopes, &SCOPES)?;
+        }
+        names("plate.default_scopes", &plate.default_scopes, &SCOPES)?;
+        names(
+            "plate.report_severities",
+            &plate.report_severities,
+            &SEVERITIES,
+        )?;
+        names(
+            "plate.dependency_severities",
+            &plate.dependency_severities,
+            &SEVERITIES,
+        )?;
+        let weights: Vec<String> = plate.severity_weights.keys().cloned().collect();
+        names("plate.severity_weights", &weights, &SEVERITIES)?;
+        if !(plate.temporal_scale_days.is_finite() && plate.temporal_scale_days > 0.0) {
+            return Err(invalid(
+                "plate.temporal_scale_days",
+                "must be a positive number",
+            ));
+        }
+        if !plate.min_authority.is_finite() {
+            return Err(invalid("plate.min_authority", "must be a finite number"));
+        }
+        let weight_ok = |w: f64| w.is_finite() && w >= 0.0;
+        if let Some((source, _)) = plate.authority.iter().find(|(_, w)| !weight_ok(**w)) {
+            return Err(invalid(
+                "plate.authority",
+                format!("weight of {source:?} must be finite and at least 0"),
+            ));
+        }
+        if !weight_ok(plate.unknown_source_authority) {
+            return Err(invalid(
+                "plate.unknown_source_authority",
+                "must be finite and at least 0",
+            ));
+        }
+        if let Some((severity, _)) = plate.severity_weights.iter().find(|(_, w)| !weight_ok(**w)) {
+            return Err(invalid(
+                "plate.severity_weights",
+                format!("weight of {severity:?} must be finite and at least 0"),
+            ));
+        }
+        positive("plate.limit", plate.limit as u64)
     }
 }
 
@@ -543,6 +779,52 @@ mod tests {
     fn mistyped_value_is_named() {
         let err = load_with(&[("ONTOLOOP__QUEUE__PREFETCH", "many")]).expect_err("not a number");
         assert!(err.to_string().contains("prefetch"), "{err}");
+    }
+
+    #[test]
+    fn org_and_plate_defaults_load_and_errors_name_the_key() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert_eq!(settings.org.safety_ttl_secs, 86_400);
+        assert_eq!(settings.org.context_ttl_secs, 30 * 86_400);
+        assert_eq!(settings.org.context_idle_secs, 7 * 86_400);
+        assert_eq!(settings.plate.min_authority, 0.7);
+        assert_eq!(settings.plate.temporal_scale_days, 30.0);
+        assert_eq!(
+            settings.plate.scopes_by_role["sre"],
+            vec!["code", "bugs", "production", "critical"]
+        );
+        let overridden = load_with(&[
+            ("ONTOLOOP__PLATE__MIN_AUTHORITY", "0.5"),
+            ("ONTOLOOP__PLATE__DEFAULT_SCOPES", "code,bugs"),
+        ])
+        .expect("valid overrides");
+        assert_eq!(overridden.plate.min_authority, 0.5);
+        assert_eq!(overridden.plate.default_scopes, vec!["code", "bugs"]);
+        for (var, value, key) in [
+            (
+                "ONTOLOOP__PLATE__DEFAULT_SCOPES",
+                "code,gossip",
+                "plate.default_scopes",
+            ),
+            (
+                "ONTOLOOP__PLATE__TEMPORAL_SCALE_DAYS",
+                "0",
+                "plate.temporal_scale_days",
+            ),
+            (
+                "ONTOLOOP__ORG__COVERAGE_THRESHOLD",
+                "1.5",
+                "org.coverage_threshold",
+            ),
+            (
+                "ONTOLOOP__ORG__WATCH_INTERVAL_MS",
+                "0",
+                "org.watch_interval_ms",
+            ),
+        ] {
+            let err = load_with(&[(var, value)]).expect_err("invalid");
+            assert!(err.to_string().contains(key), "{err} should name {key}");
+        }
     }
 
     #[test]

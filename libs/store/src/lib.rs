@@ -6,12 +6,19 @@
 
 mod entity;
 pub mod knowledge;
+pub mod org;
+pub mod review;
 pub mod signals;
 
 pub use knowledge::{
     KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash, intake_state,
 };
 
+pub use org::{OrgChange, OrgCommit, OrgHead, OrgRows, OrgSnapshot, change_kind};
+pub use review::{
+    DecideOutcome, DecisionRecord, PatternStatus, RateRecord, UpdateCounts, UpdateRecord,
+    UpdateSource, update_status,
+};
 pub use signals::{Frequency, SignalRecord};
 
 use std::path::Path;
@@ -205,6 +212,73 @@ impl Store {
             .exec_without_returning(&self.db)
             .await?;
         Ok(inserted > 0)
+    }
+
+    /// Records a batch of queue messages `(message id, body)` in one transaction; a message
+    /// already recorded is skipped. Returns the ids that were new (so their effect runs once).
+    pub async fn record_inbox_batch(
+        &self,
+        queue: &str,
+        messages: &[(String, String)],
+        received_at: DateTime<Utc>,
+    ) -> Result<Vec<String>, StoreError> {
+        use entity::inbox_message::{ActiveModel, Column, Entity};
+        use sea_orm::TransactionTrait;
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = messages.iter().map(|(id, _)| id.clone()).collect();
+        let txn = self.db.begin().await?;
+        let mut known: std::collections::HashSet<String> = std::collections::HashSet::new();
+        // Bounded IN lists keep every backend's parameter limit far away.
+        for chunk in ids.chunks(500) {
+            known.extend(
+                Entity::find()
+                    .select_only()
+                    .column(Column::MessageId)
+                    .filter(Column::Queue.eq(queue))
+                    .filter(Column::MessageId.is_in(chunk.iter().cloned()))
+                    .into_tuple::<String>()
+                    .all(&txn)
+                    .await?,
+            );
+        }
+        let mut fresh = Vec::new();
+        let mut rows = Vec::new();
+        for (id, body) in messages {
+            if known.insert(id.clone()) {
+                fresh.push(id.clone());
+                rows.push(ActiveModel {
+                    queue: Set(queue.to_owned()),
+                    message_id: Set(id.clone()),
+                    body: Set(body.clone()),
+                    received_at: Set(received_at),
+                    ..Default::default()
+                });
+            }
+        }
+        for chunk in rows.chunks(200) {
+            Entity::insert_many(chunk.to_vec())
+                .on_conflict(
+                    OnConflict::columns([Column::Queue, Column::MessageId])
+                        .do_nothing()
+                        .to_owned(),
+                )
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        txn.commit().await?;
+        Ok(fresh)
+    }
+
+    /// How many messages of `queue` were recorded.
+    pub async fn inbox_count(&self, queue: &str) -> Result<u64, StoreError> {
+        use entity::inbox_message::{Column, Entity};
+        use sea_orm::PaginatorTrait;
+        Ok(Entity::find()
+            .filter(Column::Queue.eq(queue))
+            .count(&self.db)
+            .await?)
     }
 
     /// Whether a message of `queue` was already recorded (processed) under `message_id`.

@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect, Set};
+use sea_orm::{
+    ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
+};
 
 use crate::entity::signal_intake;
 use crate::{Store, StoreError};
@@ -91,5 +93,50 @@ impl Store {
             occurrences,
             agents,
         })
+    }
+
+    /// Distinct queries of signals about `subject` since `since` (any type), most recent first,
+    /// at most `limit`, and how many distinct queries there were in all.
+    pub async fn signal_queries(
+        &self,
+        tenant: &str,
+        subject: &str,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<(u64, Vec<String>), StoreError> {
+        let rows = signal_intake::Entity::find()
+            .filter(signal_intake::Column::Tenant.eq(tenant))
+            .filter(signal_intake::Column::Subject.eq(subject))
+            .filter(signal_intake::Column::ReceivedAt.gte(since))
+            .order_by_desc(signal_intake::Column::ReceivedAt)
+            .select_only()
+            .column(signal_intake::Column::Query)
+            .into_tuple::<String>()
+            .all(&self.db)
+            .await?;
+        let mut seen = std::collections::HashSet::new();
+        let distinct: Vec<String> = rows
+            .into_iter()
+            .filter(|q| !q.trim().is_empty() && seen.insert(q.clone()))
+            .collect();
+        let total = distinct.len() as u64;
+        Ok((total, distinct.into_iter().take(limit).collect()))
+    }
+
+    /// When the first signal about `subject` (any type) since `since` arrived.
+    pub async fn signal_first_seen(
+        &self,
+        tenant: &str,
+        subject: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(signal_intake::Entity::find()
+            .filter(signal_intake::Column::Tenant.eq(tenant))
+            .filter(signal_intake::Column::Subject.eq(subject))
+            .filter(signal_intake::Column::ReceivedAt.gte(since))
+            .order_by_asc(signal_intake::Column::ReceivedAt)
+            .one(&self.db)
+            .await?
+            .map(|row| row.received_at))
     }
 }

@@ -81,7 +81,9 @@ async fn migrations_go_up_and_down(store: &Store) {
         vec![
             "m20261129_000001_create_inbox".to_owned(),
             "m20261129_000002_create_knowledge".to_owned(),
-            "m20261129_000003_create_signal_intake".to_owned()
+            "m20261129_000003_create_signal_intake".to_owned(),
+            "m20261129_000004_create_review".to_owned(),
+            "m20261129_000005_create_org".to_owned()
         ]
     );
     // Up again is a no-op.

@@ -1,22 +1,29 @@
-//! Healing missing entities: when the signals about one unknown name form a pattern severe
-//! enough to heal at once, the analyst looks for it in the tenant's connected sources and reads
-//! what it finds into the graph, as page versions with their own origin (so answers carry
-//! provenance pointing at the source). Patterns below that severity are left for the review
-//! queue, which is not built yet.
+//! Healing: what the analyst does about a pattern of failure signals.
+//!
+//! A missing entity severe enough to heal at once (`analyst.heal_at`) is looked for in the
+//! tenant's connected sources, and what is found is read into the graph as page versions with
+//! their own origin, so answers carry provenance pointing at the source. One at or above
+//! `analyst.propose_at` but below that becomes proposed graph updates, one per slot the sources
+//! state, which the statistical supervisor routes to a reviewer or applies automatically. A stale
+//! sector severe enough to heal at once re-extracts every page changed since the graph read it
+//! (a repair run). Each pattern is acted on at most once per stage in a process, and its status
+//! is recorded in the store for the patterns page.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use ontoloop_core::Severity;
 use ontoloop_core::events::{Event, EventEnvelope};
-use ontoloop_core::patterns::{PatternKind, fold};
-use ontoloop_queue::Message;
+use ontoloop_core::patterns::{ObservedSignal, PatternKind, fold};
+use ontoloop_core::proposals::{FoundDoc, draft_updates};
 use ontoloop_runtime::Context;
+use ontoloop_store::{PatternStatus, UpdateRecord, UpdateSource, update_status};
 use tokio::sync::Mutex;
 
 use crate::knowledge::KnowledgeWriter;
+use crate::review::{Reviews, update_id};
 
 /// A document a source holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +45,9 @@ pub trait SourceAdapter: Send + Sync {
     async fn find(&self, tenant: &str, name: &str) -> std::io::Result<Vec<SourceDoc>>;
 }
 
-/// A directory of project records: `ROOT/TENANT/*.md` or `*.txt`, one record per file.
+/// A directory of project records: `ROOT/TENANT/*.md` or `*.txt`, one record per file. A
+/// record's id is `ORIGIN:FILE`, the form a record source takes, so an update applied from it
+/// and the page read from it carry the same provenance.
 pub struct DirectoryAdapter {
     root: PathBuf,
     origin: String,
@@ -99,7 +108,7 @@ impl SourceAdapter for DirectoryAdapter {
                 .trim()
                 .to_owned();
             found.push(SourceDoc {
-                id: format!("{}/{file}", self.origin),
+                id: format!("{}:{file}", self.origin),
                 title,
                 body,
             });
@@ -109,19 +118,54 @@ impl SourceAdapter for DirectoryAdapter {
     }
 }
 
+/// How far a pattern has been acted on in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// Proposed updates were drafted (or the sources were searched for them).
+    Proposed,
+    /// Healed at once (or the sources were searched for it).
+    Healed,
+}
+
+/// How far each (tenant, kind, key) pattern has been acted on.
+type Stages = HashMap<(String, PatternKind, String), Stage>;
+
+/// Counts a heal and its signal-to-heal latency.
+fn record_heal(kind: &str, latency_ms: i64) {
+    let metrics = ontoloop_observability::metrics::global();
+    metrics.observe(
+        "ontoloop_analyst_signal_to_heal_ms",
+        "Milliseconds from a pattern's first signal to its heal.",
+        &[("kind", kind)],
+        latency_ms as f64,
+    );
+    metrics.add(
+        "ontoloop_analyst_heals_total",
+        "Patterns healed without a human, by kind.",
+        &[("kind", kind)],
+        1.0,
+    );
+}
+
+fn severity_setting(name: &str) -> Severity {
+    Severity::from_name(name).unwrap_or(Severity::Critical)
+}
+
 /// Heals patterns as signals arrive.
 #[derive(Clone)]
 pub struct Healer {
     ctx: Context,
     writer: KnowledgeWriter,
+    reviews: Reviews,
     adapters: Arc<Vec<Box<dyn SourceAdapter>>>,
     heal_at: Severity,
-    healed: Arc<Mutex<HashSet<(String, String)>>>,
+    propose_at: Severity,
+    stages: Arc<Mutex<Stages>>,
 }
 
 impl Healer {
     /// A healer over the adapters the settings name.
-    pub fn new(ctx: Context, writer: KnowledgeWriter) -> Self {
+    pub fn new(ctx: Context, writer: KnowledgeWriter, reviews: Reviews) -> Self {
         let settings = &ctx.settings.analyst;
         let mut adapters: Vec<Box<dyn SourceAdapter>> = Vec::new();
         if !settings.sources_dir.trim().is_empty() {
@@ -130,99 +174,284 @@ impl Healer {
                 settings.source_origin.clone(),
             )));
         }
-        let heal_at = match settings.heal_at.as_str() {
-            "low" => Severity::Low,
-            "medium" => Severity::Medium,
-            "high" => Severity::High,
-            _ => Severity::Critical,
-        };
+        let heal_at = severity_setting(&settings.heal_at);
+        let propose_at = severity_setting(&settings.propose_at);
         Self {
             ctx,
             writer,
+            reviews,
             adapters: Arc::new(adapters),
             heal_at,
-            healed: Arc::new(Mutex::new(HashSet::new())),
+            propose_at,
+            stages: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    /// Looks at a recorded signal; heals its pattern when it is a missing entity severe enough.
-    /// Failures are logged: a signal is never refused because healing did not work.
-    pub async fn on_signal(&self, message: &Message) {
-        if self.adapters.is_empty() {
-            return;
-        }
-        let Some((tenant, signal)) = crate::patterns::parse_signal(&message.body) else {
+    /// Looks at a recorded signal and acts on its pattern when its severity (computed by the
+    /// intake) calls for it. Failures are logged: a signal is never refused because healing did
+    /// not work.
+    pub async fn on_signal(&self, body: &[u8]) {
+        let Some((tenant, signal, severity)) = crate::patterns::parse_signal(body) else {
             return;
         };
-        if PatternKind::of(signal.kind) != PatternKind::MissingEntity {
+        ontoloop_observability::metrics::global().add(
+            "ontoloop_analyst_signals_total",
+            "Failure signals the analyst recorded, by type and severity.",
+            &[("type", signal.kind.name()), ("severity", severity.name())],
+            1.0,
+        );
+        let kind = PatternKind::of(signal.kind);
+        let stage = if severity >= self.heal_at {
+            Stage::Healed
+        } else if severity >= self.propose_at && kind == PatternKind::MissingEntity {
+            Stage::Proposed
+        } else {
+            return;
+        };
+        if !matches!(kind, PatternKind::MissingEntity | PatternKind::StaleSector) {
+            // Missing relationship types and contradictions stay open for a human.
             return;
         }
         let key = fold(&signal.subject);
-        if self
-            .healed
-            .lock()
-            .await
-            .contains(&(tenant.clone(), key.clone()))
         {
-            return;
-        }
-        let now = Utc::now();
-        let patterns = match crate::patterns::patterns(&self.ctx, &tenant, now).await {
-            Ok(patterns) => patterns,
-            Err(err) => {
-                tracing::warn!(error = %err, "cannot read signals for healing");
+            let mut stages = self.stages.lock().await;
+            let slot = (tenant.clone(), kind, key.clone());
+            if stages.get(&slot).is_some_and(|done| *done >= stage) {
                 return;
             }
-        };
-        let Some(pattern) = patterns
-            .iter()
-            .find(|p| p.kind == PatternKind::MissingEntity && p.key == key)
-        else {
-            return;
-        };
-        if pattern.severity < self.heal_at {
-            return;
+            stages.insert(slot, stage);
         }
-        let mut read = 0;
-        for adapter in self.adapters.iter() {
-            let docs = match adapter.find(&tenant, &signal.subject).await {
-                Ok(docs) => docs,
-                Err(err) => {
-                    tracing::warn!(error = %err, origin = adapter.origin(), "source adapter failed");
-                    continue;
+        let outcome = match (kind, stage) {
+            (PatternKind::StaleSector, _) => self.repair(&tenant, &key).await,
+            (_, Stage::Healed) => self.heal(&tenant, &signal, &key).await,
+            (_, Stage::Proposed) => self.propose(&tenant, &signal, &key).await,
+        };
+        match outcome {
+            Ok(status) => {
+                if let Err(err) = self
+                    .ctx
+                    .store
+                    .set_pattern_status(&tenant, &status, Utc::now())
+                    .await
+                {
+                    tracing::warn!(error = %err, "cannot record a pattern's status");
                 }
-            };
-            for doc in docs {
-                let envelope = EventEnvelope {
-                    tenant: tenant.clone(),
-                    seq: None,
-                    at: now,
-                    event: Event::DocUpsert {
-                        doc_id: doc.id.clone(),
-                        title: doc.title,
-                        origin: adapter.origin().to_owned(),
-                        body: doc.body,
-                        acl: Vec::new(),
-                        hold: false,
-                        confidence: None,
-                    },
-                };
-                match self.writer.apply_own(&envelope).await {
-                    Ok(()) => read += 1,
-                    Err(reason) => {
-                        tracing::warn!(doc = %doc.id, reason = %reason, "cannot read a discovered record")
-                    }
+            }
+            Err(reason) => {
+                tracing::warn!(tenant = %tenant, pattern = %key, reason = %reason, "cannot act on a pattern yet");
+                // Let a later signal try again.
+                self.stages.lock().await.remove(&(tenant, kind, key));
+            }
+        }
+    }
+
+    /// When the pattern's first signal in the window arrived (now when unknown).
+    async fn first_seen(&self, tenant: &str, key: &str) -> DateTime<Utc> {
+        let window = chrono::Duration::seconds(
+            i64::try_from(self.ctx.settings.signals.window_secs).unwrap_or(i64::MAX / 1000),
+        );
+        let now = Utc::now();
+        self.ctx
+            .store
+            .signal_first_seen(tenant, key, now - window)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(now)
+    }
+
+    async fn find(&self, tenant: &str, name: &str) -> Vec<(String, SourceDoc)> {
+        let mut found = Vec::new();
+        for adapter in self.adapters.iter() {
+            match adapter.find(tenant, name).await {
+                Ok(docs) => {
+                    found.extend(docs.into_iter().map(|d| (adapter.origin().to_owned(), d)))
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, origin = adapter.origin(), "source adapter failed")
                 }
             }
         }
-        if read > 0 {
-            self.healed
-                .lock()
-                .await
-                .insert((tenant.clone(), key.clone()));
-            let latency_ms = (Utc::now() - pattern.first_seen).num_milliseconds();
-            tracing::info!(tenant = %tenant, entity = %key, records = read, signal_to_heal_ms = latency_ms, "healed a missing entity from a connected source");
+        found
+    }
+
+    /// Reads every record the sources hold about the entity into the graph.
+    async fn heal(
+        &self,
+        tenant: &str,
+        signal: &ObservedSignal,
+        key: &str,
+    ) -> Result<PatternStatus, String> {
+        let now = Utc::now();
+        let mut read = 0;
+        let mut origins = Vec::new();
+        for (origin, doc) in self.find(tenant, &signal.subject).await {
+            let envelope = EventEnvelope {
+                tenant: tenant.to_owned(),
+                seq: None,
+                at: now,
+                event: Event::DocUpsert {
+                    doc_id: doc.id.clone(),
+                    title: doc.title,
+                    origin: origin.clone(),
+                    body: doc.body,
+                    acl: Vec::new(),
+                    hold: false,
+                    confidence: None,
+                },
+            };
+            self.writer.apply_own(&envelope).await?;
+            read += 1;
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
         }
+        let kind = PatternKind::MissingEntity.name().to_owned();
+        if read == 0 {
+            return Ok(PatternStatus {
+                kind,
+                key: key.to_owned(),
+                status: "open".to_owned(),
+                action: "no connected source knows it".to_owned(),
+                signal_to_heal_ms: None,
+            });
+        }
+        let latency_ms = (Utc::now() - self.first_seen(tenant, key).await).num_milliseconds();
+        record_heal(&kind, latency_ms);
+        tracing::info!(tenant = %tenant, entity = %key, records = read, signal_to_heal_ms = latency_ms, "healed a missing entity from a connected source");
+        Ok(PatternStatus {
+            kind,
+            key: key.to_owned(),
+            status: "healed".to_owned(),
+            action: format!("read {read} record(s) from {}", origins.join(", ")),
+            signal_to_heal_ms: Some(latency_ms),
+        })
+    }
+
+    /// Drafts one proposed update per slot the sources state about the entity.
+    async fn propose(
+        &self,
+        tenant: &str,
+        signal: &ObservedSignal,
+        key: &str,
+    ) -> Result<PatternStatus, String> {
+        let found = self.find(tenant, &signal.subject).await;
+        let kind = PatternKind::MissingEntity.name().to_owned();
+        let pattern_id = format!("{kind}:{key}");
+        let docs: Vec<FoundDoc> = found
+            .iter()
+            .map(|(_, d)| FoundDoc {
+                id: d.id.clone(),
+                title: d.title.clone(),
+                body: d.body.clone(),
+            })
+            .collect();
+        let now = Utc::now();
+        let domains = self.ctx.settings.analyst.domains.clone();
+        let drafts = self
+            .writer
+            .read(tenant, |ontology, graph, _| {
+                draft_updates(ontology, graph, key, &docs, &domains, now)
+            })
+            .await?
+            .ok_or_else(|| format!("tenant {tenant} has no ontology yet"))?;
+        let window = chrono::Duration::seconds(
+            i64::try_from(self.ctx.settings.signals.window_secs).unwrap_or(i64::MAX / 1000),
+        );
+        let (radius, queries) = self
+            .ctx
+            .store
+            .signal_queries(tenant, key, now - window, 10)
+            .await
+            .map_err(|err| format!("read the affected queries: {err}"))?;
+        let mut proposed = 0;
+        for draft in drafts {
+            let origin = found
+                .iter()
+                .find(|(_, d)| draft.sources.contains(&d.id))
+                .map_or_else(String::new, |(origin, _)| origin.clone());
+            let sources = draft
+                .sources
+                .iter()
+                .map(|id| UpdateSource {
+                    source_id: id.clone(),
+                    version: 1,
+                    title: found
+                        .iter()
+                        .find(|(_, d)| &d.id == id)
+                        .map_or_else(String::new, |(_, d)| d.title.clone()),
+                })
+                .collect();
+            let update = UpdateRecord {
+                id: update_id(tenant, &draft.entity, &draft.predicate, &draft.after),
+                tenant: tenant.to_owned(),
+                pattern_id: pattern_id.clone(),
+                signal_type: signal.kind.name().to_owned(),
+                source: origin,
+                domain: draft.domain,
+                entity: draft.entity,
+                predicate: draft.predicate,
+                before: draft.before,
+                after: draft.after,
+                confidence: draft.confidence,
+                confidence_variance: draft.confidence_variance,
+                impact_radius: u32::try_from(radius).unwrap_or(u32::MAX),
+                affected_queries: queries.clone(),
+                sources,
+                priority: 0.0,
+                reason: String::new(),
+                status: update_status::PENDING.to_owned(),
+                applied_value: String::new(),
+                created_at: now,
+                queued_at: now,
+                applied_at: None,
+            };
+            if self
+                .reviews
+                .submit(update)
+                .await
+                .map_err(|err| err.to_string())?
+            {
+                proposed += 1;
+            }
+        }
+        Ok(PatternStatus {
+            kind,
+            key: key.to_owned(),
+            status: if proposed > 0 { "proposed" } else { "open" }.to_owned(),
+            action: if found.is_empty() {
+                "no connected source knows it".to_owned()
+            } else {
+                format!(
+                    "proposed {proposed} update(s) from {} record(s)",
+                    found.len()
+                )
+            },
+            signal_to_heal_ms: None,
+        })
+    }
+
+    /// Re-extracts every page changed since the graph read it (a repair run).
+    async fn repair(&self, tenant: &str, key: &str) -> Result<PatternStatus, String> {
+        let envelope = EventEnvelope {
+            tenant: tenant.to_owned(),
+            seq: None,
+            at: Utc::now(),
+            event: Event::GraphMaintain {
+                mode: "repair".to_owned(),
+            },
+        };
+        self.writer.apply_own(&envelope).await?;
+        let kind = PatternKind::StaleSector.name().to_owned();
+        let latency_ms = (Utc::now() - self.first_seen(tenant, key).await).num_milliseconds();
+        record_heal(&kind, latency_ms);
+        Ok(PatternStatus {
+            kind,
+            key: key.to_owned(),
+            status: "healed".to_owned(),
+            action: "re-extracted the pages changed since the graph read them".to_owned(),
+            signal_to_heal_ms: Some(latency_ms),
+        })
     }
 }
 
@@ -251,7 +480,7 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(
             (found[0].id.as_str(), found[0].title.as_str()),
-            ("project-record/kite.md", "Project Kite")
+            ("project-record:kite.md", "Project Kite")
         );
         assert!(
             adapter

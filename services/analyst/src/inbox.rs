@@ -21,12 +21,65 @@ pub async fn handle_message(store: &Store, queue: &str, message: &Message) -> Ha
     }
 }
 
+/// Records a batch of messages from `queue` in one transaction. Returns one outcome per message,
+/// in order, and the messages recorded for the first time (whose effect is still to run).
+/// Bodies that can never be processed are rejected with the reason; if the store fails, every
+/// message of the batch is retried.
+pub async fn record_batch(
+    store: &Store,
+    queue: &str,
+    messages: &[Message],
+) -> (Vec<Handled>, Vec<Message>) {
+    let mut outcomes = Vec::with_capacity(messages.len());
+    let mut valid = Vec::new();
+    for message in messages {
+        match parse_body(&message.body) {
+            Ok(body) => {
+                valid.push((message.id.clone(), body));
+                outcomes.push(Handled::Done);
+            }
+            Err(reason) => outcomes.push(Handled::Reject(reason)),
+        }
+    }
+    match store
+        .record_inbox_batch(queue, &valid, chrono::Utc::now())
+        .await
+    {
+        Ok(fresh) => {
+            let fresh: std::collections::HashSet<String> = fresh.into_iter().collect();
+            let mut new = Vec::new();
+            for message in messages {
+                // A message id repeated inside one batch runs once.
+                if fresh.contains(&message.id) && !new.iter().any(|m: &Message| m.id == message.id)
+                {
+                    new.push(message.clone());
+                }
+            }
+            (outcomes, new)
+        }
+        Err(err) => {
+            let reason = format!("record messages: {err}");
+            let outcomes = outcomes
+                .into_iter()
+                .map(|outcome| match outcome {
+                    Handled::Done => Handled::Retry(reason.clone()),
+                    rejected => rejected,
+                })
+                .collect();
+            (outcomes, Vec::new())
+        }
+    }
+}
+
 fn parse_body(body: &[u8]) -> Result<String, String> {
     let text = std::str::from_utf8(body).map_err(|err| format!("body is not UTF-8: {err}"))?;
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(_)) => Ok(text.to_owned()),
-        Ok(_) => Err("body is JSON but not an object".to_owned()),
+    // Checked without building the value: only its shape matters here.
+    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
         Err(err) => Err(format!("body is not JSON: {err}")),
+        Ok(_) if !text.trim_start().starts_with('{') => {
+            Err("body is JSON but not an object".to_owned())
+        }
+        Ok(_) => Ok(text.to_owned()),
     }
 }
 

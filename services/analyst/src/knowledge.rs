@@ -72,6 +72,44 @@ impl KnowledgeWriter {
             })
     }
 
+    /// Tenants whose knowledge this writer holds.
+    pub async fn tenants(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tenants.lock().await.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Runs `read` over the tenant's current knowledge (loaded if not cached or out of date);
+    /// `None` when the tenant has no ontology yet.
+    pub async fn read<T>(
+        &self,
+        tenant: &str,
+        read: impl FnOnce(&Ontology, &Graph, &[PageVersion]) -> T,
+    ) -> Result<Option<T>, String> {
+        let mut tenants = self.tenants.lock().await;
+        let stored_version = self
+            .store
+            .knowledge_version(tenant)
+            .await
+            .map_err(|err| err.to_string())?;
+        let cached = tenants
+            .get(tenant)
+            .is_some_and(|k| k.version == stored_version);
+        if !cached {
+            let loaded = self.load(tenant).await.map_err(|refusal| match refusal {
+                Refusal::Invalid(reason) | Refusal::Passing(reason) => reason,
+            })?;
+            tenants.insert(tenant.to_owned(), loaded);
+        }
+        let Some(knowledge) = tenants.get(tenant) else {
+            return Ok(None);
+        };
+        Ok(knowledge
+            .ontology
+            .as_ref()
+            .map(|ontology| read(ontology, &knowledge.graph, &knowledge.pages)))
+    }
+
     /// Handles one message of the events queue.
     pub async fn handle(&self, message: &Message) -> Handled {
         let envelope = match EventEnvelope::parse(&message.body) {
@@ -86,6 +124,9 @@ impl KnowledgeWriter {
                 return Handled::Reject(reason);
             }
         };
+        if let Some(handled) = crate::org::handle(&self.store, &envelope, Some(message)).await {
+            return handled;
+        }
         match self.apply(&envelope, Some(message)).await {
             Ok(()) => Handled::Done,
             Err(Refusal::Passing(reason)) => Handled::Retry(reason),
@@ -299,6 +340,12 @@ fn step(
             (mode, report)
         }
         Event::OntologySet { .. } => return Ok(()),
+        org => {
+            return Err(Refusal::Invalid(format!(
+                "{} is applied by the org writer",
+                org.kind()
+            )));
+        }
     };
     let report = MaintenanceReport {
         graph_writes: changes.writes,

@@ -1,18 +1,26 @@
-//! The analyst service: the one writer of knowledge, and the review queue.
+//! The analyst service: the one writer of knowledge, the healer, the statistical supervisor and
+//! the review queue with its dashboard.
 //!
-//! Owns the `AnalystService` gRPC edge and the consumers of the analyst's queues. Every message
+//! Owns the `AnalystService` gRPC edge, the dashboard and metrics on HTTP, and the consumers of
+//! the analyst's queues. Every message
 //! it takes from the queue is recorded durably (idempotently, by message id) before it is
 //! acknowledged; a message that can never be processed goes to the dead-letter queue with the
 //! reason. It must never acknowledge a message it has not recorded.
 
+pub mod dashboard;
 pub mod heal;
 mod inbox;
 pub mod knowledge;
+mod org;
 mod patterns;
+pub mod review;
+pub mod supervise;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use ontoloop_core::{DomainError, ServiceKind, topics};
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
@@ -22,38 +30,53 @@ use ontoloop_proto::v1::{
     NextReviewResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
-use ontoloop_runtime::{Context, ServiceRouter};
+use ontoloop_runtime::{Context, Listeners, Scrape, ServiceRouter};
 use ontoloop_settings::Settings;
-use tokio::net::TcpListener;
+use ontoloop_store::UpdateRecord;
 use tonic::{Request, Response, Status};
 
 pub use inbox::handle_message;
 
+use crate::review::{Decision, ReviewError, Reviews};
+
+/// Signals recorded per store transaction at most.
+const SIGNAL_BATCH: usize = 256;
+
+/// How often the HR records of tenants changed elsewhere are loaded ahead of their next event.
+const ORG_WARM_EVERY: Duration = Duration::from_secs(1);
+
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let ctx = Context::connect(settings).await?;
-    serve(listener, ctx, shutdown).await
+    serve(listeners, ctx, shutdown).await
 }
 
-/// Serves with an existing context (shared with other services by `ontoloop up`). On shutdown
-/// the gRPC server stops taking calls and the consumers finish the message in hand; messages
-/// they had not started go back to the queue.
+/// Serves with an existing context (shared with other services by `ontoloop up`): gRPC, and on
+/// HTTP the review dashboard and metrics. On shutdown the servers stop taking calls and the
+/// consumers finish the messages in hand; messages they had not started go back to the queue.
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Listeners,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let cancel = ontoloop_runtime::cancel_on(shutdown);
-    let mut consumers = Vec::new();
     let writer = knowledge::KnowledgeWriter::new(ctx.store.clone());
-    let healer = heal::Healer::new(ctx.clone(), writer.clone());
+    let supervision = supervise::Supervision::load(ctx.store.clone(), &ctx.settings.supervisor)
+        .await
+        .context("load the supervisor's learned rates")?;
+    let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
+    let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
+    // Approvals a crash interrupted between decision and apply are finished first.
+    reviews.recover().await;
+    let mut consumers = Vec::new();
     {
         let token = cancel.clone();
         let shared = ctx.queue.clone();
+        let writer = writer.clone();
         consumers.push(tokio::spawn(async move {
             ontoloop_runtime::run_consumer(
                 shared,
@@ -73,30 +96,49 @@ pub async fn serve(
         let token = cancel.clone();
         let shared = ctx.queue.clone();
         consumers.push(tokio::spawn(async move {
-            ontoloop_runtime::run_consumer(
+            ontoloop_runtime::run_batch_consumer(
                 shared,
                 topics::SIGNALS,
                 token,
-                |message, _redelivered| {
+                SIGNAL_BATCH,
+                |messages| {
                     let store = store.clone();
-                    let message = message.clone();
                     let healer = healer.clone();
                     async move {
-                        let handled = handle_message(&store, topics::SIGNALS, &message).await;
-                        if handled == ontoloop_runtime::Handled::Done {
-                            healer.on_signal(&message).await;
+                        let (outcomes, fresh) =
+                            inbox::record_batch(&store, topics::SIGNALS, &messages).await;
+                        for message in fresh {
+                            healer.on_signal(&message.body).await;
                         }
-                        handled
+                        outcomes
                     }
                 },
             )
             .await
         }));
     }
-    let service = AnalystServiceServer::new(Analyst { ctx: ctx.clone() });
-    let served = ontoloop_runtime::serve(
-        listener,
+    {
+        // HR records stay loaded, so the first HR event after a bulk load applies at once.
+        let store = ctx.store.clone();
+        let token = cancel.clone();
+        consumers.push(tokio::spawn(async move {
+            loop {
+                org::warm(&store).await;
+                tokio::select! {
+                    () = token.cancelled() => return Ok(0),
+                    () = tokio::time::sleep(ORG_WARM_EVERY) => {}
+                }
+            }
+        }));
+    }
+    let service = AnalystServiceServer::new(Analyst {
+        ctx: ctx.clone(),
+        reviews: reviews.clone(),
+    });
+    let served = ontoloop_runtime::serve_service(
+        listeners,
         ServiceRouter::new(ServiceKind::Analyst, service),
+        dashboard::router(ctx.clone(), reviews, writer),
         cancel.clone().cancelled_owned(),
     )
     .await;
@@ -117,8 +159,111 @@ pub async fn serve(
     served
 }
 
+/// The analyst's gauges, computed when scraped: review queue depth, the share of applied
+/// updates that needed no human, and freshness by region of the tenants this process holds.
+pub fn scrape(ctx: Context, writer: knowledge::KnowledgeWriter) -> Scrape {
+    Arc::new(move || {
+        let ctx = ctx.clone();
+        let writer = writer.clone();
+        Box::pin(async move {
+            let registry = ontoloop_observability::metrics::Registry::default();
+            match ctx.store.update_counts().await {
+                Ok(counts) => {
+                    registry.set(
+                        "ontoloop_analyst_review_queue_depth",
+                        "Updates waiting for a reviewer.",
+                        &[],
+                        counts.pending as f64,
+                    );
+                    let applied = counts.auto_applied + counts.reviewed_applied;
+                    registry.set(
+                        "ontoloop_analyst_updates_without_human_ratio",
+                        "Share of applied updates that no human reviewed.",
+                        &[],
+                        if applied == 0 {
+                            0.0
+                        } else {
+                            counts.auto_applied as f64 / applied as f64
+                        },
+                    );
+                }
+                Err(err) => tracing::warn!(error = %err, "cannot count updates for metrics"),
+            }
+            for tenant in writer.tenants().await {
+                if let Ok(regions) = dashboard::regions(&writer, &tenant).await {
+                    for region in regions {
+                        let fresh = if region.facts == 0 {
+                            1.0
+                        } else {
+                            (region.facts - region.stale) as f64 / region.facts as f64
+                        };
+                        registry.set(
+                            "ontoloop_analyst_region_fresh_ratio",
+                            "Share of a region's facts whose page has not changed since read.",
+                            &[("tenant", &tenant), ("region", &region.region)],
+                            fresh,
+                        );
+                    }
+                }
+                if let Ok(found) = patterns::patterns(&ctx, &tenant, chrono::Utc::now()).await {
+                    registry.set(
+                        "ontoloop_analyst_patterns",
+                        "Signal patterns in the window.",
+                        &[("tenant", &tenant)],
+                        found.len() as f64,
+                    );
+                }
+            }
+            registry.render("ontoloop_analyst_")
+        })
+    })
+}
+
+fn review_status(err: ReviewError) -> Status {
+    match err {
+        ReviewError::NotFound(id) => status_from(DomainError::new(
+            ontoloop_core::ErrorCode::NotFound,
+            format!("no update {id} in this tenant"),
+        )),
+        ReviewError::Invalid { field, reason } => status_from(DomainError::invalid(field, reason)),
+        ReviewError::Unavailable(reason) => Status::unavailable(reason),
+    }
+}
+
+fn update_to_wire(update: UpdateRecord) -> v1::ProposedUpdate {
+    v1::ProposedUpdate {
+        id: update.id,
+        pattern_id: update.pattern_id,
+        entity: update.entity,
+        predicate: update.predicate,
+        before: update.before,
+        after: update.after,
+        confidence: update.confidence,
+        confidence_variance: update.confidence_variance,
+        impact_radius: update.impact_radius,
+        domain: update.domain,
+        sources: update
+            .sources
+            .into_iter()
+            .map(|s| v1::Evidence {
+                source_id: s.source_id,
+                source_version: s.version,
+                excerpt: s.title,
+                origin: update.source.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        priority: update.priority,
+        created_at: Some(ontoloop_proto::convert::timestamp(update.created_at)),
+        affected_queries: update.affected_queries,
+        reason: update.reason,
+        status: update.status,
+    }
+}
+
 struct Analyst {
     ctx: Context,
+    reviews: Reviews,
 }
 
 #[tonic::async_trait]
@@ -127,20 +272,53 @@ impl AnalystService for Analyst {
         &self,
         request: Request<NextReviewRequest>,
     ) -> Result<Response<NextReviewResponse>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "NextReview needs the statistical supervisor and the review queue (issue #5)",
-        )))
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        let update = self
+            .ctx
+            .store
+            .next_review(caller.tenant(), &request.expertise)
+            .await
+            .map_err(|err| Status::unavailable(format!("read the review queue: {err}")))?;
+        Ok(Response::new(NextReviewResponse {
+            update: update.map(update_to_wire),
+        }))
     }
 
     async fn decide(
         &self,
         request: Request<DecideRequest>,
     ) -> Result<Response<DecideResponse>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "Decide needs the statistical supervisor and the review queue (issue #5)",
-        )))
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        let decision = match v1::Decision::try_from(request.decision) {
+            Ok(v1::Decision::Approve) => Decision::Approve,
+            Ok(v1::Decision::Reject) => Decision::Reject,
+            Ok(v1::Decision::Modify) => Decision::Modify,
+            Ok(v1::Decision::Defer) => Decision::Defer,
+            Ok(v1::Decision::Unspecified) | Err(_) => {
+                return Err(status_from(DomainError::invalid(
+                    "decision",
+                    "must be approve, reject, modify or defer",
+                )));
+            }
+        };
+        let decided = self
+            .reviews
+            .decide(
+                caller.tenant(),
+                caller.principal(),
+                &request.update_id,
+                decision,
+                &request.new_value,
+                &request.note,
+            )
+            .await
+            .map_err(review_status)?;
+        Ok(Response::new(DecideResponse {
+            applied: decided.applied,
+            already_decided: decided.already_decided,
+        }))
     }
 
     async fn list_maintenance_runs(
@@ -179,7 +357,7 @@ impl AnalystService for Analyst {
     ) -> Result<Response<ListPatternsResponse>, Status> {
         let request = request.into_inner();
         let caller = caller_from(request.caller)?;
-        let found = patterns::patterns(&self.ctx, caller.tenant(), chrono::Utc::now())
+        let found = patterns::with_status(&self.ctx, caller.tenant(), chrono::Utc::now())
             .await
             .map_err(|err| Status::unavailable(format!("read recorded signals: {err}")))?;
         let limit = if request.limit == 0 {
@@ -191,16 +369,18 @@ impl AnalystService for Analyst {
             patterns: found
                 .into_iter()
                 .take(limit)
-                .map(|p| v1::Pattern {
+                .map(|(p, status)| v1::Pattern {
                     id: format!("{}:{}", p.kind.name(), p.key),
                     kind: p.kind.name().to_owned(),
                     key: p.key,
                     signal_count: p.signals,
                     agent_count: p.agents,
                     severity: v1::Severity::from(p.severity) as i32,
-                    status: "open".to_owned(),
+                    status: status.status,
                     first_seen: Some(ontoloop_proto::convert::timestamp(p.first_seen)),
                     last_seen: Some(ontoloop_proto::convert::timestamp(p.last_seen)),
+                    action: status.action,
+                    signal_to_heal_ms: status.signal_to_heal_ms.unwrap_or_default(),
                 })
                 .collect(),
         }))

@@ -1,10 +1,13 @@
 //! The patterns page of the loop: the signals the analyst recorded in the sliding window, grouped
-//! into patterns. Healing them is not built yet; every pattern is reported `open`.
+//! into patterns; their status (healed, proposed, open) is what the healer recorded.
+
+use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
 use ontoloop_core::patterns::{ObservedSignal, Pattern, PatternKind, cluster};
-use ontoloop_core::{SignalType, topics};
+use ontoloop_core::{Severity, SignalType, topics};
 use ontoloop_runtime::Context;
+use ontoloop_store::PatternStatus;
 
 /// The tenant's patterns over the configured window, most severe first.
 pub async fn patterns(
@@ -19,7 +22,7 @@ pub async fn patterns(
     let signals: Vec<ObservedSignal> = recorded
         .iter()
         .filter_map(|m| {
-            let (owner, mut signal) = parse_signal(m.body.as_bytes())?;
+            let (owner, mut signal, _) = parse_signal(m.body.as_bytes())?;
             if signal.at == DateTime::<Utc>::MIN_UTC {
                 signal.at = m.received_at;
             }
@@ -30,38 +33,95 @@ pub async fn patterns(
     Ok(cluster(&signals, &thresholds))
 }
 
+/// The tenant's patterns with the status the healer recorded (`open` when it recorded none).
+pub async fn with_status(
+    ctx: &Context,
+    tenant: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Pattern, PatternStatus)>, ontoloop_store::StoreError> {
+    let found = patterns(ctx, tenant, now).await?;
+    let statuses = ctx.store.pattern_statuses(tenant).await?;
+    Ok(found
+        .into_iter()
+        .map(|p| {
+            let status = statuses
+                .iter()
+                .find(|s| s.kind == p.kind.name() && s.key == p.key)
+                .cloned()
+                .unwrap_or_else(|| PatternStatus {
+                    kind: p.kind.name().to_owned(),
+                    key: p.key.clone(),
+                    status: "open".to_owned(),
+                    action: String::new(),
+                    signal_to_heal_ms: None,
+                });
+            (p, status)
+        })
+        .collect())
+}
+
 /// A signal message's tenant and content, if the body is one. The subject is what the pattern
 /// kind is about: the relationship for a missing relationship, the sector for a stale sector,
-/// else the entity (each falling back to the others). A body without a time gets `MIN_UTC`.
-pub fn parse_signal(body: &[u8]) -> Option<(String, ObservedSignal)> {
-    let body: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let tenant = body.get("tenant")?.as_str()?.to_owned();
-    let kind = SignalType::from_name(body.get("type")?.as_str()?)?;
-    let field = |name: &str| {
-        body.get(name)
-            .and_then(|v| v.as_str())
+/// else the entity (each falling back to the others). A body without a time gets `MIN_UTC`; one
+/// without the severity the intake computed counts as low.
+pub fn parse_signal(body: &[u8]) -> Option<(String, ObservedSignal, Severity)> {
+    let body: SignalBody<'_> = serde_json::from_slice(body).ok()?;
+    let kind = SignalType::from_name(&body.kind)?;
+    let field = |value: &Option<Cow<'_, str>>| {
+        value
+            .as_deref()
             .map(str::trim)
             .filter(|v| !v.is_empty())
+            .map(str::to_owned)
     };
-    let order: [&str; 3] = match PatternKind::of(kind) {
-        PatternKind::MissingRelationshipType => ["relationship", "entity", "sector"],
-        PatternKind::StaleSector => ["sector", "entity", "relationship"],
+    let (entity, relationship, sector) = (
+        field(&body.entity),
+        field(&body.relationship),
+        field(&body.sector),
+    );
+    let subject = match PatternKind::of(kind) {
+        PatternKind::MissingRelationshipType => relationship.or(entity).or(sector),
+        PatternKind::StaleSector => sector.or(entity).or(relationship),
         PatternKind::MissingEntity | PatternKind::Contradiction => {
-            ["entity", "relationship", "sector"]
+            entity.or(relationship).or(sector)
         }
-    };
-    let subject = order.iter().find_map(|name| field(name))?.to_owned();
-    let agent = field("agent_id").unwrap_or("unknown").to_owned();
-    let at = field("at")
-        .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
+    }?;
+    let agent = field(&body.agent_id).unwrap_or_else(|| "unknown".to_owned());
+    let at = field(&body.at)
+        .and_then(|at| DateTime::parse_from_rfc3339(&at).ok())
         .map_or(DateTime::<Utc>::MIN_UTC, |at| at.with_timezone(&Utc));
+    let severity = field(&body.severity)
+        .and_then(|s| Severity::from_name(&s))
+        .unwrap_or(Severity::Low);
     Some((
-        tenant,
+        body.tenant.into_owned(),
         ObservedSignal {
             kind,
             subject,
             agent,
             at,
         },
+        severity,
     ))
+}
+
+/// The fields of a signal message the analyst reads; the rest are ignored.
+#[derive(serde::Deserialize)]
+struct SignalBody<'a> {
+    #[serde(borrow)]
+    tenant: Cow<'a, str>,
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    entity: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    relationship: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    sector: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    agent_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    at: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    severity: Option<Cow<'a, str>>,
 }

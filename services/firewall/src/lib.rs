@@ -14,34 +14,34 @@ use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1::firewall_service_server::{FirewallService, FirewallServiceServer};
 use ontoloop_proto::v1::{ValidateRequest, ValidateResponse};
 use ontoloop_readmodel::Snapshots;
-use ontoloop_runtime::{Context, ServiceRouter};
+use ontoloop_runtime::{Context, Listeners, ServiceRouter};
 use ontoloop_settings::Settings;
-use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
 pub use validate::Validator;
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let ctx = Context::connect(settings).await?;
-    serve(listener, ctx, shutdown).await
+    serve(listeners, ctx, shutdown).await
 }
 
 /// Serves with an existing context (shared with other services by `ontoloop up`).
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Listeners,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let validator = Validator::new(ctx.clone(), Snapshots::new(ctx.store.clone()))?;
     let service = FirewallServiceServer::new(Firewall { validator });
-    ontoloop_runtime::serve(
-        listener,
+    ontoloop_runtime::serve_service(
+        listeners,
         ServiceRouter::new(ServiceKind::Firewall, service),
+        ontoloop_runtime::metrics_router("ontoloop_firewall_", None),
         shutdown,
     )
     .await
@@ -58,6 +58,24 @@ impl FirewallService for Firewall {
         request: Request<ValidateRequest>,
     ) -> Result<Response<ValidateResponse>, Status> {
         let response = self.validator.validate(request.into_inner()).await?;
+        let metrics = ontoloop_observability::metrics::global();
+        let blocked = response
+            .verdicts
+            .iter()
+            .filter(|c| c.verdict == ontoloop_proto::v1::Verdict::Block as i32)
+            .count();
+        metrics.add(
+            "ontoloop_firewall_claims_total",
+            "Claims validated.",
+            &[],
+            response.verdicts.len() as f64,
+        );
+        metrics.add(
+            "ontoloop_firewall_claims_blocked_total",
+            "Claims blocked; the block rate is this over ontoloop_firewall_claims_total.",
+            &[],
+            blocked as f64,
+        );
         Ok(Response::new(response))
     }
 }

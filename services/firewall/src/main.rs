@@ -4,6 +4,6 @@ use ontoloop_core::ServiceKind;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (settings, listener) = ontoloop_runtime::start(ServiceKind::Firewall).await?;
-    ontoloop_firewall::run(listener, settings, ontoloop_runtime::shutdown_signal()).await
+    let (settings, listeners) = ontoloop_runtime::start(ServiceKind::Firewall).await?;
+    ontoloop_firewall::run(listeners, settings, ontoloop_runtime::shutdown_signal()).await
 }

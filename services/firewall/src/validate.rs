@@ -5,11 +5,10 @@ use ontoloop_core::knowledge::firewall::{
     ClaimToCheck, FirewallPolicy, FirewallView, Reason, ReasonCode, Risk, Triple, check_answer,
 };
 use ontoloop_core::knowledge::{Claim, Ontology, split_sentences};
-use ontoloop_core::{Caller, DomainError, topics};
+use ontoloop_core::{Caller, DomainError};
 use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
 use ontoloop_proto::{caller_from, status_from};
-use ontoloop_queue::Message;
 use ontoloop_readmodel::Snapshots;
 use ontoloop_runtime::Context;
 use tonic::Status;
@@ -215,23 +214,29 @@ impl Validator {
             let Some(kind) = claim.reasons.iter().find_map(|r| signal_type(r.code)) else {
                 continue;
             };
-            let body = serde_json::json!({
-                "tenant": caller.tenant(),
-                "type": kind,
-                "query": claim.sentence,
-                "entity": claim.claim.subject,
-                "relationship": claim.claim.predicate,
-                "agent_id": format!("firewall:{}", caller.principal()),
-                "detail": claim.reasons.iter().map(|r| r.code.name()).collect::<Vec<_>>().join(","),
-                "at": chrono::Utc::now(),
-            });
-            if let Err(err) = self
-                .ctx
-                .queue
-                .publish(topics::SIGNALS, Message::new(body.to_string()))
-                .await
-            {
-                tracing::warn!(error = %err, "cannot publish firewall signal");
+            let Some(kind) = ontoloop_core::SignalType::from_name(kind) else {
+                continue;
+            };
+            let report = ontoloop_runtime::signals::SignalReport {
+                tenant: caller.tenant().to_owned(),
+                reporter: "firewall".to_owned(),
+                kind,
+                query: claim.sentence.clone(),
+                entity: claim.claim.subject.clone(),
+                relationship: claim.claim.predicate.clone(),
+                sector: String::new(),
+                agent_id: format!("firewall:{}", caller.principal()),
+                idempotency_key: ontoloop_queue::new_message_id(),
+                detail: claim
+                    .reasons
+                    .iter()
+                    .map(|r| r.code.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                at: chrono::Utc::now(),
+            };
+            if let Err(err) = ontoloop_runtime::signals::report_signal(&self.ctx, &report).await {
+                tracing::warn!(error = %err, "cannot report a firewall signal");
             }
         }
     }

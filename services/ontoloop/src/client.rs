@@ -138,6 +138,77 @@ pub fn event(
         Event::GraphMaintain { mode } => {
             Kind::GraphMaintain(v1::GraphMaintain { mode: mode.clone() })
         }
+        Event::EmployeeHired(person) => Kind::Hr(v1::HrEvent {
+            r#type: v1::HrEventType::EmployeeHired as i32,
+            person_id: person.id.clone(),
+            name: person.name.clone(),
+            team: person.team.clone(),
+            role: person.role.clone(),
+            manager_id: person.manager.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+        Event::EmployeeTransferred {
+            person,
+            team,
+            manager,
+            role,
+        } => Kind::Hr(v1::HrEvent {
+            r#type: v1::HrEventType::EmployeeTransferred as i32,
+            person_id: person.clone(),
+            team: team.clone(),
+            role: role.clone().unwrap_or_default(),
+            manager_id: manager.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+        Event::EmployeeTerminated { person } => Kind::Hr(v1::HrEvent {
+            r#type: v1::HrEventType::EmployeeTerminated as i32,
+            person_id: person.clone(),
+            ..Default::default()
+        }),
+        Event::OrgRestructure {
+            teams,
+            moves,
+            dissolve,
+        } => Kind::Hr(v1::HrEvent {
+            r#type: v1::HrEventType::OrgRestructure as i32,
+            teams: teams
+                .iter()
+                .map(|t| v1::HrTeam {
+                    id: t.id.clone(),
+                    name: t.name.clone(),
+                    parent: t.parent.clone().unwrap_or_default(),
+                })
+                .collect(),
+            moves: moves
+                .iter()
+                .map(|m| v1::HrMove {
+                    person_id: m.person.clone(),
+                    team: m.team.clone(),
+                    manager_id: m.manager.clone().unwrap_or_default(),
+                    role: m.role.clone().unwrap_or_default(),
+                })
+                .collect(),
+            dissolve: dissolve.clone(),
+            ..Default::default()
+        }),
+        Event::DocsPush {
+            changed_files,
+            contents,
+        } => Kind::DocsPush(v1::DocsPush {
+            changed_files: changed_files.clone(),
+            contents: contents.clone().into_iter().collect(),
+        }),
+        Event::ItemUpsert(item) => Kind::WorkItem(v1::WorkItemUpsert {
+            item_id: item.id.clone(),
+            title: item.title.clone(),
+            assignee: item.assignee.clone().unwrap_or_default(),
+            service: item.service.clone().unwrap_or_default(),
+            severity: item.severity.as_str().to_owned(),
+            scope: item.scope.as_str().to_owned(),
+            source_type: item.source.as_str().to_owned(),
+            created_at: item.created_at.map(ontoloop_proto::convert::timestamp),
+            acl: item.acl.clone(),
+        }),
     };
     v1::Event {
         caller: self::caller(caller),

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod client;
+pub mod org;
 pub mod show;
 pub mod status;
 pub mod up;

@@ -134,6 +134,51 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// "What is on my plate?": the caller's work items ranked through the dimensional filters,
+    /// with the candidates left after each dimension and why each item is there.
+    Plate {
+        /// Who asks, as TENANT/PRINCIPAL (the principal is a person id of the organisation).
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// Most items to show (default: the `plate.limit` setting).
+        #[arg(long, default_value_t = 0)]
+        limit: u32,
+        /// Rank as of this instant (RFC 3339) instead of now.
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate an organisation (people in teams, services with owners and dependencies, work
+    /// items) with a seeded generator and load it into the configured store, replacing what its
+    /// tenants (`tenant-0`, ...) had.
+    GenOrg {
+        /// People over all tenants.
+        #[arg(long, default_value_t = 10_000)]
+        people: usize,
+        /// Work items over all tenants.
+        #[arg(long, default_value_t = 100_000)]
+        items: usize,
+        /// Services over all tenants (default: one per ten people).
+        #[arg(long)]
+        services: Option<usize>,
+        /// Tenants.
+        #[arg(long, default_value_t = 1)]
+        tenants: usize,
+        /// Seed of the generator (the same seed gives the same organisation).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Store URL (sets store.url).
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Work through the review queue of the statistical supervisor.
+    #[command(subcommand)]
+    Review(ReviewCommand),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -146,7 +191,73 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+enum ReviewCommand {
+    /// Show the next update to review: your expertise domains first, then priority, then age.
+    Next {
+        /// The reviewer, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// A domain you are expert in (repeatable), for example financial.
+        #[arg(long = "expertise", value_name = "DOMAIN")]
+        expertise: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decide an update: approve, reject, modify (with --value) or defer.
+    Decide {
+        /// The update id (from `review next`).
+        update: String,
+        /// approve, reject, modify or defer.
+        decision: String,
+        /// The reviewer, as TENANT/PRINCIPAL.
+        #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+        caller: String,
+        /// The value to apply instead (modify).
+        #[arg(long, default_value = "")]
+        value: String,
+        /// A note kept with the decision.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum BenchCommand {
+    /// Plate over loopback gRPC on a generated world against the oracle, with latency,
+    /// throughput, peak memory, org-graph rebuild time, event-to-visible latency and a BM25
+    /// baseline; prints {"oracle_mismatches","p50_ms","p99_ms","qps","peak_rss_mb","rebuild_ms",
+    /// "precision","baseline_precision",...} with --json.
+    Plate {
+        /// People in the generated world.
+        #[arg(long, default_value_t = 10_000)]
+        people: usize,
+        /// Work items in the generated world.
+        #[arg(long, default_value_t = 100_000)]
+        items: usize,
+        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Publish N failure signals to RabbitMQ and time them into the analyst's store end to end;
+    /// prints {"signals","per_second","lost","duplicated"} with --json.
+    Signals {
+        /// Signals to publish.
+        #[arg(long, default_value_t = 100_000)]
+        signals: u64,
+        /// RabbitMQ URL (sets queue.url; the benchmark needs RabbitMQ).
+        #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+        amqp_url: String,
+        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate a labelled claim set generated from a world (confusion table) and time
     /// ten-claim answers in process and over loopback gRPC.
     Firewall {
@@ -419,6 +530,195 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 .into_inner()
                 .patterns;
             ontoloop::show::print_patterns(&patterns, json);
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Plate {
+            caller,
+            limit,
+            as_of,
+            json,
+        } => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let as_of = match as_of {
+                Some(text) => Some(ontoloop_proto::convert::timestamp(
+                    chrono::DateTime::parse_from_rfc3339(&text)
+                        .with_context(|| format!("--as-of {text:?}: expected RFC 3339"))?
+                        .with_timezone(&chrono::Utc),
+                )),
+                None => None,
+            };
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let plate = clients
+                .retrieval
+                .plate(ontoloop_proto::v1::PlateRequest {
+                    caller: ontoloop::client::caller(&caller),
+                    limit,
+                    as_of,
+                })
+                .await
+                .map_err(|status| {
+                    anyhow::anyhow!("plate: {}: {}", status.code(), status.message())
+                })?
+                .into_inner();
+            ontoloop::org::print_plate(&plate, json)?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::GenOrg {
+            people,
+            items,
+            services,
+            tenants,
+            seed,
+            database_url,
+            json,
+        } => {
+            let settings =
+                load_settings(cli.config.as_ref(), &[("store.url", database_url.as_ref())])?;
+            let spec = ontoloop::org::GenSpec {
+                people,
+                items,
+                services: services.unwrap_or((people / 10).max(1)),
+                tenants: tenants.max(1),
+                seed,
+            };
+            let report = ontoloop::org::gen_org(&settings, &spec).await?;
+            ontoloop::org::print_gen(&report, json)?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Review(ReviewCommand::Next {
+            caller,
+            expertise,
+            json,
+        }) => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let next = clients
+                .analyst
+                .next_review(ontoloop_proto::v1::NextReviewRequest {
+                    caller: ontoloop::client::caller(&caller),
+                    expertise,
+                })
+                .await
+                .map_err(|status| {
+                    anyhow::anyhow!("review next: {}: {}", status.code(), status.message())
+                })?
+                .into_inner();
+            ontoloop::show::print_update(next.update.as_ref(), json);
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Review(ReviewCommand::Decide {
+            update,
+            decision,
+            caller,
+            value,
+            note,
+        }) => {
+            let settings = load_settings(cli.config.as_ref(), &[])?;
+            let caller = ontoloop_core::Caller::parse(&caller)?;
+            let wire = ontoloop_proto::v1::Decision::from_str_name(&format!(
+                "DECISION_{}",
+                decision.to_uppercase()
+            ))
+            .filter(|d| *d != ontoloop_proto::v1::Decision::Unspecified)
+            .with_context(|| {
+                format!("decision {decision:?}: use approve, reject, modify or defer")
+            })?;
+            let mut clients = ontoloop::client::Clients::from_settings(&settings).await?;
+            let outcome = clients
+                .analyst
+                .decide(ontoloop_proto::v1::DecideRequest {
+                    caller: ontoloop::client::caller(&caller),
+                    update_id: update.clone(),
+                    decision: wire as i32,
+                    new_value: value,
+                    note,
+                })
+                .await
+                .map_err(|status| {
+                    anyhow::anyhow!("review decide: {}: {}", status.code(), status.message())
+                })?
+                .into_inner();
+            if outcome.already_decided {
+                println!("{update} was already decided; nothing changed");
+            } else if outcome.applied {
+                println!("{update}: {decision} recorded and applied to the graph");
+            } else {
+                println!("{update}: {decision} recorded");
+            }
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Signals {
+            signals,
+            amqp_url,
+            database_url,
+            json,
+        }) => {
+            let dir = tempfile::tempdir().context("create a temporary directory")?;
+            let store = database_url
+                .unwrap_or_else(|| format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()));
+            let settings = load_settings(
+                cli.config.as_ref(),
+                &[("queue.url", Some(&amqp_url)), ("store.url", Some(&store))],
+            )?;
+            let report = ontoloop::bench::signals::run(settings, signals).await?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!("signals   per second   lost   duplicated");
+                println!(
+                    "{:>7}   {:>10.0}   {:>4}   {:>10}",
+                    report.signals, report.per_second, report.lost, report.duplicated
+                );
+            }
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Plate {
+            people,
+            items,
+            database_url,
+            json,
+        }) => {
+            let dir = tempfile::tempdir().context("create a temporary directory")?;
+            let store = database_url
+                .unwrap_or_else(|| format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()));
+            let memory = "memory".to_owned();
+            let settings = load_settings(
+                cli.config.as_ref(),
+                &[("store.url", Some(&store)), ("queue.url", Some(&memory))],
+            )?;
+            let report = ontoloop::bench::plate::run(settings, people, items).await?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!(
+                    "plate on {} people / {} items, {} callers",
+                    report.people, report.items, report.callers
+                );
+                println!(
+                    "  oracle mismatches {}  p50 {:.3} ms  p99 {:.3} ms  {:.0} plates/s  peak RSS {:.0} MiB",
+                    report.oracle_mismatches,
+                    report.p50_ms,
+                    report.p99_ms,
+                    report.qps,
+                    report.peak_rss_mb
+                );
+                for (people, ms) in &report.rebuild_ms {
+                    println!("  org graph rebuild at {people} people: {ms:.1} ms");
+                }
+                println!(
+                    "  first load {:.0} ms; employee.transferred visible after {:.1} ms (median of {}, slowest {:.1} ms)",
+                    report.load_ms,
+                    report.event_to_visible_ms,
+                    ontoloop::bench::plate::TRANSFERS,
+                    report.event_to_visible_max_ms
+                );
+                println!(
+                    "  precision vs oracle: plate {:.3}, BM25 baseline {:.3}",
+                    report.precision, report.baseline_precision
+                );
+            }
             Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::Firewall {

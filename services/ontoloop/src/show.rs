@@ -264,6 +264,55 @@ pub async fn bench_firewall(
 }
 
 /// Prints patterns, most severe first.
+/// Prints one proposed update (`review next`), or that the queue is empty.
+pub fn print_update(update: Option<&v1::ProposedUpdate>, json: bool) {
+    let Some(u) = update else {
+        if json {
+            println!("{}", serde_json::json!({ "update": null }));
+        } else {
+            println!("the review queue is empty");
+        }
+        return;
+    };
+    let sources: Vec<&str> = u.sources.iter().map(|s| s.source_id.as_str()).collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "update": {
+                "id": u.id, "pattern_id": u.pattern_id, "entity": u.entity,
+                "predicate": u.predicate, "before": u.before, "after": u.after,
+                "confidence": u.confidence, "confidence_variance": u.confidence_variance,
+                "impact_radius": u.impact_radius, "domain": u.domain, "sources": sources,
+                "priority": u.priority, "affected_queries": u.affected_queries,
+                "reason": u.reason,
+            }})
+        );
+        return;
+    }
+    let before = if u.before.is_empty() {
+        "(new)"
+    } else {
+        u.before.as_str()
+    };
+    println!("{}  [{}; priority {:.2}]", u.id, u.reason, u.priority);
+    println!(
+        "  {} · {}: {} -> {}",
+        u.entity, u.predicate, before, u.after
+    );
+    println!(
+        "  confidence {:.2} ± {:.3} · domain {} · {} recent queries",
+        u.confidence, u.confidence_variance, u.domain, u.impact_radius
+    );
+    println!("  sources: {}", sources.join(", "));
+    for query in &u.affected_queries {
+        println!("  asked: {query}");
+    }
+    println!(
+        "decide with: ontoloop review decide {} approve|reject|modify --value V|defer --as TENANT/PRINCIPAL",
+        u.id
+    );
+}
+
 pub fn print_patterns(patterns: &[v1::Pattern], json: bool) {
     let severity = |p: &v1::Pattern| {
         v1::Severity::try_from(p.severity)
@@ -277,7 +326,7 @@ pub fn print_patterns(patterns: &[v1::Pattern], json: bool) {
     if json {
         let value: Vec<_> = patterns
             .iter()
-            .map(|p| serde_json::json!({"id": p.id, "kind": p.kind, "key": p.key, "signals": p.signal_count, "agents": p.agent_count, "severity": severity(p), "status": p.status}))
+            .map(|p| serde_json::json!({"id": p.id, "kind": p.kind, "key": p.key, "signals": p.signal_count, "agents": p.agent_count, "severity": severity(p), "status": p.status, "action": p.action, "signal_to_heal_ms": p.signal_to_heal_ms}))
             .collect();
         println!("{}", serde_json::json!({ "patterns": value }));
         return;
@@ -287,13 +336,14 @@ pub fn print_patterns(patterns: &[v1::Pattern], json: bool) {
     }
     for p in patterns {
         println!(
-            "{:<9} {:<26} {:<30} {:>4} signals from {:>3} agents  {}",
+            "{:<9} {:<26} {:<30} {:>4} signals from {:>3} agents  {} {}",
             severity(p),
             p.kind,
             p.key,
             p.signal_count,
             p.agent_count,
-            p.status
+            p.status,
+            p.action
         );
     }
 }

@@ -8,7 +8,7 @@ use ontoloop_core::ServiceKind;
 use ontoloop_runtime::Context;
 use ontoloop_settings::Settings;
 
-/// Binds every service at its configured address first (so a taken port fails before anything
+/// Binds every service at its configured addresses first (so a taken port fails before anything
 /// starts), then serves all four until `shutdown` resolves.
 pub async fn up(
     settings: Settings,
@@ -26,9 +26,18 @@ pub async fn up(
         ontoloop_store::redact(&ctx.settings.store.url),
         ontoloop_store::redact(&ctx.settings.queue.url)
     );
-    for (kind, listener) in &listeners {
-        let addr = listener.local_addr().context("read bound address")?;
-        println!("  {:<10} listening on {addr}", kind.name());
+    for (kind, bound) in &listeners {
+        let addr = bound.grpc.local_addr().context("read bound address")?;
+        let http = bound.http.local_addr().context("read bound address")?;
+        let extra = if *kind == ServiceKind::Analyst {
+            format!(" · dashboard http://{http}/")
+        } else {
+            String::new()
+        };
+        println!(
+            "  {:<10} listening on {addr} · metrics http://{http}/metrics{extra}",
+            kind.name()
+        );
     }
     println!("ready: `ontoloop status` from another shell; Ctrl-C stops everything");
     let store = ctx.store.clone();
@@ -47,7 +56,7 @@ pub async fn up(
 /// waits for every service to drain. One service failing stops the others: a partial system is
 /// worse than none. The system tests run this same function.
 pub async fn serve_all(
-    listeners: Vec<(ServiceKind, tokio::net::TcpListener)>,
+    listeners: Vec<(ServiceKind, ontoloop_runtime::Listeners)>,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
@@ -92,8 +101,10 @@ pub async fn serve_all(
 
 /// A system running inside this process on ephemeral loopback ports.
 pub struct Local {
-    /// Where each service listens.
+    /// Where each service listens for gRPC.
     pub addrs: Vec<(ServiceKind, std::net::SocketAddr)>,
+    /// Where each service listens for HTTP (metrics; the analyst's dashboard).
+    pub http_addrs: Vec<(ServiceKind, std::net::SocketAddr)>,
     /// The shared context.
     pub ctx: Context,
     cancel: tokio_util::sync::CancellationToken,
@@ -105,12 +116,14 @@ impl Local {
     pub async fn start(settings: Settings) -> anyhow::Result<Self> {
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
+        let mut http_addrs = Vec::new();
         for kind in ServiceKind::ALL {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            let bound = ontoloop_runtime::Listeners::loopback()
                 .await
-                .context("bind a loopback port")?;
-            addrs.push((kind, listener.local_addr()?));
-            listeners.push((kind, listener));
+                .context("bind loopback ports")?;
+            addrs.push((kind, bound.grpc.local_addr()?));
+            http_addrs.push((kind, bound.http.local_addr()?));
+            listeners.push((kind, bound));
         }
         let ctx = Context::connect(settings).await?;
         let cancel = tokio_util::sync::CancellationToken::new();
@@ -121,6 +134,7 @@ impl Local {
         ));
         Ok(Self {
             addrs,
+            http_addrs,
             ctx,
             cancel,
             task,

@@ -37,6 +37,13 @@ fn env_for(dir: &std::path::Path) -> Vec<(String, String)> {
             "ONTOLOOP__SERVICES__ANALYST_PORT".into(),
             free_port().to_string(),
         ),
+        (
+            "ONTOLOOP__SERVICES__HTTP_PORTS".into(),
+            (0..4)
+                .map(|_| free_port().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
     ]
 }
 

@@ -1,57 +1,91 @@
 //! The retrieval service: agents ask questions, look up facts and ask what is on their plate.
 //!
 //! Owns the `RetrievalService` gRPC edge and a per-tenant read model (graph, current pages, BM25
-//! index) reloaded whenever the tenant's knowledge version moves. It reads the store and
-//! publishes failure signals; it must never write facts (only the analyst does) and never ranks a
-//! candidate the caller may not read.
+//! index) reloaded whenever the tenant's knowledge version moves, and per tenant the ephemeral
+//! org, product and context graphs that answer Plate and org questions (`plate`). It reads the
+//! store and publishes failure signals; it must never write facts (only the analyst does) and
+//! never ranks a candidate the caller may not read.
+
+pub mod plate;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
+
+use anyhow::Context as _;
 
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView, answer as answer_with};
 use ontoloop_core::knowledge::question::{map_question, names_in_claims};
 use ontoloop_core::knowledge::{self, AnswerStatus, Finding};
-use ontoloop_core::{Caller, DomainError, ServiceKind, topics};
+use ontoloop_core::{Caller, DomainError, ServiceKind};
 use ontoloop_proto::convert::timestamp;
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
     self as pb, Answer, AskRequest, LookupRequest, PlateRequest, PlateResponse,
+    ProjectContextRequest, ProjectContextResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
-use ontoloop_queue::Message;
-use ontoloop_runtime::{Context, ServiceRouter};
+use ontoloop_runtime::{Context, Listeners, ServiceRouter};
 use ontoloop_settings::Settings;
-use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
 use ontoloop_readmodel::{Snapshot, SnapshotError, Snapshots};
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let ctx = Context::connect(settings).await?;
-    serve(listener, ctx, shutdown).await
+    serve(listeners, ctx, shutdown).await
 }
 
 /// Serves with an existing context (shared with other services by `ontoloop up`).
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Listeners,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let cancel = ontoloop_runtime::cancel_on(shutdown);
+    let plate_settings = plate::settings::plate_settings(&ctx.settings.plate)
+        .context("read the [plate] settings")?;
+    let views = Arc::new(plate::OrgViews::new(ctx.clone()));
+    let contexts = Arc::new(plate::context::Contexts::new(
+        plate::settings::context_settings(&ctx.settings.org),
+    ));
+    let background = [
+        {
+            let (views, cancel) = (Arc::clone(&views), cancel.clone());
+            tokio::spawn(async move { views.watch(cancel).await })
+        },
+        {
+            let (contexts, cancel) = (Arc::clone(&contexts), cancel.clone());
+            let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
+            tokio::spawn(async move { contexts.run_sweeper(every, cancel).await })
+        },
+    ];
     let service = RetrievalServiceServer::new(Retrieval {
         snapshots: Snapshots::new(ctx.store.clone()),
         ctx,
+        views,
+        contexts,
+        plate_settings,
     });
-    ontoloop_runtime::serve(
-        listener,
+    let served = ontoloop_runtime::serve_service(
+        listeners,
         ServiceRouter::new(ServiceKind::Retrieval, service),
-        shutdown,
+        ontoloop_runtime::metrics_router("ontoloop_retrieval_", None),
+        cancel.clone().cancelled_owned(),
     )
-    .await
+    .await;
+    cancel.cancel();
+    for task in background {
+        if let Err(err) = task.await {
+            tracing::error!(error = %err, "org graph task panicked");
+        }
+    }
+    served
 }
 
 /// Longest question accepted; a question is a sentence or two, not a document.
@@ -60,6 +94,9 @@ const MAX_QUESTION_BYTES: usize = 4096;
 struct Retrieval {
     ctx: Context,
     snapshots: Snapshots,
+    views: Arc<plate::OrgViews>,
+    contexts: Arc<plate::context::Contexts>,
+    plate_settings: ontoloop_org::PlateSettings,
 }
 
 /// A question in structured form, ready to answer.
@@ -70,6 +107,62 @@ struct Question {
 }
 
 impl Retrieval {
+    /// The tenant's org, product and item graphs; with `fresh`, brought up to date with the store
+    /// first (read-your-writes).
+    async fn org_view(&self, tenant: &str, fresh: bool) -> Result<Arc<plate::TenantView>, Status> {
+        let view = if fresh {
+            self.views.current(tenant).await
+        } else {
+            self.views.get(tenant).await
+        };
+        view.map_err(|err| match err {
+            plate::ViewError::Store(err) => {
+                Status::unavailable(format!("read the organisation store: {err}"))
+            }
+            inconsistent => Status::internal(inconsistent.to_string()),
+        })
+    }
+
+    /// Answers an organisational question ("who does X report to?", "who owns the Y service?")
+    /// from the org and product graphs; `None` when the text is not one or the tenant has no
+    /// organisation data, so the knowledge path answers.
+    async fn org_answer(
+        &self,
+        caller: &Caller,
+        request: &AskRequest,
+        applied: u64,
+    ) -> Result<Option<Answer>, Status> {
+        if request.as_of.is_some()
+            || !design_from(&request.design).is_ok_and(|d| d == Design::Ontoloop)
+            || ontoloop_org::parse_org_question(&request.text).is_none()
+        {
+            return Ok(None);
+        }
+        let view = self.org_view(caller.tenant(), applied > 0).await?;
+        if view.version == 0 {
+            return Ok(None);
+        }
+        let Some(answer) =
+            ontoloop_org::answer_org_question(&request.text, &view.org, &view.product)
+        else {
+            return Ok(None);
+        };
+        if let Some((kind, subject, relationship)) = plate::wire::answer_signal(&answer) {
+            let question = Question {
+                entity: subject,
+                path: vec![relationship.to_owned()],
+                text: request.text.clone(),
+            };
+            let result = knowledge::Answer::combine(
+                Vec::new(),
+                Some(answer.render(&view.org, &view.product)),
+            );
+            self.publish_signals(caller, &question, &result, kind == "relationship_unknown")
+                .await;
+        }
+        Ok(Some(plate::wire::org_answer(&answer, &view, applied)))
+    }
+
     /// Waits until the analyst has settled intake event `seq` (read-your-writes).
     async fn wait_for(&self, seq: u64) -> Result<u64, Status> {
         let timeout =
@@ -149,8 +242,9 @@ impl Retrieval {
             })
     }
 
-    /// Tells the analyst what this answer revealed: abstentions, contradictions, a graph that
-    /// lags its pages, stale siblings. Publishing is best effort; the answer never waits on it.
+    /// Counts the answer by status, and tells the analyst what it revealed: abstentions,
+    /// contradictions, a graph that lags its pages, stale siblings. Reporting is best effort: a
+    /// failure is logged and the answer still goes out.
     async fn publish_signals(
         &self,
         caller: &Caller,
@@ -158,6 +252,12 @@ impl Retrieval {
         result: &knowledge::Answer,
         entity_known: bool,
     ) {
+        ontoloop_observability::metrics::global().add(
+            "ontoloop_retrieval_answers_total",
+            "Answers by status.",
+            &[("status", &format!("{:?}", result.status).to_lowercase())],
+            1.0,
+        );
         let mut signals: Vec<(&str, String)> = Vec::new();
         if result.status == AnswerStatus::Abstained {
             let kind = if result.hops.is_empty() || !entity_known {
@@ -187,23 +287,24 @@ impl Retrieval {
             }
         }
         for (kind, detail) in signals {
-            let body = serde_json::json!({
-                "tenant": caller.tenant(),
-                "type": kind,
-                "query": question.text,
-                "entity": question.entity,
-                "relationship": question.path.join("."),
-                "agent_id": format!("retrieval:{}", caller.principal()),
-                "detail": detail,
-                "at": chrono::Utc::now(),
-            });
-            if let Err(err) = self
-                .ctx
-                .queue
-                .publish(topics::SIGNALS, Message::new(body.to_string()))
-                .await
-            {
-                tracing::warn!(error = %err, "cannot publish signal");
+            let Some(kind) = ontoloop_core::SignalType::from_name(kind) else {
+                continue;
+            };
+            let report = ontoloop_runtime::signals::SignalReport {
+                tenant: caller.tenant().to_owned(),
+                reporter: "retrieval".to_owned(),
+                kind,
+                query: question.text.clone(),
+                entity: question.entity.clone(),
+                relationship: question.path.join("."),
+                sector: String::new(),
+                agent_id: format!("retrieval:{}", caller.principal()),
+                idempotency_key: ontoloop_queue::new_message_id(),
+                detail,
+                at: chrono::Utc::now(),
+            };
+            if let Err(err) = ontoloop_runtime::signals::report_signal(&self.ctx, &report).await {
+                tracing::warn!(error = %err, "cannot report a signal");
             }
         }
     }
@@ -310,7 +411,7 @@ fn to_proto(
 impl RetrievalService for Retrieval {
     async fn ask(&self, request: Request<AskRequest>) -> Result<Response<Answer>, Status> {
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
+        let caller = caller_from(request.caller.clone())?;
         if request.text.trim().is_empty() {
             return Err(status_from(DomainError::missing("text")));
         }
@@ -322,6 +423,9 @@ impl RetrievalService for Retrieval {
         }
         let design = design_from(&request.design)?;
         let applied = self.wait_for(request.min_sequence).await?;
+        if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
+            return Ok(Response::new(answer));
+        }
         let snapshot = self.snapshot(&caller).await?;
         // Names stated in the pages the question finds help link entities the graph lacks; the
         // same search is the first hop's, so it is handed on rather than run twice.
@@ -452,9 +556,87 @@ impl RetrievalService for Retrieval {
         &self,
         request: Request<PlateRequest>,
     ) -> Result<Response<PlateResponse>, Status> {
-        caller_from(request.into_inner().caller)?;
-        Err(status_from(DomainError::unimplemented(
-            "Plate needs the org, product and context graphs and the dimensional filters (issue #6)",
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        let asker = ontoloop_org::Caller::new(caller.tenant(), caller.principal())
+            .map_err(|err| status_from(DomainError::invalid("caller", err)))?;
+        let now = ontoloop_proto::convert::instant_or(request.as_of, "as_of", chrono::Utc::now())?;
+        let view = self.org_view(caller.tenant(), false).await?;
+        let limit = (request.limit > 0).then_some(request.limit as usize);
+        let computed = ontoloop_org::plate(
+            &ontoloop_org::PlateRequest {
+                caller: asker,
+                now,
+                limit,
+            },
+            &view.org,
+            &view.product,
+            &view.items,
+            &self.plate_settings,
+        );
+        Ok(Response::new(plate::wire::plate_response(
+            &computed,
+            &view,
+            caller.tenant(),
         )))
+    }
+
+    async fn project_context(
+        &self,
+        request: Request<ProjectContextRequest>,
+    ) -> Result<Response<ProjectContextResponse>, Status> {
+        use pb::ProjectAction;
+        let request = request.into_inner();
+        let caller = caller_from(request.caller)?;
+        let project = request.project.trim();
+        if project.is_empty() {
+            return Err(status_from(DomainError::missing("project")));
+        }
+        let tenant = caller.tenant();
+        let response = match ProjectAction::try_from(request.action) {
+            Ok(ProjectAction::Open) => {
+                let view = self.org_view(tenant, false).await?;
+                let spec = plate::context::ProjectSpec {
+                    team: request.team,
+                    services: request.services,
+                    constraints: request.constraints,
+                };
+                let opened = self
+                    .contexts
+                    .open(tenant, project, || {
+                        plate::context::build_parts(&spec, &view.org, &view.product)
+                    })
+                    .map_err(|err| match err {
+                        plate::context::BuildError::NoTeam => {
+                            status_from(DomainError::missing("team"))
+                        }
+                        unknown => Status::not_found(unknown.to_string()),
+                    })?;
+                plate::wire::project_response(&opened, false)
+            }
+            Ok(ProjectAction::Extend) => {
+                let by = plate::wire::extension(request.extend_secs).ok_or_else(|| {
+                    status_from(DomainError::invalid("extend_secs", "must be positive"))
+                })?;
+                let extended = self
+                    .contexts
+                    .extend(tenant, project, by)
+                    .map_err(|err| Status::not_found(err.to_string()))?;
+                plate::wire::project_response(&extended, false)
+            }
+            Ok(ProjectAction::Close) => {
+                plate::wire::closed_response(project, self.contexts.close(tenant, project))
+            }
+            Ok(ProjectAction::Unspecified) => {
+                return Err(status_from(DomainError::missing("action")));
+            }
+            Err(_) => {
+                return Err(status_from(DomainError::invalid(
+                    "action",
+                    format!("unknown action {}", request.action),
+                )));
+            }
+        };
+        Ok(Response::new(response))
     }
 }

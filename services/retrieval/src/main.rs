@@ -4,6 +4,6 @@ use ontoloop_core::ServiceKind;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (settings, listener) = ontoloop_runtime::start(ServiceKind::Retrieval).await?;
-    ontoloop_retrieval::run(listener, settings, ontoloop_runtime::shutdown_signal()).await
+    let (settings, listeners) = ontoloop_runtime::start(ServiceKind::Retrieval).await?;
+    ontoloop_retrieval::run(listeners, settings, ontoloop_runtime::shutdown_signal()).await
 }

@@ -14,31 +14,31 @@ use ontoloop_proto::caller_from;
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
 use ontoloop_queue::Message;
-use ontoloop_runtime::{Context, ServiceRouter};
+use ontoloop_runtime::{Context, Listeners, ServiceRouter};
 use ontoloop_settings::Settings;
-use tokio::net::TcpListener;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let ctx = Context::connect(settings).await?;
-    serve(listener, ctx, shutdown).await
+    serve(listeners, ctx, shutdown).await
 }
 
 /// Serves with an existing context (shared with other services by `ontoloop up`).
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Listeners,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let service = TelemetryServiceServer::new(Telemetry { ctx });
-    ontoloop_runtime::serve(
-        listener,
+    ontoloop_runtime::serve_service(
+        listeners,
         ServiceRouter::new(ServiceKind::Telemetry, service),
+        ontoloop_runtime::metrics_router("ontoloop_telemetry_", None),
         shutdown,
     )
     .await

@@ -2,28 +2,20 @@
 //! and spread, and published durably (publisher confirms) for the analyst.
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::{DomainError, Severity, SignalType, severity, topics};
+use ontoloop_core::{DomainError, SignalType};
 use ontoloop_proto::v1::{self as pb, Signal};
 use ontoloop_proto::{caller_from, status_from};
-use ontoloop_queue::Message;
 use ontoloop_runtime::Context;
-use ontoloop_store::SignalRecord;
+use ontoloop_runtime::signals::{ReportError, SignalReport, report_signal};
 use tonic::Status;
 
-/// What became of one reported signal.
-pub struct Accepted {
-    /// A retry of a signal already accepted.
-    pub duplicate: bool,
-    /// Severity of its subject now.
-    pub severity: Severity,
-}
+pub use ontoloop_runtime::signals::Accepted;
 
 /// A signal checked field by field; errors name the field, prefixed with `path`.
 struct Checked {
     tenant: String,
     principal: String,
     kind: SignalType,
-    subject: String,
     at: DateTime<Utc>,
 }
 
@@ -62,80 +54,68 @@ fn check(signal: &Signal, path: &str) -> Result<Checked, Status> {
             return Err(status_from(DomainError::missing(&field(name))));
         }
     }
-    let subject = [&signal.entity, &signal.relationship, &signal.sector]
-        .into_iter()
-        .map(|s| s.trim())
-        .find(|s| !s.is_empty())
-        .ok_or_else(|| status_from(DomainError::missing(&field("entity|relationship|sector"))))?
-        .to_lowercase();
+    if [&signal.entity, &signal.relationship, &signal.sector]
+        .iter()
+        .all(|s| s.trim().is_empty())
+    {
+        return Err(status_from(DomainError::missing(&field(
+            "entity|relationship|sector",
+        ))));
+    }
     let at =
         ontoloop_proto::convert::instant_or(signal.observed_at, &field("observed_at"), Utc::now())?;
     Ok(Checked {
         tenant: caller.tenant().to_owned(),
         principal: caller.principal().to_owned(),
         kind,
-        subject,
         at,
     })
 }
 
-/// Accepts one signal: validate, record once, compute severity, publish with confirm.
+/// Accepts one signal: validate, then record once, grade and publish through the one intake
+/// every reporter uses ([`ontoloop_runtime::signals::report_signal`]).
 pub async fn accept(ctx: &Context, signal: &Signal, path: &str) -> Result<Accepted, Status> {
     let checked = check(signal, path)?;
-    let settings = &ctx.settings.signals;
-    let record = SignalRecord {
-        tenant: &checked.tenant,
-        idempotency_key: signal.idempotency_key.trim(),
-        signal_type: checked.kind.name(),
-        subject: &checked.subject,
-        agent_id: signal.agent_id.trim(),
-        query: &signal.query,
+    let report = SignalReport {
+        tenant: checked.tenant,
+        reporter: checked.principal,
+        kind: checked.kind,
+        query: signal.query.clone(),
+        entity: signal.entity.clone(),
+        relationship: signal.relationship.clone(),
+        sector: signal.sector.clone(),
+        agent_id: signal.agent_id.trim().to_owned(),
+        idempotency_key: signal.idempotency_key.trim().to_owned(),
+        detail: String::new(),
         at: checked.at,
     };
-    let fresh = ctx
-        .store
-        .record_signal(&record)
-        .await
-        .map_err(|err| Status::unavailable(format!("record the signal: {err}")))?;
-    let window =
-        chrono::Duration::seconds(i64::try_from(settings.window_secs).unwrap_or(i64::MAX / 1000));
-    let frequency = ctx
-        .store
-        .signal_frequency(
-            &checked.tenant,
-            checked.kind.name(),
-            &checked.subject,
-            checked.at - window,
-        )
-        .await
-        .map_err(|err| Status::unavailable(format!("count signals: {err}")))?;
-    let thresholds = ontoloop_runtime::severity_thresholds(settings);
-    let severity = severity(frequency.occurrences, frequency.agents, &thresholds);
-    if fresh {
-        let body = serde_json::json!({
-            "tenant": checked.tenant,
-            "type": checked.kind.name(),
-            "query": signal.query,
-            "entity": signal.entity,
-            "relationship": signal.relationship,
-            "sector": signal.sector,
-            "agent_id": signal.agent_id,
-            "reporter": checked.principal,
-            "idempotency_key": signal.idempotency_key,
-            "severity": severity.name(),
-            "occurrences": frequency.occurrences,
-            "agents": frequency.agents,
-            "at": checked.at,
-        });
-        // The id follows the idempotency key, so a re-published signal is recognised downstream.
-        let id = format!("sig-{}-{}", checked.tenant, signal.idempotency_key.trim());
-        ctx.queue
-            .publish(topics::SIGNALS, Message::with_id(id, body.to_string()))
-            .await
-            .map_err(|err| Status::unavailable(format!("publish the signal: {err}")))?;
+    if report.subject().is_empty() {
+        return Err(status_from(DomainError::invalid(
+            &field_name(path, "entity"),
+            "names nothing (only punctuation)",
+        )));
     }
-    Ok(Accepted {
-        duplicate: !fresh,
-        severity,
-    })
+    let accepted = report_signal(ctx, &report).await.map_err(|err| match err {
+        ReportError::Store(reason) | ReportError::Publish(reason) => Status::unavailable(reason),
+    })?;
+    if !accepted.duplicate {
+        ontoloop_observability::metrics::global().add(
+            "ontoloop_telemetry_signals_total",
+            "Failure signals accepted, by type and severity.",
+            &[
+                ("type", report.kind.name()),
+                ("severity", accepted.severity.name()),
+            ],
+            1.0,
+        );
+    }
+    Ok(accepted)
+}
+
+fn field_name(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{path}.{name}")
+    }
 }

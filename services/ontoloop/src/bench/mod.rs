@@ -2,3 +2,5 @@
 
 pub mod drift;
 pub mod firewall;
+pub mod plate;
+pub mod signals;

@@ -1,0 +1,20 @@
+//! Rows of `org_team`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "org_team")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub tenant: String,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    #[sea_orm(column_type = "Text")]
+    pub name: String,
+    pub parent: Option<String>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,226 @@
+//! The loop's durable state: proposed graph updates (the review queue and the log of what was
+//! applied automatically), reviewers' decisions, the supervisor's learned sampling rates per
+//! category, and the status of each signal pattern (open, proposed, healed).
+
+use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(ProposedUpdate::Table)
+                    .if_not_exists()
+                    .col(string(ProposedUpdate::Id).primary_key())
+                    .col(string(ProposedUpdate::Tenant))
+                    .col(string(ProposedUpdate::PatternId))
+                    .col(string(ProposedUpdate::SignalType))
+                    .col(string(ProposedUpdate::Source))
+                    .col(string(ProposedUpdate::Domain))
+                    .col(string(ProposedUpdate::Entity))
+                    .col(string(ProposedUpdate::Predicate))
+                    .col(text(ProposedUpdate::Before))
+                    .col(text(ProposedUpdate::After))
+                    .col(double(ProposedUpdate::Confidence))
+                    .col(double(ProposedUpdate::ConfidenceVariance))
+                    .col(integer(ProposedUpdate::ImpactRadius))
+                    .col(text(ProposedUpdate::AffectedQueries))
+                    .col(text(ProposedUpdate::Sources))
+                    .col(double(ProposedUpdate::Priority))
+                    .col(string(ProposedUpdate::Reason))
+                    .col(string(ProposedUpdate::Status))
+                    .col(text(ProposedUpdate::AppliedValue))
+                    .col(timestamp_with_time_zone(ProposedUpdate::CreatedAt))
+                    .col(timestamp_with_time_zone(ProposedUpdate::QueuedAt))
+                    .col(timestamp_with_time_zone_null(ProposedUpdate::AppliedAt))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("ix_proposed_update_queue")
+                    .table(ProposedUpdate::Table)
+                    .col(ProposedUpdate::Tenant)
+                    .col(ProposedUpdate::Status)
+                    .col(ProposedUpdate::QueuedAt)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(ReviewDecision::Table)
+                    .if_not_exists()
+                    .col(big_pk_auto(ReviewDecision::Id))
+                    .col(string(ReviewDecision::Tenant))
+                    .col(string(ReviewDecision::UpdateId))
+                    .col(string(ReviewDecision::Decision))
+                    .col(string(ReviewDecision::Reviewer))
+                    .col(text(ReviewDecision::NewValue))
+                    .col(text(ReviewDecision::Note))
+                    .col(timestamp_with_time_zone(ReviewDecision::DecidedAt))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("ix_review_decision_update")
+                    .table(ReviewDecision::Table)
+                    .col(ReviewDecision::Tenant)
+                    .col(ReviewDecision::UpdateId)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(SupervisorRate::Table)
+                    .if_not_exists()
+                    .col(string(SupervisorRate::SignalType))
+                    .col(string(SupervisorRate::Source))
+                    .col(string(SupervisorRate::Domain))
+                    .col(double(SupervisorRate::Rate))
+                    .col(big_integer(SupervisorRate::Approvals))
+                    .col(big_integer(SupervisorRate::Rejections))
+                    .col(timestamp_with_time_zone(SupervisorRate::UpdatedAt))
+                    .primary_key(
+                        Index::create()
+                            .col(SupervisorRate::SignalType)
+                            .col(SupervisorRate::Source)
+                            .col(SupervisorRate::Domain),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(PatternState::Table)
+                    .if_not_exists()
+                    .col(string(PatternState::Tenant))
+                    .col(string(PatternState::Kind))
+                    .col(string(PatternState::Key))
+                    .col(string(PatternState::Status))
+                    .col(string(PatternState::Action))
+                    .col(big_integer_null(PatternState::SignalToHealMs))
+                    .col(timestamp_with_time_zone(PatternState::UpdatedAt))
+                    .primary_key(
+                        Index::create()
+                            .col(PatternState::Tenant)
+                            .col(PatternState::Kind)
+                            .col(PatternState::Key),
+                    )
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(
+                Table::drop()
+                    .table(ProposedUpdate::Table)
+                    .if_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .drop_table(
+                Table::drop()
+                    .table(ReviewDecision::Table)
+                    .if_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .drop_table(
+                Table::drop()
+                    .table(SupervisorRate::Table)
+                    .if_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .drop_table(
+                Table::drop()
+                    .table(PatternState::Table)
+                    .if_exists()
+                    .to_owned(),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+#[derive(DeriveIden)]
+enum ProposedUpdate {
+    Table,
+    Id,
+    Tenant,
+    PatternId,
+    SignalType,
+    Source,
+    Domain,
+    Entity,
+    Predicate,
+    Before,
+    After,
+    Confidence,
+    ConfidenceVariance,
+    ImpactRadius,
+    AffectedQueries,
+    Sources,
+    Priority,
+    Reason,
+    Status,
+    AppliedValue,
+    CreatedAt,
+    QueuedAt,
+    AppliedAt,
+}
+
+#[derive(DeriveIden)]
+enum ReviewDecision {
+    Table,
+    Id,
+    Tenant,
+    UpdateId,
+    Decision,
+    Reviewer,
+    NewValue,
+    Note,
+    DecidedAt,
+}
+
+#[derive(DeriveIden)]
+enum SupervisorRate {
+    Table,
+    SignalType,
+    Source,
+    Domain,
+    Rate,
+    Approvals,
+    Rejections,
+    UpdatedAt,
+}
+
+#[derive(DeriveIden)]
+enum PatternState {
+    Table,
+    Tenant,
+    Kind,
+    Key,
+    Status,
+    Action,
+    SignalToHealMs,
+    UpdatedAt,
+}

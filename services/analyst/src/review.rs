@@ -1,0 +1,345 @@
+//! Proposed graph updates from submission to the graph: the supervisor routes each new proposal
+//! to the review queue or applies it automatically (logged); reviewers' decisions are recorded
+//! durably and an approved update is applied exactly once, however often the decision is sent.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use ontoloop_core::events::{Event, EventEnvelope};
+use ontoloop_core::supervisor::{Category, Proposal, ReviewReason, Route, Verdict};
+use ontoloop_store::{DecideOutcome, DecisionRecord, Store, UpdateRecord, update_status};
+
+use crate::knowledge::KnowledgeWriter;
+use crate::supervise::Supervision;
+
+/// A reviewer's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Apply as proposed.
+    Approve,
+    /// Never apply.
+    Reject,
+    /// Apply a reviewer's value instead.
+    Modify,
+    /// Back of the queue.
+    Defer,
+}
+
+impl Decision {
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+            Decision::Modify => "modify",
+            Decision::Defer => "defer",
+        }
+    }
+
+    /// From a wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "approve" => Some(Decision::Approve),
+            "reject" => Some(Decision::Reject),
+            "modify" => Some(Decision::Modify),
+            "defer" => Some(Decision::Defer),
+            _ => None,
+        }
+    }
+}
+
+/// Why a decision could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// No such update for the tenant.
+    #[error("no update {0} in this tenant")]
+    NotFound(String),
+    /// The request is wrong.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// Field at fault.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The store or the graph could not be written; try again.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// What a decision did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decided {
+    /// This call applied the update to the graph.
+    pub applied: bool,
+    /// The update had been decided before; nothing changed.
+    pub already_decided: bool,
+}
+
+/// The review side of the loop.
+#[derive(Clone)]
+pub struct Reviews {
+    store: Store,
+    writer: KnowledgeWriter,
+    supervision: Arc<Supervision>,
+}
+
+/// The category an update learns in.
+pub fn category(update: &UpdateRecord) -> Category {
+    Category {
+        signal_type: update.signal_type.clone(),
+        source: update.source.clone(),
+        domain: update.domain.clone(),
+    }
+}
+
+impl Reviews {
+    /// Reviews over `store`, applying through `writer`.
+    pub fn new(store: Store, writer: KnowledgeWriter, supervision: Arc<Supervision>) -> Self {
+        Self {
+            store,
+            writer,
+            supervision,
+        }
+    }
+
+    /// The supervisor.
+    pub fn supervision(&self) -> &Supervision {
+        &self.supervision
+    }
+
+    /// Routes a new proposal: stores it pending review, or approves and applies it at once.
+    /// A proposal whose id exists already is left alone. Returns whether it was new.
+    pub async fn submit(&self, mut update: UpdateRecord) -> Result<bool, ReviewError> {
+        let proposal = Proposal {
+            category: category(&update),
+            confidence_variance: update.confidence_variance,
+            impact_radius: update.impact_radius,
+        };
+        let route = self.supervision.route(&proposal).await;
+        let metrics = ontoloop_observability::metrics::global();
+        match route {
+            Route::Review { reason, priority } => {
+                update.priority = priority;
+                update.reason = match reason {
+                    ReviewReason::HighVariance => "high_variance",
+                    ReviewReason::CriticalDomain => "critical_domain",
+                    ReviewReason::Sampled => "sampled",
+                }
+                .to_owned();
+                update.status = update_status::PENDING.to_owned();
+            }
+            Route::AutoApply => {
+                update.priority = ontoloop_core::supervisor::priority(&proposal);
+                update.reason = "auto".to_owned();
+                update.status = update_status::APPROVED.to_owned();
+                update.applied_value = update.after.clone();
+            }
+        }
+        let fresh = self
+            .store
+            .propose_update(&update)
+            .await
+            .map_err(|err| ReviewError::Unavailable(format!("store the proposal: {err}")))?;
+        if !fresh {
+            return Ok(false);
+        }
+        metrics.add(
+            "ontoloop_analyst_updates_proposed_total",
+            "Proposed graph updates by route.",
+            &[("route", &update.reason)],
+            1.0,
+        );
+        if update.status == update_status::APPROVED {
+            tracing::info!(update = %update.id, entity = %update.entity, predicate = %update.predicate, value = %update.after, "applying an update without review (not sampled)");
+            self.apply(&update).await?;
+        }
+        Ok(true)
+    }
+
+    /// Records a reviewer's decision. Approve and modify apply the update; a decision on an
+    /// update already decided changes nothing and says so.
+    pub async fn decide(
+        &self,
+        tenant: &str,
+        reviewer: &str,
+        update_id: &str,
+        decision: Decision,
+        new_value: &str,
+        note: &str,
+    ) -> Result<Decided, ReviewError> {
+        if update_id.trim().is_empty() {
+            return Err(ReviewError::Invalid {
+                field: "update_id",
+                reason: "is required".to_owned(),
+            });
+        }
+        if decision == Decision::Modify && new_value.trim().is_empty() {
+            return Err(ReviewError::Invalid {
+                field: "new_value",
+                reason: "is required to modify an update".to_owned(),
+            });
+        }
+        let record = DecisionRecord {
+            update_id: update_id.trim().to_owned(),
+            decision: decision.name().to_owned(),
+            reviewer: reviewer.to_owned(),
+            new_value: new_value.trim().to_owned(),
+            note: note.to_owned(),
+            decided_at: Utc::now(),
+        };
+        let outcome = self
+            .store
+            .decide(tenant, update_id.trim(), &record)
+            .await
+            .map_err(|err| ReviewError::Unavailable(format!("record the decision: {err}")))?;
+        let update = match outcome {
+            DecideOutcome::NotFound => return Err(ReviewError::NotFound(update_id.to_owned())),
+            DecideOutcome::AlreadyDecided(status) => {
+                // An approval whose apply was interrupted is finished by whoever asks again.
+                if status == update_status::APPROVED
+                    && let Ok(Some(update)) = self.store.update(tenant, update_id.trim()).await
+                {
+                    let applied = self.apply(&update).await?;
+                    return Ok(Decided {
+                        applied,
+                        already_decided: true,
+                    });
+                }
+                return Ok(Decided {
+                    applied: false,
+                    already_decided: true,
+                });
+            }
+            DecideOutcome::Recorded(update) => update,
+        };
+        ontoloop_observability::metrics::global().add(
+            "ontoloop_analyst_review_decisions_total",
+            "Reviewer decisions by kind.",
+            &[("decision", decision.name())],
+            1.0,
+        );
+        let verdict = match decision {
+            Decision::Approve => Some(Verdict::Approved),
+            Decision::Reject | Decision::Modify => Some(Verdict::Rejected),
+            Decision::Defer => None,
+        };
+        if let Some(verdict) = verdict
+            && let Err(err) = self.supervision.learn(&category(&update), verdict).await
+        {
+            tracing::warn!(error = %err, "cannot persist a learned sampling rate");
+        }
+        let applied = if update.status == update_status::APPROVED {
+            self.apply(&update).await?
+        } else {
+            false
+        };
+        Ok(Decided {
+            applied,
+            already_decided: false,
+        })
+    }
+
+    /// Applies an approved update as a system-of-record value resting on its first source (a
+    /// modified value rests on the review), then marks it applied. Returns `false` when another
+    /// call applied it first. Applying a value the slot already holds from the same source writes
+    /// nothing, so an apply repeated after a crash has no second effect.
+    pub async fn apply(&self, update: &UpdateRecord) -> Result<bool, ReviewError> {
+        let started = Instant::now();
+        let source = if update.applied_value == update.after {
+            match update.sources.first() {
+                // Record sources name their system before the colon (which decides authority).
+                Some(first) if first.source_id.contains(':') => first.source_id.clone(),
+                Some(first) => format!("{}:{}", update.source, first.source_id),
+                None => format!("{}:{}", update.source, update.id),
+            }
+        } else {
+            format!("review:{}", update.id)
+        };
+        let value = update.applied_value.clone();
+        let already = self
+            .writer
+            .read(&update.tenant, |_, graph, _| {
+                graph.resolve(&update.entity).is_some_and(|entity| {
+                    graph
+                        .slot_at(&entity.id, &update.predicate, Utc::now())
+                        .any(|f| f.source.source_id == source && f.object == value)
+                })
+            })
+            .await
+            .map_err(ReviewError::Unavailable)?
+            .unwrap_or(false);
+        if !already {
+            let envelope = EventEnvelope {
+                tenant: update.tenant.clone(),
+                seq: None,
+                at: Utc::now(),
+                event: Event::RecordSet {
+                    source,
+                    entity: update.entity.clone(),
+                    predicate: update.predicate.clone(),
+                    value,
+                },
+            };
+            self.writer.apply_own(&envelope).await.map_err(|reason| {
+                ReviewError::Unavailable(format!("apply the update: {reason}"))
+            })?;
+        }
+        let marked = self
+            .store
+            .mark_applied(&update.id, Utc::now())
+            .await
+            .map_err(|err| ReviewError::Unavailable(format!("mark the update applied: {err}")))?;
+        if marked {
+            ontoloop_observability::metrics::global().add(
+                "ontoloop_analyst_updates_applied_total",
+                "Graph updates applied, by who decided.",
+                &[(
+                    "by",
+                    if update.reason == "auto" {
+                        "supervisor"
+                    } else {
+                        "reviewer"
+                    },
+                )],
+                1.0,
+            );
+            tracing::info!(update = %update.id, elapsed_ms = started.elapsed().as_millis() as u64, "applied an update");
+        }
+        Ok(marked)
+    }
+
+    /// Applies what was approved but not applied (a crash between decision and apply).
+    pub async fn recover(&self) {
+        match self.store.approved_unapplied(1_000).await {
+            Ok(updates) => {
+                for update in updates {
+                    if let Err(err) = self.apply(&update).await {
+                        tracing::warn!(update = %update.id, error = %err, "cannot apply an approved update yet");
+                    }
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "cannot look for approved updates"),
+        }
+    }
+}
+
+/// A stable id for a proposal: the same slot and value proposed again is the same update.
+pub fn update_id(tenant: &str, entity: &str, predicate: &str, value: &str) -> String {
+    use sha2::Digest as _;
+    let fold = ontoloop_core::patterns::fold;
+    let mut hash = sha2::Sha256::new();
+    for part in [tenant, &fold(entity), predicate, &fold(value)] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("u-{hex}")
+}
+
+/// A time for the wire, or none.
+pub fn rfc3339(at: Option<DateTime<Utc>>) -> String {
+    at.map(|at| at.to_rfc3339()).unwrap_or_default()
+}
