@@ -92,6 +92,11 @@ impl KnowledgeWriter {
             .knowledge_version(tenant)
             .await
             .map_err(|err| err.to_string())?;
+        if stored_version == 0 {
+            // Nothing stored: no ontology, and nothing to keep (a reader naming a tenant that
+            // does not exist must not grow the cache).
+            return Ok(None);
+        }
         let cached = tenants
             .get(tenant)
             .is_some_and(|k| k.version == stored_version);
