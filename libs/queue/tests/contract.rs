@@ -199,6 +199,39 @@ async fn requeue_redelivers(queue: SharedQueue) {
     queue.delete(&name).await.expect("delete");
 }
 
+async fn a_batch_acknowledgement_covers_exactly_the_batch(queue: SharedQueue) {
+    let name = unique("batch");
+    for n in 0..10 {
+        queue
+            .publish(&name, Message::with_id(format!("b{n}"), "{}"))
+            .await
+            .expect("publish");
+    }
+    let mut first = queue.consume(&name).await.expect("consume");
+    let mut batch = Vec::new();
+    for _ in 0..6 {
+        batch.push(next(&mut first).await);
+    }
+    // A failure inside the batch is settled on its own first, as the batch consumer does.
+    let failed = batch.remove(2);
+    failed.requeue().await.expect("requeue");
+    Delivery::ack_batch(batch).await.expect("batch ack");
+    drop(first);
+    // What comes back is the requeued one and the four never taken, nothing acknowledged.
+    let mut second = queue.consume(&name).await.expect("consume again");
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let delivery = next(&mut second).await;
+        seen.push(delivery.message.id.clone());
+        delivery.ack().await.expect("ack");
+    }
+    nothing_more(&mut second).await;
+    seen.sort();
+    assert_eq!(seen, ["b2", "b6", "b7", "b8", "b9"]);
+    drop(second);
+    queue.delete(&name).await.expect("delete");
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod memory_queue {
@@ -225,6 +258,7 @@ contract!(
     dead_letter_keeps_the_reason,
     a_dead_consumer_redelivers_to_the_next,
     requeue_redelivers,
+    a_batch_acknowledgement_covers_exactly_the_batch,
 );
 
 #[tokio::test]
