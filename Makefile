@@ -48,6 +48,7 @@ bench:
 	done
 	@scripts/ensure-services.sh
 	$(RELEASE_BIN) bench signals --signals 100000
+	$(RELEASE_BIN) bench signals --signals 100000 --preload
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
 
 fmt:

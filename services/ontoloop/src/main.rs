@@ -254,6 +254,9 @@ enum BenchCommand {
         /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
         #[arg(long)]
         database_url: Option<String>,
+        /// Publish every signal before the analyst starts, and time the analyst alone.
+        #[arg(long)]
+        preload: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -653,6 +656,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             signals,
             amqp_url,
             database_url,
+            preload,
             json,
         }) => {
             let dir = tempfile::tempdir().context("create a temporary directory")?;
@@ -662,10 +666,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 cli.config.as_ref(),
                 &[("queue.url", Some(&amqp_url)), ("store.url", Some(&store))],
             )?;
-            let report = ontoloop::bench::signals::run(settings, signals).await?;
+            let report = ontoloop::bench::signals::run(settings, signals, preload).await?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
+                let what = if preload {
+                    "the analyst alone, from a loaded queue"
+                } else {
+                    "end to end, publishing while the analyst consumes"
+                };
+                println!("signals through RabbitMQ into the analyst's store ({what})");
                 println!("signals   per second   lost   duplicated");
                 println!(
                     "{:>7}   {:>10.0}   {:>4}   {:>10}",

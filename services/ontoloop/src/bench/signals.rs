@@ -1,7 +1,9 @@
 //! The signals benchmark: N failure signals published to RabbitMQ (publisher confirms, many in
 //! flight) and consumed by the analyst, each recorded durably before its ack. Throughput is
 //! measured end to end, from the first publish to the moment the store holds all N; `lost`
-//! counts signals never recorded, `duplicated` signals whose effect ran more than once.
+//! counts signals never recorded, `duplicated` signals whose effect ran more than once. With
+//! `preload`, every signal is published (and confirmed) before the analyst starts, and the rate
+//! is the analyst's alone: from its start to the moment the store holds all N.
 
 use std::time::{Duration, Instant};
 
@@ -32,7 +34,11 @@ const IN_FLIGHT: usize = 1024;
 
 /// Runs the benchmark on the RabbitMQ and store the settings name, under a fresh queue
 /// namespace so a running system on the same broker is not disturbed.
-pub async fn run(mut settings: Settings, count: u64) -> anyhow::Result<SignalsReport> {
+pub async fn run(
+    mut settings: Settings,
+    count: u64,
+    preload: bool,
+) -> anyhow::Result<SignalsReport> {
     let QueueBackend::Amqp(url) = settings.queue.backend() else {
         anyhow::bail!("the signals benchmark measures RabbitMQ: pass --amqp-url");
     };
@@ -42,10 +48,14 @@ pub async fn run(mut settings: Settings, count: u64) -> anyhow::Result<SignalsRe
         .unwrap_or_default();
     settings.queue.namespace = format!("bench-{}-{nanos}.", std::process::id());
     // Every signal is low severity: the analyst records and examines it, and heals nothing.
-    let local = Local::start(settings.clone()).await?;
     let publisher = AmqpQueue::connect(&url, &settings.queue)
         .await
         .context("connect the publisher")?;
+    let mut local = if preload {
+        None
+    } else {
+        Some(Local::start(settings.clone()).await?)
+    };
     let metrics = ontoloop_observability::metrics::global();
     let processed = || {
         ontoloop_core::SignalType::ALL
@@ -59,7 +69,10 @@ pub async fn run(mut settings: Settings, count: u64) -> anyhow::Result<SignalsRe
             .sum::<f64>()
     };
     let before = processed();
-    let recorded_before = local.ctx.store.inbox_count(topics::SIGNALS).await?;
+    let recorded_before = match &local {
+        Some(local) => local.ctx.store.inbox_count(topics::SIGNALS).await?,
+        None => 0,
+    };
     let at = chrono::Utc::now().to_rfc3339();
     let started = Instant::now();
     let publishing = futures::stream::iter(0..count)
@@ -84,6 +97,15 @@ pub async fn run(mut settings: Settings, count: u64) -> anyhow::Result<SignalsRe
         .buffer_unordered(IN_FLIGHT)
         .fold(Ok(()), |acc, r| async move { acc.and(r) });
     publishing.await.context("publish the signals")?;
+    let (local, started, recorded_before) = match local.take() {
+        Some(local) => (local, started, recorded_before),
+        None => {
+            let started = Instant::now();
+            let local = Local::start(settings.clone()).await?;
+            let before = local.ctx.store.inbox_count(topics::SIGNALS).await?;
+            (local, started, before)
+        }
+    };
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut recorded = 0;
     while Instant::now() < deadline {
