@@ -676,10 +676,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                     "end to end, publishing while the analyst consumes"
                 };
                 println!("signals through RabbitMQ into the analyst's store ({what})");
-                println!("signals   per second   lost   duplicated");
                 println!(
-                    "{:>7}   {:>10.0}   {:>4}   {:>10}",
-                    report.signals, report.per_second, report.lost, report.duplicated
+                    "signals   per second   lost   duplicated   published (confirmed) per second"
+                );
+                println!(
+                    "{:>7}   {:>10.0}   {:>4}   {:>10}   {:>10.0}",
+                    report.signals,
+                    report.per_second,
+                    report.lost,
+                    report.duplicated,
+                    report.published_per_second
                 );
             }
             Ok(std::process::ExitCode::SUCCESS)

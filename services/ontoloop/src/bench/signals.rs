@@ -27,6 +27,9 @@ pub struct SignalsReport {
     pub lost: u64,
     /// Signals whose effect ran more than once.
     pub duplicated: u64,
+    /// Signals per second the publisher got confirmed (not in the JSON).
+    #[serde(skip)]
+    pub published_per_second: f64,
 }
 
 /// Signals published at once, awaiting their confirms (more makes the broker throttle).
@@ -97,6 +100,7 @@ pub async fn run(
         .buffer_unordered(IN_FLIGHT)
         .fold(Ok(()), |acc, r| async move { acc.and(r) });
     publishing.await.context("publish the signals")?;
+    let published_per_second = count as f64 / started.elapsed().as_secs_f64();
     let (local, started, recorded_before) = match local.take() {
         Some(local) => (local, started, recorded_before),
         None => {
@@ -127,5 +131,6 @@ pub async fn run(
         per_second: recorded.min(effects) as f64 / elapsed.as_secs_f64(),
         lost: count.saturating_sub(recorded),
         duplicated: effects.saturating_sub(count),
+        published_per_second,
     })
 }
