@@ -6,7 +6,8 @@
 //! `analyst.propose_at` but below that becomes proposed graph updates, one per slot the sources
 //! state, which the statistical supervisor routes to a reviewer or applies automatically. A stale
 //! sector severe enough to heal at once re-extracts every page changed since the graph read it
-//! (a repair run). Each pattern is acted on at most once per stage in a process, and its status
+//! (a repair run); a contradiction that severe rebuilds the graph from every current page. A
+//! missing relationship type is an ontology change and stays open for a human. Each pattern is acted on at most once per stage in a process, and its status
 //! is recorded in the store for the patterns page.
 
 use std::collections::HashMap;
@@ -208,8 +209,8 @@ impl Healer {
         } else {
             return;
         };
-        if !matches!(kind, PatternKind::MissingEntity | PatternKind::StaleSector) {
-            // Missing relationship types and contradictions stay open for a human.
+        if kind == PatternKind::MissingRelationshipType {
+            // A relationship type the ontology lacks is an ontology change: a human's.
             return;
         }
         let key = fold(&signal.subject);
@@ -222,7 +223,9 @@ impl Healer {
             stages.insert(slot, stage);
         }
         let outcome = match (kind, stage) {
-            (PatternKind::StaleSector, _) => self.repair(&tenant, &key).await,
+            (PatternKind::StaleSector | PatternKind::Contradiction, _) => {
+                self.maintain(&tenant, kind, &key).await
+            }
             (_, Stage::Healed) => self.heal(&tenant, &signal, &key).await,
             (_, Stage::Proposed) => self.propose(&tenant, &signal, &key).await,
         };
@@ -431,25 +434,40 @@ impl Healer {
         })
     }
 
-    /// Re-extracts every page changed since the graph read it (a repair run).
-    async fn repair(&self, tenant: &str, key: &str) -> Result<PatternStatus, String> {
+    /// Re-reads a region from its pages: a stale sector re-extracts every page changed since the
+    /// graph read it (a repair run); a contradiction rebuilds from every current page, so
+    /// extraction from scratch settles what the sources say now.
+    async fn maintain(
+        &self,
+        tenant: &str,
+        kind: PatternKind,
+        key: &str,
+    ) -> Result<PatternStatus, String> {
+        let (mode, action) = if kind == PatternKind::Contradiction {
+            ("rebuild", "rebuilt the graph from every current page")
+        } else {
+            (
+                "repair",
+                "re-extracted the pages changed since the graph read them",
+            )
+        };
         let envelope = EventEnvelope {
             tenant: tenant.to_owned(),
             seq: None,
             at: Utc::now(),
             event: Event::GraphMaintain {
-                mode: "repair".to_owned(),
+                mode: mode.to_owned(),
             },
         };
         self.writer.apply_own(&envelope).await?;
-        let kind = PatternKind::StaleSector.name().to_owned();
+        let kind = kind.name().to_owned();
         let latency_ms = (Utc::now() - self.first_seen(tenant, key).await).num_milliseconds();
         record_heal(&kind, latency_ms);
         Ok(PatternStatus {
             kind,
             key: key.to_owned(),
             status: "healed".to_owned(),
-            action: "re-extracted the pages changed since the graph read them".to_owned(),
+            action: action.to_owned(),
             signal_to_heal_ms: Some(latency_ms),
         })
     }
