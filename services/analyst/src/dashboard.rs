@@ -73,8 +73,8 @@ fn unavailable(err: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
 }
 
-/// The wire form of an update, shared with the CLI's JSON.
-pub fn update_json(update: &UpdateRecord) -> Value {
+/// The JSON form of an update on the dashboard's API.
+fn update_json(update: &UpdateRecord) -> Value {
     json!({
         "id": update.id,
         "pattern_id": update.pattern_id,

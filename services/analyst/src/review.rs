@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::supervisor::{Category, Proposal, ReviewReason, Route, Verdict};
 use ontoloop_store::{DecideOutcome, DecisionRecord, Store, UpdateRecord, update_status};
@@ -102,11 +102,6 @@ impl Reviews {
             writer,
             supervision,
         }
-    }
-
-    /// The supervisor.
-    pub fn supervision(&self) -> &Supervision {
-        &self.supervision
     }
 
     /// Routes a new proposal: stores it pending review, or approves and applies it at once.
@@ -337,9 +332,4 @@ pub fn update_id(tenant: &str, entity: &str, predicate: &str, value: &str) -> St
     let digest = hash.finalize();
     let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!("u-{hex}")
-}
-
-/// A time for the wire, or none.
-pub fn rfc3339(at: Option<DateTime<Utc>>) -> String {
-    at.map(|at| at.to_rfc3339()).unwrap_or_default()
 }

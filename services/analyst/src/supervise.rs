@@ -67,11 +67,6 @@ impl Supervision {
         supervisor.route(&self.policy, proposal, rng)
     }
 
-    /// The category's sampling rate now.
-    pub async fn rate(&self, category: &Category) -> f64 {
-        self.state.lock().await.0.rate(&self.policy, category)
-    }
-
     /// Learns from a reviewer's verdict and persists the new rate; returns it.
     pub async fn learn(&self, category: &Category, verdict: Verdict) -> Result<f64, StoreError> {
         let rate = {
