@@ -466,42 +466,56 @@ impl Store {
                 .exec_without_returning(&txn)
                 .await?;
         }
-        if let Some((queue, message_id, body)) = &commit.message {
-            let row = crate::entity::inbox_message::ActiveModel {
-                queue: Set(queue.clone()),
-                message_id: Set(message_id.clone()),
-                body: Set(body.clone()),
-                received_at: Set(now),
-                ..Default::default()
-            };
-            crate::entity::inbox_message::Entity::insert(row)
-                .on_conflict(
-                    OnConflict::columns([
-                        crate::entity::inbox_message::Column::Queue,
-                        crate::entity::inbox_message::Column::MessageId,
-                    ])
-                    .do_nothing()
-                    .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
-        for (seq, failure) in &commit.settled {
-            let state = if failure.is_some() {
-                intake_state::FAILED
-            } else {
-                intake_state::APPLIED
-            };
-            intake_event::Entity::update_many()
-                .col_expr(intake_event::Column::State, Expr::value(state))
-                .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
-                .filter(intake_event::Column::Seq.eq(*seq))
-                .exec(&txn)
-                .await?;
-        }
+        settle_in(&txn, commit.message.as_ref(), &commit.settled, now).await?;
         txn.commit().await?;
         Ok(next)
     }
+}
+
+/// The end of every analyst commit, inside its transaction: records the queue message that caused
+/// it (so a redelivery is recognised) and settles its intake events, applied or failed with the
+/// reason.
+pub(crate) async fn settle_in(
+    txn: &sea_orm::DatabaseTransaction,
+    message: Option<&(String, String, String)>,
+    settled: &[(i64, Option<String>)],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    use crate::entity::inbox_message;
+    if let Some((queue, message_id, body)) = message {
+        let row = inbox_message::ActiveModel {
+            queue: Set(queue.clone()),
+            message_id: Set(message_id.clone()),
+            body: Set(body.clone()),
+            received_at: Set(now),
+            ..Default::default()
+        };
+        inbox_message::Entity::insert(row)
+            .on_conflict(
+                OnConflict::columns([
+                    inbox_message::Column::Queue,
+                    inbox_message::Column::MessageId,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(txn)
+            .await?;
+    }
+    for (seq, failure) in settled {
+        let state = if failure.is_some() {
+            intake_state::FAILED
+        } else {
+            intake_state::APPLIED
+        };
+        intake_event::Entity::update_many()
+            .col_expr(intake_event::Column::State, Expr::value(state))
+            .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
+            .filter(intake_event::Column::Seq.eq(*seq))
+            .exec(txn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Hex SHA-256 of a page body; an unchanged body is not a new version.

@@ -18,11 +18,7 @@ use sea_orm::{
     QuerySelect, Set, TransactionTrait,
 };
 
-use crate::entity::{
-    inbox_message, intake_event, org_change, org_person, org_state, org_team, product_fact,
-    work_item,
-};
-use crate::knowledge::intake_state;
+use crate::entity::{org_change, org_person, org_state, org_team, product_fact, work_item};
 use crate::{Backend, Store, StoreError};
 
 /// Kinds of org change, as recorded in the change log.
@@ -235,39 +231,7 @@ impl Store {
             insert_facts(&txn, tenant, file, facts).await?;
         }
         upsert_items(&txn, tenant, &commit.items).await?;
-        if let Some((queue, message_id, body)) = &commit.message {
-            let row = inbox_message::ActiveModel {
-                queue: Set(queue.clone()),
-                message_id: Set(message_id.clone()),
-                body: Set(body.clone()),
-                received_at: Set(now),
-                ..Default::default()
-            };
-            inbox_message::Entity::insert(row)
-                .on_conflict(
-                    OnConflict::columns([
-                        inbox_message::Column::Queue,
-                        inbox_message::Column::MessageId,
-                    ])
-                    .do_nothing()
-                    .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
-        for (seq, failure) in &commit.settled {
-            let state = if failure.is_some() {
-                intake_state::FAILED
-            } else {
-                intake_state::APPLIED
-            };
-            intake_event::Entity::update_many()
-                .col_expr(intake_event::Column::State, Expr::value(state))
-                .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
-                .filter(intake_event::Column::Seq.eq(*seq))
-                .exec(&txn)
-                .await?;
-        }
+        crate::knowledge::settle_in(&txn, commit.message.as_ref(), &commit.settled, now).await?;
         txn.commit().await?;
         Ok(OrgHead {
             version: next,

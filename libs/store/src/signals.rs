@@ -2,7 +2,7 @@
 //! subject over a window to compute severity.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::OnConflict;
+use sea_orm::sea_query::{Expr, Func, OnConflict};
 use sea_orm::{
     ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
 };
@@ -81,14 +81,19 @@ impl Store {
                 .filter(signal_intake::Column::ReceivedAt.gte(since))
         };
         let occurrences = matching().count(&self.db).await?;
+        // Counted by the database, not by fetching every agent id of the window.
         let agents = matching()
             .select_only()
-            .column(signal_intake::Column::AgentId)
-            .distinct()
-            .into_tuple::<String>()
-            .all(&self.db)
+            .column_as(
+                Expr::expr(Func::count_distinct(Expr::col(
+                    signal_intake::Column::AgentId,
+                ))),
+                "agents",
+            )
+            .into_tuple::<i64>()
+            .one(&self.db)
             .await?
-            .len() as u64;
+            .map_or(0, |n| u64::try_from(n).unwrap_or_default());
         Ok(Frequency {
             occurrences,
             agents,

@@ -26,24 +26,13 @@ use tokio::sync::Mutex;
 use crate::knowledge::KnowledgeWriter;
 use crate::review::{Reviews, update_id};
 
-/// A document a source holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceDoc {
-    /// Stable id within the source.
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// Body text.
-    pub body: String,
-}
-
 /// A connected source of truth the analyst can search for a missing entity.
 #[async_trait::async_trait]
 pub trait SourceAdapter: Send + Sync {
     /// Origin given to what it provides (decides authority through the ontology).
     fn origin(&self) -> &str;
     /// Documents of `tenant` that mention `name` (folded: case, punctuation and spacing aside).
-    async fn find(&self, tenant: &str, name: &str) -> std::io::Result<Vec<SourceDoc>>;
+    async fn find(&self, tenant: &str, name: &str) -> std::io::Result<Vec<FoundDoc>>;
 }
 
 /// A directory of project records: `ROOT/TENANT/*.md` or `*.txt`, one record per file. A
@@ -70,7 +59,7 @@ impl SourceAdapter for DirectoryAdapter {
         &self.origin
     }
 
-    async fn find(&self, tenant: &str, name: &str) -> std::io::Result<Vec<SourceDoc>> {
+    async fn find(&self, tenant: &str, name: &str) -> std::io::Result<Vec<FoundDoc>> {
         // A tenant name that could leave the root is never a directory of its records.
         if tenant.contains(['/', '\\']) || tenant.starts_with('.') {
             return Ok(Vec::new());
@@ -108,7 +97,7 @@ impl SourceAdapter for DirectoryAdapter {
                 .trim_start_matches('#')
                 .trim()
                 .to_owned();
-            found.push(SourceDoc {
+            found.push(FoundDoc {
                 id: format!("{}:{file}", self.origin),
                 title,
                 body,
@@ -263,7 +252,7 @@ impl Healer {
             .unwrap_or(now)
     }
 
-    async fn find(&self, tenant: &str, name: &str) -> Vec<(String, SourceDoc)> {
+    async fn find(&self, tenant: &str, name: &str) -> Vec<(String, FoundDoc)> {
         let mut found = Vec::new();
         for adapter in self.adapters.iter() {
             match adapter.find(tenant, name).await {
@@ -341,14 +330,7 @@ impl Healer {
         let found = self.find(tenant, &signal.subject).await;
         let kind = PatternKind::MissingEntity.name().to_owned();
         let pattern_id = format!("{kind}:{key}");
-        let docs: Vec<FoundDoc> = found
-            .iter()
-            .map(|(_, d)| FoundDoc {
-                id: d.id.clone(),
-                title: d.title.clone(),
-                body: d.body.clone(),
-            })
-            .collect();
+        let docs: Vec<FoundDoc> = found.iter().map(|(_, doc)| doc.clone()).collect();
         let now = Utc::now();
         let domains = self.ctx.settings.analyst.domains.clone();
         let drafts = self

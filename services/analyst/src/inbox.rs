@@ -4,24 +4,9 @@ use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
 use ontoloop_store::Store;
 
-/// Records one message from `queue`. A body that is not a UTF-8 JSON object can never be
-/// processed and is rejected with the reason; a store failure is passing and the message is
-/// retried. A message already recorded (a redelivery) is acknowledged without a second effect.
-pub async fn handle_message(store: &Store, queue: &str, message: &Message) -> Handled {
-    let body = match parse_body(&message.body) {
-        Ok(body) => body,
-        Err(reason) => return Handled::Reject(reason),
-    };
-    match store
-        .record_inbox(queue, &message.id, &body, chrono::Utc::now())
-        .await
-    {
-        Ok(_) => Handled::Done,
-        Err(err) => Handled::Retry(format!("record message: {err}")),
-    }
-}
-
-/// Records a batch of messages from `queue` in one transaction. Returns one outcome per message,
+/// Records a batch of messages from `queue` in one transaction. A body that is not a UTF-8 JSON
+/// object can never be processed and is rejected with the reason; a message already recorded (a
+/// redelivery) is acknowledged without a second effect. Returns one outcome per message,
 /// in order, and the messages recorded for the first time (whose effect is still to run).
 /// Bodies that can never be processed are rejected with the reason; if the store fails, every
 /// message of the batch is retried.

@@ -35,8 +35,6 @@ use ontoloop_settings::Settings;
 use ontoloop_store::UpdateRecord;
 use tonic::{Request, Response, Status};
 
-pub use inbox::handle_message;
-
 use crate::review::{Decision, ReviewError, Reviews};
 
 /// Signals recorded per store transaction at most.
@@ -160,7 +158,8 @@ pub async fn serve(
 }
 
 /// The analyst's gauges, computed when scraped: review queue depth, the share of applied
-/// updates that needed no human, and freshness by region of the tenants this process holds.
+/// updates that needed no human, and for the tenants this process holds, freshness by region and
+/// the patterns acted on by status.
 pub fn scrape(ctx: Context, writer: knowledge::KnowledgeWriter) -> Scrape {
     Arc::new(move || {
         let ctx = ctx.clone();
@@ -205,13 +204,21 @@ pub fn scrape(ctx: Context, writer: knowledge::KnowledgeWriter) -> Scrape {
                         );
                     }
                 }
-                if let Ok(found) = patterns::patterns(&ctx, &tenant, chrono::Utc::now()).await {
-                    registry.set(
-                        "ontoloop_analyst_patterns",
-                        "Signal patterns in the window.",
-                        &[("tenant", &tenant)],
-                        found.len() as f64,
-                    );
+                // The statuses the healer recorded (a small table), not a re-read of the
+                // whole signal window on every scrape.
+                if let Ok(statuses) = ctx.store.pattern_statuses(&tenant).await {
+                    let mut by_status: std::collections::BTreeMap<&str, u64> = Default::default();
+                    for status in &statuses {
+                        *by_status.entry(status.status.as_str()).or_default() += 1;
+                    }
+                    for (status, count) in by_status {
+                        registry.set(
+                            "ontoloop_analyst_patterns",
+                            "Patterns the analyst acted on, by status.",
+                            &[("tenant", &tenant), ("status", status)],
+                            count as f64,
+                        );
+                    }
                 }
             }
             registry.render("ontoloop_analyst_")

@@ -20,13 +20,7 @@ struct Checked {
 }
 
 fn check(signal: &Signal, path: &str) -> Result<Checked, Status> {
-    let field = |name: &str| {
-        if path.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{path}.{name}")
-        }
-    };
+    let field = |name: &str| field_name(path, name);
     let caller = caller_from(signal.caller.clone())
         .map_err(|s| Status::invalid_argument(format!("{}: {}", field("caller"), s.message())))?;
     let kind = match pb::SignalType::try_from(signal.r#type) {
@@ -112,6 +106,7 @@ pub async fn accept(ctx: &Context, signal: &Signal, path: &str) -> Result<Accept
     Ok(accepted)
 }
 
+/// A field's name as errors give it: prefixed with `path` (a streamed signal's position).
 fn field_name(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
