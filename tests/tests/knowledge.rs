@@ -393,7 +393,7 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
         .publish(topics::EVENTS, Message::with_id("raw-2", raw))
         .await
         .expect("publish");
-    let mut c2 = clients(&sandbox).await;
+    let c2 = clients(&sandbox).await;
     let applied = wait_until(Duration::from_secs(10), || {
         let mut c = Clients {
             telemetry: c2.telemetry.clone(),
@@ -447,7 +447,6 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
         records, 1,
         "one record fact for one message delivered twice"
     );
-    let _ = &mut c2;
     sandbox.shutdown().await.expect("clean shutdown");
 }
 
