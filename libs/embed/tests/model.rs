@@ -1,0 +1,136 @@
+//! The real model from `models/all-MiniLM-L6-v2` (`make test` runs `make model` first): vector
+//! shape and norm, semantic ordering, batching and awkward input; and the clear error for a
+//! missing folder or file, which callers use to fall back to a lexical scorer.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use ontoloop_core::knowledge::encoder::{SentenceEncoder, cosine};
+use ontoloop_embed::{EmbedError, Embedder, MAX_BATCH, MODEL_ID};
+
+fn model() -> &'static Embedder {
+    static MODEL: OnceLock<Embedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        Embedder::load_default(None)
+            .unwrap_or_else(|e| panic!("load the model (run `make model` first): {e}"))
+    })
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+#[test]
+fn vectors_have_384_dimensions_and_unit_norm() {
+    let encoder = model();
+    assert_eq!(encoder.id(), MODEL_ID);
+    assert_eq!(encoder.dimension(), 384);
+    let vectors = encoder
+        .encode(&["The Pro plan costs 49 euros per user per month", "Hello"])
+        .expect("encode");
+    assert_eq!(vectors.len(), 2);
+    for v in &vectors {
+        assert_eq!(v.len(), 384);
+        assert!((norm(v) - 1.0).abs() < 1e-4, "norm {}", norm(v));
+    }
+}
+
+#[test]
+fn a_paraphrased_question_is_closer_than_an_unrelated_one() {
+    let v = model()
+        .encode(&[
+            "The Pro plan costs 49 euros per user per month",
+            "How much is the Pro plan per seat?",
+            "Who leads the Atlas team?",
+        ])
+        .expect("encode");
+    let related = cosine(&v[0], &v[1]);
+    let unrelated = cosine(&v[0], &v[2]);
+    assert!(
+        related > unrelated + 0.1,
+        "related {related} should clearly beat unrelated {unrelated}"
+    );
+}
+
+#[test]
+fn identical_text_has_cosine_one_whatever_the_batch_padding() {
+    let text = "Who leads the Atlas team?";
+    let long = "A much longer sentence that forces the batch to pad the short one with many \
+                padding tokens, which the mean pooling must ignore entirely.";
+    let alone = model().encode(&[text]).expect("encode alone");
+    let padded = model().encode(&[long, text, text]).expect("encode padded");
+    assert!((cosine(&padded[1], &padded[2]) - 1.0).abs() < 1e-5);
+    assert!(
+        (cosine(&alone[0], &padded[1]) - 1.0).abs() < 1e-4,
+        "padding changed the vector: {}",
+        cosine(&alone[0], &padded[1])
+    );
+}
+
+#[test]
+fn more_texts_than_a_batch_come_back_in_order() {
+    let texts: Vec<String> = (0..MAX_BATCH + 3)
+        .map(|i| format!("sentence number {i}"))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let all = model().encode(&refs).expect("encode many");
+    assert_eq!(all.len(), refs.len());
+    let last = model()
+        .encode(&refs[refs.len() - 1..])
+        .expect("encode last");
+    assert!((cosine(&all[refs.len() - 1], &last[0]) - 1.0).abs() < 1e-4);
+}
+
+#[test]
+fn awkward_input_is_encoded_not_refused() {
+    let huge = "word ".repeat(20_000) + "🙂";
+    let texts = [
+        "",
+        "   ",
+        "🙂🚀 \u{0}\u{7} \t\r\n ctrl",
+        "日本語のテキスト",
+        huge.as_str(),
+    ];
+    let vectors = model().encode(&texts).expect("encode awkward input");
+    assert_eq!(vectors.len(), texts.len());
+    for v in &vectors {
+        assert_eq!(v.len(), 384);
+        assert!(v.iter().all(|x| x.is_finite()));
+    }
+    assert!(model().encode(&[]).expect("encode nothing").is_empty());
+}
+
+#[test]
+fn a_missing_folder_is_reported_as_missing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let absent = tmp.path().join("no-model-here");
+    match Embedder::load(&absent) {
+        Err(EmbedError::Missing { path }) => assert_eq!(path, absent),
+        other => panic!("expected Missing, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_empty_folder_names_the_missing_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    match Embedder::load_default(Some(tmp.path())) {
+        Err(EmbedError::Missing { path }) => {
+            assert_eq!(path, tmp.path().join("model.safetensors"))
+        }
+        other => panic!("expected Missing, got {other:?}"),
+    }
+}
+
+#[test]
+fn corrupt_weights_are_an_error_not_a_panic() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let real = ontoloop_embed::model_dir(None);
+    std::fs::copy(
+        real.join("tokenizer.json"),
+        tmp.path().join("tokenizer.json"),
+    )
+    .expect("copy tokenizer");
+    std::fs::write(tmp.path().join("model.safetensors"), b"not safetensors").expect("write");
+    let err = Embedder::load(Path::new(tmp.path())).expect_err("corrupt weights must not load");
+    assert!(matches!(err, EmbedError::Weights { .. }), "{err:?}");
+}
