@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use ontoloop::bench::drift::{self, Mode, Report, Row};
 use ontoloop::client::Clients;
 use ontoloop::up::Local;
-use ontoloop_core::world::World;
+use ontoloop_testkit::world::World;
 use ontoloop_tests::settings;
 
 fn world(path: PathBuf) -> World {

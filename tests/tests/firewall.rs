@@ -560,8 +560,9 @@ async fn the_optional_model_extractor_checks_sentences_the_patterns_miss() {
 async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/tessaly.world.json");
-    let world = ontoloop_core::world::World::parse(&std::fs::read_to_string(path).expect("world"))
-        .expect("valid");
+    let world =
+        ontoloop_testkit::world::World::parse(&std::fs::read_to_string(path).expect("world"))
+            .expect("valid");
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}/b.db?mode=rwc", dir.path().display());
     let local = ontoloop::up::Local::start(settings(&[("store.url", &url)]))

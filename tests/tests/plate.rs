@@ -13,22 +13,23 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use ontoloop::bench::plate::matches_oracle;
 use ontoloop_core::{ServiceKind, topics};
+use ontoloop_org::Caller;
 use ontoloop_org::filters::{PlateContext, PlateSettings};
-use ontoloop_org::generate::{World, WorldSpec, generate};
-use ontoloop_org::hr::{HrEvent, OrgRecords, apply};
-use ontoloop_org::items::{Caller, ItemIndex, WorkItem};
-use ontoloop_org::oracle::oracle_plate;
-use ontoloop_org::org::OrgGraph;
-use ontoloop_org::product::ProductGraph;
+use ontoloop_org::hr::{HrEvent, apply};
+use ontoloop_org::items::WorkItem;
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use ontoloop_testkit::generate::{World, WorldSpec, generate};
+use ontoloop_testkit::oracle::oracle_plate;
+use ontoloop_testkit::plate::{
+    Graphs, matches_oracle, oracle_for, plate_request, random_user, random_users,
+};
 use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -85,41 +86,15 @@ fn wire(tenant: &str, principal: &str) -> Option<v1::Caller> {
     })
 }
 
-fn plate_request(caller: &Caller, world: &World, limit: u32) -> v1::PlateRequest {
-    v1::PlateRequest {
-        caller: wire(caller.tenant(), caller.principal()),
-        limit,
-        as_of: Some(ontoloop_proto::convert::timestamp(world.now)),
-    }
-}
-
-/// A random user of a tenant: mostly people, sometimes an outsider who only has items
-/// assigned (`ext-N`).
-fn random_user(rng: &mut StdRng, tenant: &str, org: &OrgRecords) -> Caller {
-    let people: Vec<&str> = org.people().map(|p| p.id.as_str()).collect();
-    let principal = if rng.random_bool(0.1) {
-        format!("ext-{}", rng.random_range(0..20))
-    } else {
-        people
-            .choose(rng)
-            .map(|p| (*p).to_owned())
-            .unwrap_or_default()
-    };
-    Caller::new(tenant, &principal).expect("non-blank caller")
-}
-
 /// Plates of `users` random users of the world's first tenant equal the oracle's.
 async fn plates_equal_the_oracle(retrieval: &Retrieval, world: &World, users: usize, seed: u64) {
     let tenant = &world.tenants[0];
     let settings = plate_settings();
-    let mut rng = StdRng::seed_from_u64(seed);
-    let callers: Vec<Caller> = (0..users)
-        .map(|_| random_user(&mut rng, &tenant.tenant, &tenant.org))
-        .collect();
+    let callers = random_users(users, seed, tenant);
     let results: Vec<(Caller, v1::PlateResponse)> = futures::stream::iter(callers)
         .map(|caller| {
             let mut client = retrieval.clone();
-            let request = plate_request(&caller, world, 0);
+            let request = plate_request(&caller, world.now, 0);
             async move {
                 let plate = client.plate(request).await.expect("plate").into_inner();
                 (caller, plate)
@@ -130,15 +105,7 @@ async fn plates_equal_the_oracle(retrieval: &Retrieval, world: &World, users: us
         .await;
     let (mut nonempty, mut reasons) = (0, HashSet::new());
     for (caller, got) in &results {
-        let want = oracle_plate(
-            caller,
-            world.now,
-            None,
-            &tenant.org,
-            &tenant.facts,
-            &world.items,
-            &settings,
-        );
+        let want = oracle_for(world, tenant, caller, None, &settings);
         if let Err(difference) = matches_oracle(got, &want) {
             panic!("plate of {caller:?} differs from the oracle: {difference}");
         }
@@ -160,13 +127,6 @@ async fn plates_equal_the_oracle(retrieval: &Retrieval, world: &World, users: us
     );
 }
 
-/// One tenant's graphs, built in the test to know what a probe could reach.
-struct Graphs {
-    org: OrgGraph,
-    product: ProductGraph,
-    items: ItemIndex,
-}
-
 /// Random callers probe random tenants; nothing unreadable ever shows, and the probes do reach
 /// unreadable items through the hierarchy and dependency dimensions.
 async fn probes_never_leak(retrieval: &Retrieval, worlds: &[&World], probes: usize) {
@@ -174,15 +134,8 @@ async fn probes_never_leak(retrieval: &Retrieval, worlds: &[&World], probes: usi
     let now = worlds[0].now;
     let graphs: HashMap<&str, Graphs> = worlds
         .iter()
-        .map(|w| {
-            let tenant = &w.tenants[0];
-            let graphs = Graphs {
-                org: OrgGraph::build(&tenant.org),
-                product: ProductGraph::build(&tenant.facts).0,
-                items: ItemIndex::build(w.items.clone()).expect("unique ids"),
-            };
-            (tenant.tenant.as_str(), graphs)
-        })
+        // Each world has one tenant: its graphs are the first.
+        .map(|w| (w.tenants[0].tenant.as_str(), Graphs::build(w)))
         .collect();
     let items: HashMap<(&str, &str), &WorkItem> = worlds
         .iter()
@@ -201,7 +154,7 @@ async fn probes_never_leak(retrieval: &Retrieval, worlds: &[&World], probes: usi
     let results: Vec<(Caller, v1::PlateResponse)> = futures::stream::iter(callers)
         .map(|caller| {
             let mut client = retrieval.clone();
-            let request = plate_request(&caller, worlds[0], u32::MAX);
+            let request = plate_request(&caller, worlds[0].now, u32::MAX);
             async move {
                 let plate = client.plate(request).await.expect("plate").into_inner();
                 (caller, plate)
@@ -226,8 +179,9 @@ async fn probes_never_leak(retrieval: &Retrieval, worlds: &[&World], probes: usi
             shown += 1;
         }
         let graphs = &graphs[tenant];
-        let context = PlateContext::new(caller, &settings, now, &graphs.org, &graphs.product);
-        let Some(partition) = graphs.items.tenant(tenant) else {
+        let context =
+            PlateContext::new(caller, &settings, now, &graphs.orgs[0], &graphs.products[0]);
+        let Some(partition) = graphs.index.tenant(tenant) else {
             continue;
         };
         for position in context.reach(partition) {
@@ -386,7 +340,7 @@ async fn transfers_are_visible(
         let caller = Caller::new(&tenant.tenant, principal).expect("caller");
         let mut client = retrieval.clone();
         let got = client
-            .plate(plate_request(&caller, world, 0))
+            .plate(plate_request(&caller, world.now, 0))
             .await
             .expect("plate")
             .into_inner();
@@ -435,7 +389,7 @@ async fn warm_up(retrieval: &Retrieval, worlds: &[&World]) {
         let caller = Caller::new(&world.tenants[0].tenant, "p00000").expect("caller");
         let mut client = retrieval.clone();
         client
-            .plate(plate_request(&caller, world, 0))
+            .plate(plate_request(&caller, world.now, 0))
             .await
             .expect("first plate");
     }
@@ -491,27 +445,6 @@ async fn on_postgres_and_rabbitmq_plates_equal_the_oracle_and_a_transfer_is_visi
     sandbox.shutdown().await.expect("clean shutdown");
     database.drop_now().await.expect("drop the test database");
     println!("whole test {:?}", started.elapsed());
-}
-
-/// Waits until `check` passes on a fresh answer, or fails with the last one.
-async fn eventually<T: std::fmt::Debug, F, Fut>(
-    what: &str,
-    mut fetch: F,
-    check: impl Fn(&T) -> bool,
-) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = T>,
-{
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let value = fetch().await;
-        if check(&value) {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{what}: {value:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]
@@ -605,16 +538,19 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
         caller: wire(&tenant, assignee),
         ..Default::default()
     };
-    let plate = eventually(
-        "the new item is on its assignee's plate",
-        || {
-            let mut client = retrieval.clone();
-            let request = request.clone();
-            async move { client.plate(request).await.expect("plate").into_inner() }
-        },
-        |plate: &v1::PlateResponse| plate.items.first().is_some_and(|i| i.item_id == "INC-1"),
-    )
+    let last = std::sync::Mutex::new(v1::PlateResponse::default());
+    let landed = wait_until(Duration::from_secs(20), || {
+        let (mut client, request, last) = (retrieval.clone(), request.clone(), &last);
+        async move {
+            let plate = client.plate(request).await.expect("plate").into_inner();
+            let landed = plate.items.first().is_some_and(|i| i.item_id == "INC-1");
+            *last.lock().expect("not poisoned") = plate;
+            landed
+        }
+    })
     .await;
+    let plate = last.into_inner().expect("not poisoned");
+    assert!(landed, "the new item is on its assignee's plate: {plate:?}");
     let top = &plate.items[0];
     assert_eq!(top.admitted_by, vec!["hierarchy"]);
     assert_eq!(top.weights["authority"], 1.0);

@@ -17,7 +17,6 @@ pub mod service;
 pub mod signal;
 pub mod supervisor;
 pub mod topics;
-pub mod world;
 
 pub use backoff::Backoff;
 pub use caller::Caller;

@@ -5,11 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use ontoloop_org::generate::{WorldSpec, generate, random_hr_event};
-use ontoloop_org::oracle::oracle_plate;
 use ontoloop_org::{
-    Caller, ItemIndex, OrgGraph, Patched, PlateRequest, PlateSettings, ProductGraph, apply, plate,
+    Caller, ItemIndex, OrgGraph, Patched, PlateRequest, ProductGraph, apply, plate,
 };
+use ontoloop_testkit::generate::{WorldSpec, generate, random_hr_event};
+use ontoloop_testkit::plate::{default_plate_settings, oracle_for};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -58,7 +58,7 @@ fn main() {
     };
     println!("item index: {:?}", started.elapsed());
 
-    let settings = PlateSettings::default();
+    let settings = default_plate_settings();
     let mut times: Vec<Duration> = Vec::new();
     let mut shown = 0;
     let mut checked = 0;
@@ -77,15 +77,7 @@ fn main() {
             times.push(started.elapsed());
             shown += got.items.len();
             if n % 100 == 0 {
-                let want = oracle_plate(
-                    &caller,
-                    world.now,
-                    None,
-                    &tenant.org,
-                    &tenant.facts,
-                    &world.items,
-                    &settings,
-                );
+                let want = oracle_for(&world, tenant, &caller, None, &settings);
                 assert_eq!(got, want, "plate differs from oracle for {caller:?}");
                 checked += 1;
             }

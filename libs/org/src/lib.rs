@@ -4,9 +4,9 @@
 //! organisation graph rebuilt or patched from them ([`org`]), the product graph built from facts
 //! ([`product`]) that documentation files state ([`docs`]), per-project context graphs with time
 //! to live ([`context`]), work items and their permission rule ([`items`]), the dimensional
-//! filters that assemble a caller's plate ([`filters`]), answers to simple org questions
-//! ([`ask`]), and, for tests and benchmarks, a seeded world generator ([`generate`]) and a
-//! brute-force oracle of the plate ([`oracle`]).
+//! filters that assemble a caller's plate ([`filters`]), and answers to simple org
+//! questions ([`ask`]). The seeded world generator and the brute-force oracle of the plate, for tests and
+//! benchmarks only, live in `ontoloop-testkit`.
 //!
 //! Invariants:
 //! - It never does IO: no network, no disk, no clock reads; time is passed in. Stores, queues and
@@ -24,10 +24,8 @@ pub mod context;
 pub mod docs;
 pub mod error;
 pub mod filters;
-pub mod generate;
 pub mod hr;
 pub mod items;
-pub mod oracle;
 pub mod org;
 pub mod product;
 pub mod swap;

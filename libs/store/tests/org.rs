@@ -4,11 +4,11 @@
 //! test and dropped after.
 
 use chrono::Utc;
-use ontoloop_org::generate::{WorldSpec, generate};
 use ontoloop_org::hr::{HrEvent, OrgRecords, apply};
 use ontoloop_org::product::Fact;
 use ontoloop_settings::Loader;
 use ontoloop_store::{OrgCommit, Store, StoreError, change_kind};
+use ontoloop_testkit::generate::{WorldSpec, generate};
 use sea_orm::{ConnectionTrait, Database};
 
 fn admin_url() -> String {

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use anyhow::Context as _;
-use ontoloop_org::generate::{World, WorldSpec, generate};
+use ontoloop_testkit::generate::{World, WorldSpec, generate};
 use ontoloop_proto::v1;
 use ontoloop_settings::Settings;
 use ontoloop_store::Store;

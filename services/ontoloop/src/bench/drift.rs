@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use ontoloop_core::Caller;
 use ontoloop_core::events::Event;
 use ontoloop_core::knowledge::designs::Design;
-use ontoloop_core::world::{Grade, Scenario, TimelineKind, World, grade};
+use ontoloop_testkit::world::{Grade, Scenario, TimelineKind, World, grade};
 use ontoloop_proto::v1;
 use serde::Serialize;
 
@@ -387,7 +387,7 @@ fn record(
     scenario: &str,
     step: u32,
     question: &str,
-    ask: &ontoloop_core::world::Ask,
+    ask: &ontoloop_testkit::world::Ask,
     answer: &v1::Answer,
 ) {
     let value = value_of(answer);

@@ -9,8 +9,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::{Ontology, extract_claims, same_value};
-use ontoloop_core::world::{Scenario, TimelineKind, World};
 use ontoloop_proto::v1;
+use ontoloop_testkit::world::{Scenario, TimelineKind, World};
 use serde::Serialize;
 
 use crate::client::{self, Clients};

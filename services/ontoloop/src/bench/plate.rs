@@ -1,6 +1,6 @@
 //! The plate benchmark: a generated world (N people, K work items, one tenant) loaded into a
 //! fresh store, the whole system running in process on loopback ports, and the `Plate` RPC
-//! measured for a thousand callers against the independent oracle (`ontoloop_org::oracle`).
+//! measured for a thousand callers against the independent oracle (`ontoloop_testkit::oracle`).
 //!
 //! It reports the oracle mismatches, the latency percentiles of one client and the throughput
 //! of several concurrent ones over loopback gRPC, the peak resident memory of the process (the
@@ -16,15 +16,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use ontoloop_core::knowledge::PageVersion;
+use ontoloop_org::Caller;
 use ontoloop_org::filters::Plate;
-use ontoloop_org::generate::{WorldSpec, generate};
 use ontoloop_org::hr::OrgRecords;
-use ontoloop_org::items::{Caller, WorkItem};
-use ontoloop_org::oracle::oracle_plate;
+use ontoloop_org::items::WorkItem;
 use ontoloop_org::org::OrgGraph;
 use ontoloop_proto::v1;
 use ontoloop_readmodel::PageIndex;
 use ontoloop_settings::Settings;
+use ontoloop_testkit::generate::{WorldSpec, generate};
+use ontoloop_testkit::plate::{matches_oracle, oracle_for, plate_request};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -107,14 +108,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
         .filter_map(|_| people_ids.choose(&mut rng))
         .filter_map(|id| Caller::new(&tenant.tenant, id).ok())
         .collect();
-    let request = |caller: &Caller| v1::PlateRequest {
-        caller: Some(v1::Caller {
-            tenant: caller.tenant().to_owned(),
-            principal: caller.principal().to_owned(),
-        }),
-        limit: 0,
-        as_of: Some(ontoloop_proto::convert::timestamp(world.now)),
-    };
+    let request = |caller: &Caller| plate_request(caller, world.now, 0);
 
     let started = Instant::now();
     if let Some(first) = callers.first() {
@@ -139,15 +133,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
             .map_err(|status| anyhow::anyhow!("plate: {}: {}", status.code(), status.message()))?
             .into_inner();
         latencies.push(started.elapsed());
-        let want = oracle_plate(
-            caller,
-            world.now,
-            None,
-            &tenant.org,
-            &tenant.facts,
-            &world.items,
-            &plate_settings,
-        );
+        let want = oracle_for(&world, tenant, caller, None, &plate_settings);
         if let Err(difference) = matches_oracle(&got, &want) {
             mismatches += 1;
             if mismatches <= 3 {
@@ -201,49 +187,6 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
             .unwrap_or_default(),
         event_to_visible_max_ms: transfers.last().copied().unwrap_or_default(),
     })
-}
-
-/// Whether a plate from the wire is exactly the oracle's: the same items in the same order with
-/// the same scores, weights and admission reasons, and the same count after every dimension.
-/// The error names the first difference.
-pub fn matches_oracle(got: &v1::PlateResponse, want: &Plate) -> Result<(), String> {
-    let counts: Vec<(&str, u64)> = got
-        .dimensions
-        .iter()
-        .map(|d| (d.name.as_str(), d.candidates_after))
-        .collect();
-    let expected: Vec<(&str, u64)> = want
-        .counts
-        .iter()
-        .map(|(d, n)| (d.as_str(), *n as u64))
-        .collect();
-    if counts != expected {
-        return Err(format!("counts {counts:?}, oracle {expected:?}"));
-    }
-    if got.items.len() != want.items.len() {
-        return Err(format!(
-            "{} items, oracle {}",
-            got.items.len(),
-            want.items.len()
-        ));
-    }
-    for (rank, (item, oracle)) in got.items.iter().zip(&want.items).enumerate() {
-        let weight = |name: &str| item.weights.get(name).copied();
-        let reasons: Vec<&str> = oracle.admitted_by.iter().map(|d| d.as_str()).collect();
-        let same = item.item_id == oracle.id
-            && item.score.to_bits() == oracle.score.to_bits()
-            && weight("temporal") == Some(oracle.temporal_weight)
-            && weight("authority") == Some(oracle.authority_weight)
-            && weight("severity") == Some(oracle.severity_weight)
-            && item.admitted_by == reasons;
-        if !same {
-            return Err(format!(
-                "rank {rank}: {} (score {}, {:?}), oracle {} (score {}, {reasons:?})",
-                item.item_id, item.score, item.admitted_by, oracle.id, oracle.score
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Plates per second from [`CONCURRENCY`] clients sharing [`THROUGHPUT_REQUESTS`] requests.
@@ -367,7 +310,7 @@ fn baseline(
                     "assigned to {} {assignee} on service {} severity {} scope {} from {}",
                     names.get(assignee).copied().unwrap_or(""),
                     item.service.as_deref().unwrap_or("none"),
-                    item.severity.as_str(),
+                    item.severity.name(),
                     item.scope.as_str(),
                     item.source.as_str(),
                 ),

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::events::Event;
-use crate::knowledge::Ontology;
+use ontoloop_core::events::Event;
+use ontoloop_core::knowledge::Ontology;
 
 /// The format tag this parser reads.
 pub const FORMAT: &str = "ontoloop.world/v1";
@@ -203,7 +203,7 @@ impl World {
                 let inner = err.into_inner();
                 WorldError {
                     path,
-                    message: crate::error::without_position(&inner),
+                    message: ontoloop_core::error::without_position(&inner),
                     position: Some((inner.line(), inner.column())),
                 }
             })?;

@@ -1,4 +1,4 @@
-//! An independent, brute-force implementation of the plate semantics of [`crate::filters`], for
+//! An independent, brute-force implementation of the plate semantics of [`ontoloop_org::filters`], for
 //! tests and benchmarks only: it is far too slow to serve requests.
 //!
 //! It shares no code path with the real plate: no graphs, no item index, no dimension units, no
@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::filters::{DimensionName, Plate, PlateItem, PlateSettings};
-use crate::hr::OrgRecords;
-use crate::items::{Caller, Severity, WorkItem};
-use crate::product::Fact;
+use ontoloop_org::Caller;
+use ontoloop_org::filters::{DimensionName, Plate, PlateItem, PlateSettings};
+use ontoloop_org::hr::OrgRecords;
+use ontoloop_org::items::{Severity, WorkItem};
+use ontoloop_org::product::Fact;
 
 /// The plate for `caller`, computed by scanning `org` and `facts` (the caller tenant's) and
 /// every item of every tenant in `items`.
@@ -196,42 +197,23 @@ mod tests {
     use std::collections::{BTreeSet, HashMap};
 
     use rand::rngs::StdRng;
-    use rand::seq::IndexedRandom;
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::filters::{PlateContext, PlateRequest, plate};
     use crate::generate::{World, WorldSpec, generate};
-    use crate::items::{ItemIndex, Scope};
-    use crate::org::OrgGraph;
-    use crate::product::ProductGraph;
+    use crate::plate::{Graphs, default_plate_settings, oracle_for, random_user};
+    use ontoloop_org::filters::{PlateContext, PlateRequest, plate};
+    use ontoloop_org::items::Scope;
 
     struct Built {
         world: World,
-        orgs: Vec<OrgGraph>,
-        products: Vec<ProductGraph>,
-        index: ItemIndex,
+        graphs: Graphs,
     }
 
     fn build(spec: &WorldSpec) -> Built {
         let world = generate(spec);
-        let orgs = world
-            .tenants
-            .iter()
-            .map(|t| OrgGraph::build(&t.org))
-            .collect();
-        let products = world
-            .tenants
-            .iter()
-            .map(|t| ProductGraph::build(&t.facts).0)
-            .collect();
-        let index = ItemIndex::build(world.items.clone()).expect("generated ids are unique");
-        Built {
-            world,
-            orgs,
-            products,
-            index,
-        }
+        let graphs = Graphs::build(&world);
+        Built { world, graphs }
     }
 
     fn unit_spec() -> WorldSpec {
@@ -245,19 +227,10 @@ mod tests {
         }
     }
 
-    /// A random caller of tenant `t`: mostly people, sometimes an outsider, sometimes in a group.
+    /// A random user of tenant `t`, sometimes in a group.
     fn random_caller(rng: &mut StdRng, built: &Built, t: usize) -> Caller {
         let tenant = &built.world.tenants[t];
-        let people: Vec<&str> = tenant.org.people().map(|p| p.id.as_str()).collect();
-        let principal = if rng.random_bool(0.1) {
-            format!("ext-{}", rng.random_range(0..20))
-        } else {
-            people
-                .choose(rng)
-                .map(|p| (*p).to_owned())
-                .unwrap_or_default()
-        };
-        let caller = Caller::new(&tenant.tenant, &principal).expect("non-blank caller");
+        let caller = random_user(rng, &tenant.tenant, &tenant.org);
         if rng.random_bool(0.2) {
             caller.with_groups(["group:oncall".to_owned()])
         } else {
@@ -273,7 +246,7 @@ mod tests {
             dependency_severities: BTreeSet::from([Severity::Critical]),
             min_authority: 0.0,
             temporal_scale_days: 7.0,
-            ..PlateSettings::default()
+            ..default_plate_settings()
         }
     }
 
@@ -281,7 +254,7 @@ mod tests {
     fn plate_equals_oracle_for_random_callers() {
         let built = build(&unit_spec());
         let mut rng = StdRng::seed_from_u64(99);
-        let defaults = PlateSettings::default();
+        let defaults = default_plate_settings();
         let lax = lax_settings();
         let mut reasons_seen = BTreeSet::new();
         let (mut nonempty, mut outsiders) = (0, 0);
@@ -301,26 +274,23 @@ mod tests {
             };
             let got = plate(
                 &request,
-                &built.orgs[t],
-                &built.products[t],
-                &built.index,
+                &built.graphs.orgs[t],
+                &built.graphs.products[t],
+                &built.graphs.index,
                 settings,
             );
-            let tenant = &built.world.tenants[t];
-            let want = oracle_plate(
+            let want = oracle_for(
+                &built.world,
+                &built.world.tenants[t],
                 &caller,
-                built.world.now,
                 limit,
-                &tenant.org,
-                &tenant.facts,
-                &built.world.items,
                 settings,
             );
             assert_eq!(got, want, "round {round}: caller {caller:?}");
             if !got.items.is_empty() {
                 nonempty += 1;
             }
-            if !built.orgs[t].contains_person(caller.principal()) {
+            if !built.graphs.orgs[t].contains_person(caller.principal()) {
                 outsiders += 1;
             }
             for item in &got.items {
@@ -386,9 +356,9 @@ mod tests {
             };
             let got = plate(
                 &request,
-                &built.orgs[graphs],
-                &built.products[graphs],
-                &built.index,
+                &built.graphs.orgs[graphs],
+                &built.graphs.products[graphs],
+                &built.graphs.index,
                 &settings,
             );
             for entry in &got.items {
@@ -404,10 +374,10 @@ mod tests {
                 &caller,
                 &settings,
                 built.world.now,
-                &built.orgs[graphs],
-                &built.products[graphs],
+                &built.graphs.orgs[graphs],
+                &built.graphs.products[graphs],
             );
-            if let Some(partition) = built.index.tenant(caller.tenant()) {
+            if let Some(partition) = built.graphs.index.tenant(caller.tenant()) {
                 for position in context.reach(partition) {
                     let Some(item) = partition.at(position) else {
                         continue;

@@ -10,9 +10,9 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::hr::{HrEvent, Move, OrgRecords, Person, Team};
-use crate::items::{Scope, Severity, Source, WorkItem};
-use crate::product::Fact;
+use ontoloop_org::hr::{HrEvent, Move, OrgRecords, Person, Team};
+use ontoloop_org::items::{Scope, Severity, Source, WorkItem};
+use ontoloop_org::product::Fact;
 
 /// The size and seed of a world. `people`, `services` and `items` are totals, split evenly over
 /// the tenants.
@@ -509,7 +509,7 @@ fn generate_item(
     WorkItem {
         id: format!("WI-{n:07}"),
         tenant: tenant.to_owned(),
-        title: format!("{} {} item {n}", severity.as_str(), scope.as_str()),
+        title: format!("{} {} item {n}", severity.name(), scope.as_str()),
         assignee,
         service,
         severity,
@@ -533,7 +533,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::product::ProductGraph;
+    use ontoloop_org::product::ProductGraph;
 
     #[test]
     fn same_seed_same_world() {
@@ -571,7 +571,7 @@ mod tests {
             assert!(rejected.is_empty(), "{rejected:?}");
             let ratio = product.coverage().ratio();
             assert!(ratio > 0.3 && ratio < 1.0, "coverage {ratio}");
-            for service in product.entities(crate::product::EntityKind::Service) {
+            for service in product.entities(ontoloop_org::product::EntityKind::Service) {
                 for dependency in product.dependencies_of(service) {
                     assert!(dependency < service, "edges go from higher to lower index");
                 }
