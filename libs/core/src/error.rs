@@ -1,7 +1,11 @@
-//! Error codes shared by every service, and the domain's own error type.
+//! Error codes shared by every service, the [`ServiceError`] trait every error enum a request can
+//! end in implements, and the domain's own error type.
 //!
-//! `ErrorCode` is a deliberately small set; the edge maps each variant to exactly one gRPC code
-//! with an exhaustive match, so a new variant forces a decision there.
+//! `ErrorCode` is a deliberately small set; the edge (`ontoloop-proto`) maps each variant to
+//! exactly one gRPC code with an exhaustive match, so a new variant forces a decision there, and
+//! turns any [`ServiceError`] into a gRPC status in that one place (as quickwit's `ServiceError`).
+
+use ontoloop_org::{ContextError, OrgError};
 
 /// What kind of failure a caller must be able to tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,6 +24,13 @@ pub enum ErrorCode {
     Unimplemented,
     /// A bug or an invariant broken inside ontoloop.
     Internal,
+}
+
+/// An error a request can end in: it says which [`ErrorCode`] it is, and its `Display` is the
+/// message the caller reads. Implemented by every error enum a service hands to its edge.
+pub trait ServiceError: std::fmt::Display {
+    /// The kind of failure, for the caller to tell apart.
+    fn error_code(&self) -> ErrorCode;
 }
 
 /// An error raised by domain rules, carrying the code and, where it applies, the offending field.
@@ -81,6 +92,78 @@ impl DomainError {
     /// The human-readable message.
     pub fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// A dependency's failure while doing `action`, keeping the dependency's code; displays as
+/// `action: cause` (for example `read the review queue: database operation failed: …`).
+#[derive(Debug, thiserror::Error)]
+#[error("{action}: {source}")]
+pub struct During<E> {
+    action: &'static str,
+    source: E,
+}
+
+impl<E> During<E> {
+    /// `source` happened while doing `action` (phrased as an action: `read maintenance runs`).
+    pub fn new(action: &'static str, source: E) -> Self {
+        Self { action, source }
+    }
+}
+
+impl<E: ServiceError> ServiceError for During<E> {
+    fn error_code(&self) -> ErrorCode {
+        self.source.error_code()
+    }
+}
+
+impl ServiceError for DomainError {
+    fn error_code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+// The org crate sits below this one, so its errors get their codes here.
+impl ServiceError for OrgError {
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            OrgError::UnknownPerson(_)
+            | OrgError::UnknownTeam(_)
+            | OrgError::DuplicatePerson(_)
+            | OrgError::DuplicateTeam(_)
+            | OrgError::ManagerCycle { .. }
+            | OrgError::TeamCycle { .. }
+            | OrgError::TeamNotEmpty(_) => ErrorCode::FailedPrecondition,
+            OrgError::DuplicateItem { .. }
+            | OrgError::Blank(_)
+            | OrgError::Missing(_)
+            | OrgError::InvalidField { .. }
+            | OrgError::InvalidSetting { .. } => ErrorCode::InvalidArgument,
+            OrgError::TooManyItems(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl ServiceError for ContextError {
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            ContextError::NotFound(_) | ContextError::Expired(_) => ErrorCode::NotFound,
+        }
+    }
+}
+
+impl From<OrgError> for DomainError {
+    fn from(err: OrgError) -> Self {
+        let field = match &err {
+            OrgError::Missing(field) | OrgError::InvalidField { field, .. } => Some(field.clone()),
+            OrgError::Blank(field) => Some((*field).to_owned()),
+            _ => None,
+        };
+        Self {
+            code: err.error_code(),
+            field,
+            message: err.to_string(),
+        }
     }
 }
 

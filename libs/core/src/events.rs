@@ -3,14 +3,14 @@
 //! the queue adds the tenant, the intake sequence number and the time.
 //!
 //! Knowledge events (`doc.upsert`, `record.*`, `ontology.set`, `graph.maintain`) feed the
-//! knowledge graph; organisation events (`employee.*`, `org.restructure`), `docs.push` and
-//! `item.upsert` feed the ephemeral org and product graphs and the work items
-//! ([`Event::is_org`]).
+//! knowledge graph; HR events (`employee.*`, `org.restructure`: [`ontoloop_org::HrEvent`],
+//! carried as [`Event::Hr`]), `docs.push` and `item.upsert` feed the ephemeral org and product
+//! graphs and the work items ([`Event::is_org`]).
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use ontoloop_org::hr::{HrEvent, Move, Person, Team};
+use ontoloop_org::hr::HrEvent;
 use ontoloop_org::items::{Scope, Severity, Source, WorkItem};
 use serde::{Deserialize, Serialize};
 
@@ -34,7 +34,7 @@ pub struct EventEnvelope {
 
 /// The kinds of event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
+#[serde(tag = "type", remote = "Self")]
 pub enum Event {
     /// A page is created or gets a new version.
     #[serde(rename = "doc.upsert")]
@@ -92,43 +92,6 @@ pub enum Event {
         /// `patch`, `rebuild` or `repair`.
         mode: String,
     },
-    /// A person joins; their team and manager must exist.
-    #[serde(rename = "employee.hired")]
-    EmployeeHired(Person),
-    /// A person changes team and, optionally, manager and role.
-    #[serde(rename = "employee.transferred")]
-    EmployeeTransferred {
-        /// Person id.
-        person: String,
-        /// New team id (may be the current one).
-        team: String,
-        /// New manager; absent keeps the current one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        manager: Option<String>,
-        /// New role; absent keeps the current one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        role: Option<String>,
-    },
-    /// A person leaves; their reports move to the leaver's manager.
-    #[serde(rename = "employee.terminated")]
-    EmployeeTerminated {
-        /// Person id.
-        person: String,
-    },
-    /// A batch reorganisation: team upserts, then moves in order, then dissolutions; all or
-    /// nothing.
-    #[serde(rename = "org.restructure")]
-    OrgRestructure {
-        /// Teams to create or replace.
-        #[serde(default)]
-        teams: Vec<Team>,
-        /// People to move, in order.
-        #[serde(default)]
-        moves: Vec<Move>,
-        /// Teams to dissolve after the moves (each must be empty by then).
-        #[serde(default)]
-        dissolve: Vec<String>,
-    },
     /// Documentation files changed: the product graph is rebuilt from the facts they state
     /// (`ontoloop_org::docs`).
     #[serde(rename = "docs.push")]
@@ -142,6 +105,40 @@ pub enum Event {
     /// A work item is created or replaced (by id, within the tenant).
     #[serde(rename = "item.upsert")]
     ItemUpsert(ItemUpsert),
+    /// An HR change (`employee.hired`, `employee.transferred`, `employee.terminated`,
+    /// `org.restructure`): the org crate's own event, carried as it is, with its own `type` tag.
+    #[serde(skip)]
+    Hr(HrEvent),
+}
+
+// The derived impls above (`remote = "Self"`) are inherent functions; these trait impls send
+// HR events to `HrEvent`'s own serde and everything else to the derived one, so an HR event type
+// is declared once, in `ontoloop_org::hr`, and a refused field keeps its precise message.
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Event::Hr(hr) => hr.serialize(serializer),
+            other => Event::serialize(other, serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let is_hr = value
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|kind| HrEvent::TYPES.contains(&kind));
+        if is_hr {
+            HrEvent::deserialize(value)
+                .map(Event::Hr)
+                .map_err(D::Error::custom)
+        } else {
+            Event::deserialize(value).map_err(D::Error::custom)
+        }
+    }
 }
 
 /// A work item as an integration states it; the envelope's tenant owns it.
@@ -198,12 +195,9 @@ impl Event {
             Event::RecordRename { .. } => "record.rename",
             Event::OntologySet { .. } => "ontology.set",
             Event::GraphMaintain { .. } => "graph.maintain",
-            Event::EmployeeHired(_) => "employee.hired",
-            Event::EmployeeTransferred { .. } => "employee.transferred",
-            Event::EmployeeTerminated { .. } => "employee.terminated",
-            Event::OrgRestructure { .. } => "org.restructure",
             Event::DocsPush { .. } => "docs.push",
             Event::ItemUpsert(_) => "item.upsert",
+            Event::Hr(hr) => hr.type_name(),
         }
     }
 
@@ -212,44 +206,16 @@ impl Event {
     pub fn is_org(&self) -> bool {
         matches!(
             self,
-            Event::EmployeeHired(_)
-                | Event::EmployeeTransferred { .. }
-                | Event::EmployeeTerminated { .. }
-                | Event::OrgRestructure { .. }
-                | Event::DocsPush { .. }
-                | Event::ItemUpsert(_)
+            Event::Hr(_) | Event::DocsPush { .. } | Event::ItemUpsert(_)
         )
     }
 
     /// The HR event this is, if it is one.
-    pub fn hr_event(&self) -> Option<HrEvent> {
-        Some(match self {
-            Event::EmployeeHired(person) => HrEvent::Hired(person.clone()),
-            Event::EmployeeTransferred {
-                person,
-                team,
-                manager,
-                role,
-            } => HrEvent::Transferred {
-                person: person.clone(),
-                team: team.clone(),
-                manager: manager.clone(),
-                role: role.clone(),
-            },
-            Event::EmployeeTerminated { person } => HrEvent::Terminated {
-                person: person.clone(),
-            },
-            Event::OrgRestructure {
-                teams,
-                moves,
-                dissolve,
-            } => HrEvent::Restructure {
-                teams: teams.clone(),
-                moves: moves.clone(),
-                dissolve: dissolve.clone(),
-            },
-            _ => return None,
-        })
+    pub fn hr_event(&self) -> Option<&HrEvent> {
+        match self {
+            Event::Hr(hr) => Some(hr),
+            _ => None,
+        }
     }
 
     /// Checks required fields; the error names the first one missing or wrong.
@@ -312,52 +278,7 @@ impl Event {
                     format!("{mode:?} is not patch, rebuild or repair"),
                 )),
             },
-            Event::EmployeeHired(person) => {
-                required("id", &person.id)?;
-                required("name", &person.name)?;
-                required("team", &person.team)?;
-                required("role", &person.role)?;
-                optional("manager", person.manager.as_deref())
-            }
-            Event::EmployeeTransferred {
-                person,
-                team,
-                manager,
-                role,
-            } => {
-                required("person", person)?;
-                required("team", team)?;
-                optional("manager", manager.as_deref())?;
-                optional("role", role.as_deref())
-            }
-            Event::EmployeeTerminated { person } => required("person", person),
-            Event::OrgRestructure {
-                teams,
-                moves,
-                dissolve,
-            } => {
-                if teams.is_empty() && moves.is_empty() && dissolve.is_empty() {
-                    return Err(DomainError::invalid(
-                        "teams",
-                        "a restructure needs teams, moves or dissolve",
-                    ));
-                }
-                for (i, team) in teams.iter().enumerate() {
-                    required(&format!("teams[{i}].id"), &team.id)?;
-                    required(&format!("teams[{i}].name"), &team.name)?;
-                    optional(&format!("teams[{i}].parent"), team.parent.as_deref())?;
-                }
-                for (i, step) in moves.iter().enumerate() {
-                    required(&format!("moves[{i}].person"), &step.person)?;
-                    required(&format!("moves[{i}].team"), &step.team)?;
-                    optional(&format!("moves[{i}].manager"), step.manager.as_deref())?;
-                    optional(&format!("moves[{i}].role"), step.role.as_deref())?;
-                }
-                for (i, team) in dissolve.iter().enumerate() {
-                    required(&format!("dissolve[{i}]"), team)?;
-                }
-                Ok(())
-            }
+            Event::Hr(hr) => hr.validate().map_err(DomainError::from),
             Event::DocsPush {
                 changed_files,
                 contents,
@@ -472,6 +393,7 @@ mod tests {
             assert_eq!(again, envelope);
             if let Some(hr) = envelope.event.hr_event() {
                 assert_eq!(hr.type_name(), envelope.event.kind());
+                assert_eq!(envelope.event, Event::Hr(hr.clone()));
             }
         }
         let item = EventEnvelope::parse(bodies[5]).expect("valid");

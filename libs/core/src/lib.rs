@@ -6,7 +6,6 @@
 //! conversions from wire types live at the edge, in `ontoloop-proto`.
 
 pub mod backoff;
-pub mod caller;
 pub mod error;
 pub mod events;
 pub mod knowledge;
@@ -19,8 +18,8 @@ pub mod supervisor;
 pub mod topics;
 
 pub use backoff::Backoff;
-pub use caller::Caller;
-pub use error::{DomainError, ErrorCode};
+pub use error::{DomainError, During, ErrorCode, ServiceError};
+pub use ontoloop_org::Caller;
 pub use redact::redact_url;
 pub use service::ServiceKind;
 pub use signal::{Severity, SeverityThresholds, SignalType, severity};

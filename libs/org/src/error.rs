@@ -51,6 +51,17 @@ pub enum OrgError {
     /// A required text field is blank.
     #[error("{0} must not be blank")]
     Blank(&'static str),
+    /// A required field of an event or a caller is absent or blank; names the field path.
+    #[error("{0} is required")]
+    Missing(String),
+    /// A field of an event or a caller with a value that cannot be accepted.
+    #[error("{field}: {reason}")]
+    InvalidField {
+        /// Field path, for example `moves[0].manager`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A setting outside its allowed range.
     #[error("setting {name}: {reason}")]
     InvalidSetting {

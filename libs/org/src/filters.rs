@@ -48,8 +48,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::caller::Caller;
 use crate::error::OrgError;
-use crate::items::{Caller, ItemIndex, Scope, Severity, TenantItems, WorkItem};
+use crate::items::{ItemIndex, Scope, Severity, TenantItems, WorkItem};
 use crate::org::OrgGraph;
 use crate::product::ProductGraph;
 

@@ -67,10 +67,10 @@ pub enum HrEvent {
         /// Id of the new team (may be the current one).
         team: String,
         /// New manager; `None` keeps the current manager.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         manager: Option<String>,
         /// New role; `None` keeps the current role.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         role: Option<String>,
     },
     /// A person leaves. Their direct reports move to the leaver's own manager (or to the top of
@@ -98,6 +98,14 @@ pub enum HrEvent {
 }
 
 impl HrEvent {
+    /// The wire names of every HR event type, as the `type` tag carries them.
+    pub const TYPES: [&'static str; 4] = [
+        "employee.hired",
+        "employee.transferred",
+        "employee.terminated",
+        "org.restructure",
+    ];
+
     /// The wire name of the event type, for example `employee.hired`.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -106,6 +114,79 @@ impl HrEvent {
             HrEvent::Terminated { .. } => "employee.terminated",
             HrEvent::Restructure { .. } => "org.restructure",
         }
+    }
+
+    /// Checks the event's own fields (no records needed); the error names the first field
+    /// missing or wrong. [`apply`] checks the event against the records.
+    pub fn validate(&self) -> Result<(), OrgError> {
+        match self {
+            HrEvent::Hired(person) => {
+                required("id", &person.id)?;
+                required("name", &person.name)?;
+                required("team", &person.team)?;
+                required("role", &person.role)?;
+                optional("manager", person.manager.as_deref())
+            }
+            HrEvent::Transferred {
+                person,
+                team,
+                manager,
+                role,
+            } => {
+                required("person", person)?;
+                required("team", team)?;
+                optional("manager", manager.as_deref())?;
+                optional("role", role.as_deref())
+            }
+            HrEvent::Terminated { person } => required("person", person),
+            HrEvent::Restructure {
+                teams,
+                moves,
+                dissolve,
+            } => {
+                if teams.is_empty() && moves.is_empty() && dissolve.is_empty() {
+                    return Err(OrgError::InvalidField {
+                        field: "teams".to_owned(),
+                        reason: "a restructure needs teams, moves or dissolve".to_owned(),
+                    });
+                }
+                for (i, team) in teams.iter().enumerate() {
+                    required(&format!("teams[{i}].id"), &team.id)?;
+                    required(&format!("teams[{i}].name"), &team.name)?;
+                    optional(&format!("teams[{i}].parent"), team.parent.as_deref())?;
+                }
+                for (i, step) in moves.iter().enumerate() {
+                    required(&format!("moves[{i}].person"), &step.person)?;
+                    required(&format!("moves[{i}].team"), &step.team)?;
+                    optional(&format!("moves[{i}].manager"), step.manager.as_deref())?;
+                    optional(&format!("moves[{i}].role"), step.role.as_deref())?;
+                }
+                for (i, team) in dissolve.iter().enumerate() {
+                    required(&format!("dissolve[{i}]"), team)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A required field: present and not blank.
+fn required(field: &str, value: &str) -> Result<(), OrgError> {
+    if value.trim().is_empty() {
+        Err(OrgError::Missing(field.to_owned()))
+    } else {
+        Ok(())
+    }
+}
+
+/// An optional field that, when present, must not be blank.
+fn optional(field: &str, value: Option<&str>) -> Result<(), OrgError> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(OrgError::InvalidField {
+            field: field.to_owned(),
+            reason: "must not be blank".to_owned(),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -439,6 +520,8 @@ mod tests {
         for event in [hired, moved, gone, restructure] {
             let json = serde_json::to_value(&event).expect("serialises");
             assert_eq!(json["type"], event.type_name());
+            assert!(HrEvent::TYPES.contains(&event.type_name()));
+            event.validate().expect("valid fields");
             let back: HrEvent = serde_json::from_value(json).expect("parses back");
             assert_eq!(back, event);
         }

@@ -14,9 +14,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::caller::Caller;
 use crate::error::OrgError;
 
-/// How urgent an item is.
+/// How urgent something is: a work item, or a failure signal or pattern (the one severity of
+/// the workspace; `ontoloop_core` re-exports it). Ordered least urgent first, so
+/// `severity >= threshold` reads as "at least this urgent".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
@@ -188,65 +191,12 @@ pub struct WorkItem {
 impl WorkItem {
     /// The permission rule of the module docs.
     pub fn readable_by(&self, caller: &Caller) -> bool {
-        self.tenant == caller.tenant
+        self.tenant == caller.tenant()
             && (self.acl.is_empty()
                 || self
                     .acl
                     .iter()
-                    .any(|entry| *entry == caller.principal || caller.groups.contains(entry)))
-    }
-}
-
-/// Who asks: a principal acting for a tenant, with the groups the identity provider asserts.
-///
-/// Groups only ever widen access through ACL entries that name them; until the identity carries
-/// groups, callers have none and group entries grant nothing.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Caller {
-    tenant: String,
-    principal: String,
-    groups: Vec<String>,
-}
-
-impl Caller {
-    /// A caller without groups; tenant and principal must not be blank.
-    pub fn new(tenant: &str, principal: &str) -> Result<Caller, OrgError> {
-        let (tenant, principal) = (tenant.trim(), principal.trim());
-        if tenant.is_empty() {
-            return Err(OrgError::Blank("caller.tenant"));
-        }
-        if principal.is_empty() {
-            return Err(OrgError::Blank("caller.principal"));
-        }
-        Ok(Caller {
-            tenant: tenant.to_owned(),
-            principal: principal.to_owned(),
-            groups: Vec::new(),
-        })
-    }
-
-    /// The same caller with these groups (blank ones are dropped).
-    pub fn with_groups(mut self, groups: impl IntoIterator<Item = String>) -> Caller {
-        self.groups = groups
-            .into_iter()
-            .filter(|g| !g.trim().is_empty())
-            .collect();
-        self
-    }
-
-    /// The tenant the caller acts for.
-    pub fn tenant(&self) -> &str {
-        &self.tenant
-    }
-
-    /// The principal; also the person id in the organisation graph.
-    pub fn principal(&self) -> &str {
-        &self.principal
-    }
-
-    /// Groups asserted by the identity provider.
-    pub fn groups(&self) -> &[String] {
-        &self.groups
+                    .any(|entry| entry == caller.principal() || caller.groups().contains(entry)))
     }
 }
 
@@ -397,11 +347,6 @@ mod tests {
             "being the assignee grants nothing"
         );
         assert!(restricted.readable_by(&bob), "group entry");
-        assert_eq!(Caller::new(" ", "x"), Err(OrgError::Blank("caller.tenant")));
-        assert_eq!(
-            Caller::new("acme", ""),
-            Err(OrgError::Blank("caller.principal"))
-        );
     }
 
     #[test]

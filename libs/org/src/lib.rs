@@ -1,6 +1,7 @@
 //! Multidimensional retrieval over ephemeral organisation, product and context graphs.
 //!
-//! This crate owns the pure domain of that retrieval: HR records and events ([`hr`]), the
+//! This crate owns the pure domain of that retrieval: the caller every request carries
+//! ([`caller`]), HR records and events ([`hr`]), the
 //! organisation graph rebuilt or patched from them ([`org`]), the product graph built from facts
 //! ([`product`]) that documentation files state ([`docs`]), per-project context graphs with time
 //! to live ([`context`]), work items and their permission rule ([`items`]), the dimensional
@@ -20,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod ask;
+pub mod caller;
 pub mod context;
 pub mod docs;
 pub mod error;
@@ -31,11 +33,12 @@ pub mod product;
 pub mod swap;
 
 pub use ask::{OrgAnswer, OrgQuestion, answer_org_question, parse_org_question};
+pub use caller::Caller;
 pub use context::{ContextError, ContextGraph, ContextRegistry, ContextSettings};
 pub use error::OrgError;
 pub use filters::{DimensionName, Plate, PlateItem, PlateRequest, PlateSettings, plate};
 pub use hr::{Affected, HrEvent, OrgRecords, Person, Team, apply};
-pub use items::{Caller, ItemIndex, Scope, Severity, Source, WorkItem};
+pub use items::{ItemIndex, Scope, Severity, Source, WorkItem};
 pub use org::{OrgGraph, Patched};
 pub use product::{Fact, ProductGraph};
 pub use swap::Swap;

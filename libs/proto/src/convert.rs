@@ -1,6 +1,9 @@
-//! Conversions between wire types and domain types, and the one error-code mapping.
+//! Conversions between wire types and domain types, both directions, and the one conversion from
+//! an error ([`ServiceError`]) to a gRPC status.
 
-use ontoloop_core::{Caller, DomainError, ErrorCode};
+use ontoloop_core::events::{Event, EventEnvelope};
+use ontoloop_core::{Caller, DomainError, ErrorCode, ServiceError};
+use ontoloop_org::hr::{HrEvent, Move, Person, Team};
 use tonic::{Code, Status};
 
 use crate::v1;
@@ -19,9 +22,10 @@ pub fn grpc_code(code: ErrorCode) -> Code {
     }
 }
 
-/// A gRPC status carrying the domain error's code and message.
-pub fn status_from(err: DomainError) -> Status {
-    Status::new(grpc_code(err.code()), err.message().to_owned())
+/// The gRPC status of any service error: its code through [`grpc_code`], its message as it
+/// displays. The one conversion from an error to a `tonic::Status`.
+pub fn status_from(err: impl ServiceError) -> Status {
+    Status::new(grpc_code(err.error_code()), err.to_string())
 }
 
 impl TryFrom<v1::Caller> for Caller {
@@ -90,8 +94,7 @@ pub fn event_from(
     event: v1::Event,
     tenant: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<ontoloop_core::events::EventEnvelope, Status> {
-    use ontoloop_core::events::{Event, EventEnvelope};
+) -> Result<EventEnvelope, Status> {
     use v1::event::Kind;
     let at = instant_or(event.at, "at", now)?;
     let kind = event
@@ -124,7 +127,7 @@ pub fn event_from(
             })?,
         },
         Kind::GraphMaintain(m) => Event::GraphMaintain { mode: m.mode },
-        Kind::Hr(hr) => hr_event(hr)?,
+        Kind::Hr(hr) => Event::Hr(hr_event(hr)?),
         Kind::DocsPush(d) => Event::DocsPush {
             changed_files: d.changed_files,
             contents: d.contents.into_iter().collect(),
@@ -140,15 +143,89 @@ pub fn event_from(
     })
 }
 
+/// The pushed event a domain event is sent as, by `caller` at `at`; the inverse of
+/// [`event_from`].
+pub fn event_to_wire(
+    caller: &Caller,
+    event: &Event,
+    at: chrono::DateTime<chrono::Utc>,
+) -> v1::Event {
+    use v1::event::Kind;
+    let kind = match event {
+        Event::DocUpsert {
+            doc_id,
+            title,
+            origin,
+            body,
+            acl,
+            hold,
+            confidence,
+        } => Kind::DocUpsert(v1::DocUpsert {
+            doc_id: doc_id.clone(),
+            title: title.clone(),
+            origin: origin.clone(),
+            body: body.clone(),
+            acl: acl.clone(),
+            hold: *hold,
+            confidence: confidence.unwrap_or_default(),
+        }),
+        Event::RecordSet {
+            source,
+            entity,
+            predicate,
+            value,
+        } => Kind::RecordSet(v1::RecordSet {
+            source: source.clone(),
+            entity: entity.clone(),
+            predicate: predicate.clone(),
+            value: value.clone(),
+        }),
+        Event::RecordRename { source, old, new } => Kind::RecordRename(v1::RecordRename {
+            source: source.clone(),
+            old: old.clone(),
+            new: new.clone(),
+        }),
+        Event::OntologySet { ontology } => Kind::OntologySet(v1::OntologySet {
+            ontology_json: ontology.to_string(),
+        }),
+        Event::GraphMaintain { mode } => {
+            Kind::GraphMaintain(v1::GraphMaintain { mode: mode.clone() })
+        }
+        Event::Hr(hr) => Kind::Hr(hr.into()),
+        Event::DocsPush {
+            changed_files,
+            contents,
+        } => Kind::DocsPush(v1::DocsPush {
+            changed_files: changed_files.clone(),
+            contents: contents.clone().into_iter().collect(),
+        }),
+        Event::ItemUpsert(item) => Kind::WorkItem(v1::WorkItemUpsert {
+            item_id: item.id.clone(),
+            title: item.title.clone(),
+            assignee: item.assignee.clone().unwrap_or_default(),
+            service: item.service.clone().unwrap_or_default(),
+            severity: item.severity.name().to_owned(),
+            scope: item.scope.as_str().to_owned(),
+            source_type: item.source.as_str().to_owned(),
+            created_at: item.created_at.map(timestamp),
+            acl: item.acl.clone(),
+        }),
+    };
+    v1::Event {
+        caller: Some(caller.into()),
+        at: Some(timestamp(at)),
+        idempotency_key: String::new(),
+        kind: Some(kind),
+    }
+}
+
 /// An empty wire string as `None`.
 fn non_empty(text: String) -> Option<String> {
     Some(text).filter(|t| !t.trim().is_empty())
 }
 
-/// The domain event an HR push describes; the error names the field.
-fn hr_event(hr: v1::HrEvent) -> Result<ontoloop_core::events::Event, Status> {
-    use ontoloop_core::events::Event;
-    use ontoloop_org::hr::{Move, Person, Team};
+/// The HR event an HR push describes; the error names the field.
+fn hr_event(hr: v1::HrEvent) -> Result<HrEvent, Status> {
     let kind = v1::HrEventType::try_from(hr.r#type).map_err(|_| {
         status_from(DomainError::invalid(
             "hr.type",
@@ -164,23 +241,23 @@ fn hr_event(hr: v1::HrEvent) -> Result<ontoloop_core::events::Event, Status> {
     }
     Ok(match kind {
         v1::HrEventType::Unspecified => return Err(status_from(DomainError::missing("hr.type"))),
-        v1::HrEventType::EmployeeHired => Event::EmployeeHired(Person {
+        v1::HrEventType::EmployeeHired => HrEvent::Hired(Person {
             id: hr.person_id,
             name: hr.name,
             team: hr.team,
             role: hr.role,
             manager: non_empty(hr.manager_id),
         }),
-        v1::HrEventType::EmployeeTransferred => Event::EmployeeTransferred {
+        v1::HrEventType::EmployeeTransferred => HrEvent::Transferred {
             person: hr.person_id,
             team: hr.team,
             manager: non_empty(hr.manager_id),
             role: non_empty(hr.role),
         },
-        v1::HrEventType::EmployeeTerminated => Event::EmployeeTerminated {
+        v1::HrEventType::EmployeeTerminated => HrEvent::Terminated {
             person: hr.person_id,
         },
-        v1::HrEventType::OrgRestructure => Event::OrgRestructure {
+        v1::HrEventType::OrgRestructure => HrEvent::Restructure {
             teams: hr
                 .teams
                 .into_iter()
@@ -205,16 +282,77 @@ fn hr_event(hr: v1::HrEvent) -> Result<ontoloop_core::events::Event, Status> {
     })
 }
 
+/// The wire form of an HR event; the inverse of [`hr_event`].
+impl From<&HrEvent> for v1::HrEvent {
+    fn from(event: &HrEvent) -> Self {
+        match event {
+            HrEvent::Hired(person) => v1::HrEvent {
+                r#type: v1::HrEventType::EmployeeHired as i32,
+                person_id: person.id.clone(),
+                name: person.name.clone(),
+                team: person.team.clone(),
+                role: person.role.clone(),
+                manager_id: person.manager.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+            HrEvent::Transferred {
+                person,
+                team,
+                manager,
+                role,
+            } => v1::HrEvent {
+                r#type: v1::HrEventType::EmployeeTransferred as i32,
+                person_id: person.clone(),
+                team: team.clone(),
+                role: role.clone().unwrap_or_default(),
+                manager_id: manager.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+            HrEvent::Terminated { person } => v1::HrEvent {
+                r#type: v1::HrEventType::EmployeeTerminated as i32,
+                person_id: person.clone(),
+                ..Default::default()
+            },
+            HrEvent::Restructure {
+                teams,
+                moves,
+                dissolve,
+            } => v1::HrEvent {
+                r#type: v1::HrEventType::OrgRestructure as i32,
+                teams: teams
+                    .iter()
+                    .map(|t| v1::HrTeam {
+                        id: t.id.clone(),
+                        name: t.name.clone(),
+                        parent: t.parent.clone().unwrap_or_default(),
+                    })
+                    .collect(),
+                moves: moves
+                    .iter()
+                    .map(|m| v1::HrMove {
+                        person_id: m.person.clone(),
+                        team: m.team.clone(),
+                        manager_id: m.manager.clone().unwrap_or_default(),
+                        role: m.role.clone().unwrap_or_default(),
+                    })
+                    .collect(),
+                dissolve: dissolve.clone(),
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// The domain event a work-item push describes; the error names the field.
 fn item_event(
     item: v1::WorkItemUpsert,
     at: chrono::DateTime<chrono::Utc>,
-) -> Result<ontoloop_core::events::Event, Status> {
-    use ontoloop_core::events::{Event, ItemUpsert};
+) -> Result<Event, Status> {
+    use ontoloop_core::events::ItemUpsert;
     use ontoloop_org::items::{Scope, Severity, Source};
     let severity = Severity::ALL
         .into_iter()
-        .find(|s| s.as_str() == item.severity.trim())
+        .find(|s| s.name() == item.severity.trim())
         .ok_or_else(|| {
             status_from(DomainError::invalid(
                 "work_item.severity",
@@ -271,7 +409,7 @@ mod tests {
         }
     }
 
-    fn push(kind: v1::event::Kind) -> Result<ontoloop_core::events::EventEnvelope, Status> {
+    fn push(kind: v1::event::Kind) -> Result<EventEnvelope, Status> {
         let event = v1::Event {
             caller: None,
             at: None,
@@ -293,7 +431,7 @@ mod tests {
         .expect("valid transfer");
         assert_eq!(
             moved.event.hr_event(),
-            Some(ontoloop_org::HrEvent::Transferred {
+            Some(&ontoloop_org::HrEvent::Transferred {
                 person: "p1".into(),
                 team: "eng".into(),
                 manager: None,
@@ -315,6 +453,32 @@ mod tests {
         .expect_err("no team");
         assert_eq!(status.code(), Code::InvalidArgument);
         assert!(status.message().contains("team"), "{status:?}");
+    }
+
+    #[test]
+    fn every_event_kind_round_trips_through_the_wire() {
+        let caller = Caller::new("acme", "alice").expect("valid caller");
+        let at = chrono::DateTime::from_timestamp(1_788_000_000, 0).expect("valid time");
+        let bodies = [
+            r#"{"type":"doc.upsert","doc_id":"d1","title":"T","origin":"wiki","body":"B","acl":["bob"],"hold":true,"confidence":0.5}"#,
+            r#"{"type":"record.set","source":"crm","entity":"Pro","predicate":"price","value":"49"}"#,
+            r#"{"type":"record.rename","source":"crm","old":"Pro","new":"Plus"}"#,
+            r#"{"type":"ontology.set","ontology":{"predicates":[{"name":"led_by","subject_type":"team","object_type":"person","patterns":["The {s} team is led by {o}."]}],"authority":{"default":1}}}"#,
+            r#"{"type":"graph.maintain","mode":"repair"}"#,
+            r#"{"type":"employee.hired","id":"p9","name":"Nia","team":"eng","role":"sre","manager":"p1"}"#,
+            r#"{"type":"employee.transferred","person":"p9","team":"ops","role":"lead"}"#,
+            r#"{"type":"employee.terminated","person":"p9"}"#,
+            r#"{"type":"org.restructure","teams":[{"id":"ops","name":"Ops","parent":"eng"}],"moves":[{"person":"p2","team":"ops","manager":"p1"}],"dissolve":["qa"]}"#,
+            r#"{"type":"docs.push","changed_files":["a.md","b.md"],"contents":{"a.md":"x"}}"#,
+            r#"{"type":"item.upsert","id":"T-1","title":"Fix","assignee":"p2","service":"api","severity":"high","scope":"bugs","source":"jira","created_at":"2026-09-01T09:00:00Z","acl":["p2"]}"#,
+        ];
+        for body in bodies {
+            let event: Event = serde_json::from_str(body).expect("valid event");
+            let wire = event_to_wire(&caller, &event, at);
+            assert_eq!(wire.caller, Some(v1::Caller::from(&caller)));
+            let back = event_from(wire, "acme", chrono::Utc::now()).expect("valid push");
+            assert_eq!((back.event, back.at), (event, at), "{body}");
+        }
     }
 
     #[test]

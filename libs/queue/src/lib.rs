@@ -52,6 +52,17 @@ pub enum QueueError {
     Broker(String),
 }
 
+impl ontoloop_core::ServiceError for QueueError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        match self {
+            QueueError::Unreachable { .. }
+            | QueueError::NotConfirmed { .. }
+            | QueueError::Settle(_)
+            | QueueError::Broker(_) => ontoloop_core::ErrorCode::Unavailable,
+        }
+    }
+}
+
 /// A message: an id, a body and string headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {

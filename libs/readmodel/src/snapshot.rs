@@ -44,17 +44,28 @@ impl Snapshot {
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     /// The tenant never set an ontology.
-    #[error("tenant {0} has no ontology")]
+    #[error("tenant {0} has no ontology yet: push an ontology.set event first")]
     NoOntology(String),
     /// The store failed.
-    #[error(transparent)]
+    #[error("read the knowledge store: {0}")]
     Store(#[from] StoreError),
     /// The stored ontology does not parse.
-    #[error(transparent)]
+    #[error("stored ontology is unreadable: {0}")]
     Ontology(#[from] OntologyError),
     /// The page index could not be built.
-    #[error(transparent)]
+    #[error("build the page index: {0}")]
     Index(#[from] tantivy::TantivyError),
+}
+
+impl ontoloop_core::ServiceError for SnapshotError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        use ontoloop_core::ErrorCode;
+        match self {
+            SnapshotError::NoOntology(_) => ErrorCode::FailedPrecondition,
+            SnapshotError::Store(_) => ErrorCode::Unavailable,
+            SnapshotError::Ontology(_) | SnapshotError::Index(_) => ErrorCode::Internal,
+        }
+    }
 }
 
 /// The cache of snapshots.

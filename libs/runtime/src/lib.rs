@@ -182,6 +182,48 @@ pub fn cancel_on(
     token
 }
 
+/// Why a read-your-writes wait ended without the event applied.
+#[derive(Debug, thiserror::Error)]
+pub enum SequenceError {
+    /// The sequence number does not fit the store's.
+    #[error("min_sequence: out of range")]
+    OutOfRange,
+    /// The analyst refused the event.
+    #[error("event {seq} was refused: {reason}")]
+    Refused {
+        /// The event's sequence number.
+        seq: u64,
+        /// The analyst's reason.
+        reason: String,
+    },
+    /// The event is still pending after the timeout; retrying may help.
+    #[error("event {seq} not applied within {timeout:?}; retry")]
+    Pending {
+        /// The event's sequence number.
+        seq: u64,
+        /// How long was waited.
+        timeout: std::time::Duration,
+    },
+    /// No event has this sequence number.
+    #[error("no intake event with sequence number {0}")]
+    Unknown(u64),
+    /// The intake log could not be read.
+    #[error("read the intake log: {0}")]
+    Store(#[from] ontoloop_store::StoreError),
+}
+
+impl ontoloop_core::ServiceError for SequenceError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        use ontoloop_core::ErrorCode;
+        match self {
+            SequenceError::OutOfRange => ErrorCode::InvalidArgument,
+            SequenceError::Refused { .. } => ErrorCode::FailedPrecondition,
+            SequenceError::Pending { .. } | SequenceError::Store(_) => ErrorCode::Unavailable,
+            SequenceError::Unknown(_) => ErrorCode::NotFound,
+        }
+    }
+}
+
 /// Read-your-writes for any service: waits until intake event `seq` is applied. Zero means do not
 /// wait. A refused event is FAILED_PRECONDITION with the analyst's reason; one still pending
 /// after `timeout` is UNAVAILABLE (retry).
@@ -189,41 +231,17 @@ pub async fn wait_for_sequence(
     store: &Store,
     seq: u64,
     timeout: std::time::Duration,
-) -> Result<(), tonic::Status> {
+) -> Result<(), SequenceError> {
     if seq == 0 {
         return Ok(());
     }
     let Ok(seq_i) = i64::try_from(seq) else {
-        return Err(tonic::Status::invalid_argument(
-            "min_sequence: out of range",
-        ));
+        return Err(SequenceError::OutOfRange);
     };
-    match store.wait_settled(seq_i, timeout).await {
-        Ok(ontoloop_store::Settled::Applied) => Ok(()),
-        Ok(ontoloop_store::Settled::Failed(reason)) => Err(tonic::Status::failed_precondition(
-            format!("event {seq} was refused: {reason}"),
-        )),
-        Ok(ontoloop_store::Settled::Pending) => Err(tonic::Status::unavailable(format!(
-            "event {seq} not applied within {timeout:?}; retry"
-        ))),
-        Ok(ontoloop_store::Settled::Unknown) => Err(tonic::Status::not_found(format!(
-            "no intake event with sequence number {seq}"
-        ))),
-        Err(err) => Err(tonic::Status::unavailable(format!(
-            "read the intake log: {err}"
-        ))),
-    }
-}
-
-/// The severity thresholds the signal settings name.
-pub fn severity_thresholds(
-    settings: &ontoloop_settings::SignalSettings,
-) -> ontoloop_core::SeverityThresholds {
-    ontoloop_core::SeverityThresholds {
-        critical_occurrences: settings.critical_occurrences,
-        critical_agents: settings.critical_agents,
-        high_occurrences: settings.high_occurrences,
-        high_agents: settings.high_agents,
-        medium_occurrences: settings.medium_occurrences,
+    match store.wait_settled(seq_i, timeout).await? {
+        ontoloop_store::Settled::Applied => Ok(()),
+        ontoloop_store::Settled::Failed(reason) => Err(SequenceError::Refused { seq, reason }),
+        ontoloop_store::Settled::Pending => Err(SequenceError::Pending { seq, timeout }),
+        ontoloop_store::Settled::Unknown => Err(SequenceError::Unknown(seq)),
     }
 }

@@ -69,6 +69,16 @@ pub enum ReportError {
     Publish(String),
 }
 
+impl ontoloop_core::ServiceError for ReportError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        match self {
+            ReportError::Store(_) | ReportError::Publish(_) => {
+                ontoloop_core::ErrorCode::Unavailable
+            }
+        }
+    }
+}
+
 /// Records, grades and publishes one signal (see the module header).
 pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accepted, ReportError> {
     let settings = &ctx.settings.signals;

@@ -66,6 +66,18 @@ pub enum StoreError {
     Db(#[from] DbErr),
 }
 
+impl ontoloop_core::ServiceError for StoreError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        match self {
+            // A concurrent writer won: reloading and retrying succeeds, like an outage passing.
+            StoreError::Unreachable { .. }
+            | StoreError::DataDir { .. }
+            | StoreError::Conflict { .. }
+            | StoreError::Db(_) => ontoloop_core::ErrorCode::Unavailable,
+        }
+    }
+}
+
 /// Which database the store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {

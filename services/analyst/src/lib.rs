@@ -21,21 +21,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use ontoloop_core::{DomainError, ServiceKind, topics};
-use ontoloop_proto::v1;
+use ontoloop_core::{During, ServiceKind, topics};
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
 use ontoloop_proto::v1::{
     DecideRequest, DecideResponse, ListMaintenanceRunsRequest, ListMaintenanceRunsResponse,
-    ListPatternsRequest, ListPatternsResponse, MaintenanceRun, NextReviewRequest,
-    NextReviewResponse,
+    ListPatternsRequest, ListPatternsResponse, NextReviewRequest, NextReviewResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
-use ontoloop_runtime::{Context, Listeners, Scrape, ServiceRouter};
-use ontoloop_settings::Settings;
-use ontoloop_store::UpdateRecord;
+use ontoloop_runtime::{CancellationToken, Context, Parts};
 use tonic::{Request, Response, Status};
 
-use crate::review::{Decision, ReviewError, Reviews};
+use crate::review::Reviews;
 
 /// Signals recorded per store transaction at most.
 const SIGNAL_BATCH: usize = 256;
@@ -221,50 +217,17 @@ pub fn scrape(ctx: Context, writer: knowledge::KnowledgeWriter) -> Scrape {
                     }
                 }
             }
-            registry.render("ontoloop_analyst_")
-        })
-    })
-}
-
-fn review_status(err: ReviewError) -> Status {
-    match err {
-        ReviewError::NotFound(id) => status_from(DomainError::new(
-            ontoloop_core::ErrorCode::NotFound,
-            format!("no update {id} in this tenant"),
-        )),
-        ReviewError::Invalid { field, reason } => status_from(DomainError::invalid(field, reason)),
-        ReviewError::Unavailable(reason) => Status::unavailable(reason),
-    }
-}
-
-fn update_to_wire(update: UpdateRecord) -> v1::ProposedUpdate {
-    v1::ProposedUpdate {
-        id: update.id,
-        pattern_id: update.pattern_id,
-        entity: update.entity,
-        predicate: update.predicate,
-        before: update.before,
-        after: update.after,
-        confidence: update.confidence,
-        confidence_variance: update.confidence_variance,
-        impact_radius: update.impact_radius,
-        domain: update.domain,
-        sources: update
-            .sources
-            .into_iter()
-            .map(|s| v1::Evidence {
-                source_id: s.source_id,
-                source_version: s.version,
-                excerpt: s.title,
-                origin: update.source.clone(),
-                ..Default::default()
-            })
-            .collect(),
-        priority: update.priority,
-        created_at: Some(ontoloop_proto::convert::timestamp(update.created_at)),
-        affected_queries: update.affected_queries,
-        reason: update.reason,
-        status: update.status,
+        };
+        let service = AnalystServiceServer::new(Analyst {
+            ctx: ctx.clone(),
+            reviews: reviews.clone(),
+        });
+        Ok(Parts::new(service)
+            .scrape(metrics::scrape(ctx.clone(), writer.clone()))
+            .http(dashboard::router(ctx, reviews, writer))
+            .task(format!("{} consumer", topics::EVENTS), events)
+            .task(format!("{} consumer", topics::SIGNALS), signals)
+            .task("hr records warmer", warm))
     }
 }
 
@@ -286,9 +249,9 @@ impl AnalystService for Analyst {
             .store
             .next_review(caller.tenant(), &request.expertise)
             .await
-            .map_err(|err| Status::unavailable(format!("read the review queue: {err}")))?;
+            .map_err(|err| status_from(During::new("read the review queue", err)))?;
         Ok(Response::new(NextReviewResponse {
-            update: update.map(update_to_wire),
+            update: update.map(wire::update),
         }))
     }
 
@@ -321,7 +284,7 @@ impl AnalystService for Analyst {
                 &request.note,
             )
             .await
-            .map_err(review_status)?;
+            .map_err(status_from)?;
         Ok(Response::new(DecideResponse {
             applied: decided.applied,
             already_decided: decided.already_decided,
@@ -336,25 +299,17 @@ impl AnalystService for Analyst {
         let caller = caller_from(request.caller)?;
         let timeout =
             Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        ontoloop_runtime::wait_for_sequence(&self.ctx.store, request.min_sequence, timeout).await?;
+        ontoloop_runtime::wait_for_sequence(&self.ctx.store, request.min_sequence, timeout)
+            .await
+            .map_err(status_from)?;
         let runs = self
             .ctx
             .store
             .maintenance_runs(caller.tenant())
             .await
-            .map_err(|err| Status::unavailable(format!("read maintenance runs: {err}")))?;
+            .map_err(|err| status_from(During::new("read maintenance runs", err)))?;
         Ok(Response::new(ListMaintenanceRunsResponse {
-            runs: runs
-                .into_iter()
-                .map(|run| MaintenanceRun {
-                    sequence: u64::try_from(run.seq).unwrap_or_default(),
-                    mode: run.mode,
-                    pages_read: run.report.pages_read,
-                    pages_total: run.report.pages_total,
-                    est_tokens: run.report.est_tokens,
-                    graph_writes: run.report.graph_writes,
-                })
-                .collect(),
+            runs: runs.into_iter().map(wire::maintenance_run).collect(),
         }))
     }
 
@@ -366,7 +321,7 @@ impl AnalystService for Analyst {
         let caller = caller_from(request.caller)?;
         let found = patterns::with_status(&self.ctx, caller.tenant(), chrono::Utc::now())
             .await
-            .map_err(|err| Status::unavailable(format!("read recorded signals: {err}")))?;
+            .map_err(|err| status_from(During::new("read recorded signals", err)))?;
         let limit = if request.limit == 0 {
             usize::MAX
         } else {

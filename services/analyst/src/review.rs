@@ -68,6 +68,17 @@ pub enum ReviewError {
     Unavailable(String),
 }
 
+impl ontoloop_core::ServiceError for ReviewError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        use ontoloop_core::ErrorCode;
+        match self {
+            ReviewError::NotFound(_) => ErrorCode::NotFound,
+            ReviewError::Invalid { .. } => ErrorCode::InvalidArgument,
+            ReviewError::Unavailable(_) => ErrorCode::Unavailable,
+        }
+    }
+}
+
 /// What a decision did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decided {

@@ -25,67 +25,39 @@ use ontoloop_proto::v1::{
     ProjectContextRequest, ProjectContextResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
-use ontoloop_runtime::{Context, Listeners, ServiceRouter};
-use ontoloop_settings::Settings;
+use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status};
 
-use ontoloop_readmodel::{Snapshot, SnapshotError, Snapshots};
+use ontoloop_readmodel::{Snapshot, Snapshots};
 
-/// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
-pub async fn run(
-    listeners: Listeners,
-    settings: Settings,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let ctx = Context::connect(settings).await?;
-    serve(listeners, ctx, shutdown).await
-}
+/// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
+/// the org graph watcher and the context graph sweeper.
+pub struct Service;
 
-/// Serves with an existing context (shared with other services by `ontoloop up`).
-pub async fn serve(
-    listeners: Listeners,
-    ctx: Context,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let cancel = ontoloop_runtime::cancel_on(shutdown);
-    let plate_settings = plate::settings::plate_settings(&ctx.settings.plate)
-        .context("read the [plate] settings")?;
-    let views = Arc::new(plate::OrgViews::new(ctx.clone()));
-    let contexts = Arc::new(plate::context::Contexts::new(
-        plate::settings::context_settings(&ctx.settings.org),
-    ));
-    let background = [
-        {
-            let (views, cancel) = (Arc::clone(&views), cancel.clone());
-            tokio::spawn(async move { views.watch(cancel).await })
-        },
-        {
-            let (contexts, cancel) = (Arc::clone(&contexts), cancel.clone());
-            let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
-            tokio::spawn(async move { contexts.run_sweeper(every, cancel).await })
-        },
-    ];
-    let service = RetrievalServiceServer::new(Retrieval {
-        snapshots: Snapshots::new(ctx.store.clone()),
-        ctx,
-        views,
-        contexts,
-        plate_settings,
-    });
-    let served = ontoloop_runtime::serve_service(
-        listeners,
-        ServiceRouter::new(ServiceKind::Retrieval, service),
-        ontoloop_runtime::metrics_router("ontoloop_retrieval_", None),
-        cancel.clone().cancelled_owned(),
-    )
-    .await;
-    cancel.cancel();
-    for task in background {
-        if let Err(err) = task.await {
-            tracing::error!(error = %err, "org graph task panicked");
-        }
+impl ontoloop_runtime::Service for Service {
+    const KIND: ServiceKind = ServiceKind::Retrieval;
+
+    async fn build(ctx: Context) -> anyhow::Result<Parts> {
+        let views = Arc::new(plate::OrgViews::new(ctx.clone()));
+        let contexts = Arc::new(plate::context::Contexts::new(ctx.settings.org.contexts()));
+        let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
+        let service = RetrievalServiceServer::new(Retrieval {
+            snapshots: Snapshots::new(ctx.store.clone()),
+            plate_settings: ctx.settings.plate.clone(),
+            views: Arc::clone(&views),
+            contexts: Arc::clone(&contexts),
+            ctx,
+        });
+        Ok(Parts::new(service)
+            .task("org graph watcher", move |cancel| async move {
+                views.watch(cancel).await;
+                Ok(())
+            })
+            .task("context graph sweeper", move |cancel| async move {
+                contexts.run_sweeper(every, cancel).await;
+                Ok(())
+            }))
     }
-    served
 }
 
 /// Longest question accepted; a question is a sentence or two, not a document.
@@ -115,12 +87,7 @@ impl Retrieval {
         } else {
             self.views.get(tenant).await
         };
-        view.map_err(|err| match err {
-            plate::ViewError::Store(err) => {
-                Status::unavailable(format!("read the organisation store: {err}"))
-            }
-            inconsistent => Status::internal(inconsistent.to_string()),
-        })
+        view.map_err(status_from)
     }
 
     /// Answers an organisational question ("who does X report to?", "who owns the Y service?")
@@ -167,7 +134,9 @@ impl Retrieval {
     async fn wait_for(&self, seq: u64) -> Result<u64, Status> {
         let timeout =
             Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        ontoloop_runtime::wait_for_sequence(&self.ctx.store, seq, timeout).await?;
+        ontoloop_runtime::wait_for_sequence(&self.ctx.store, seq, timeout)
+            .await
+            .map_err(status_from)?;
         Ok(seq)
     }
 
@@ -226,70 +195,27 @@ impl Retrieval {
         self.snapshots
             .get(caller.tenant())
             .await
-            .map_err(|err| match err {
-                SnapshotError::NoOntology(tenant) => Status::failed_precondition(format!(
-                    "tenant {tenant} has no ontology yet: push an ontology.set event first"
-                )),
-                SnapshotError::Store(err) => {
-                    Status::unavailable(format!("read the knowledge store: {err}"))
-                }
-                SnapshotError::Index(err) => {
-                    Status::internal(format!("build the page index: {err}"))
-                }
-                SnapshotError::Ontology(err) => {
-                    Status::internal(format!("stored ontology is unreadable: {err}"))
-                }
-            })
+            .map_err(status_from)
     }
 
-    /// Counts the answer by status, and tells the analyst what it revealed: abstentions,
-    /// contradictions, a graph that lags its pages, stale siblings. Reporting is best effort: a
-    /// failure is logged and the answer still goes out.
-    async fn publish_signals(
-        &self,
-        caller: &Caller,
-        question: &Question,
-        result: &knowledge::Answer,
-        entity_known: bool,
-    ) {
+    /// Counts the answer by status, and tells the analyst what it revealed (abstentions,
+    /// contradictions, a graph that lags its pages, stale siblings); nothing for the study's
+    /// baselines. Reporting is best effort: a failure is logged and the answer still goes out.
+    async fn report(&self, caller: &Caller, asked: &Asked) {
+        let Some(signals) = &asked.signals else {
+            return;
+        };
         ontoloop_observability::metrics::global().add(
             "ontoloop_retrieval_answers_total",
             "Answers by status.",
-            &[("status", &format!("{:?}", result.status).to_lowercase())],
+            &[(
+                "status",
+                &format!("{:?}", asked.answer.status).to_lowercase(),
+            )],
             1.0,
         );
-        let mut signals: Vec<(&str, String)> = Vec::new();
-        if result.status == AnswerStatus::Abstained {
-            let kind = if result.hops.is_empty() || !entity_known {
-                "entity_missing"
-            } else {
-                "relationship_unknown"
-            };
-            signals.push((kind, result.abstain_reason.clone()));
-        }
-        for (_, _, decision) in &result.hops {
-            for finding in &decision.findings {
-                let (kind, detail) = match finding {
-                    Finding::GraphLags { source_id } => (
-                        "temporal_stale",
-                        format!("graph read an older version of {source_id}"),
-                    ),
-                    Finding::StaleSibling { source_id, value } => (
-                        "temporal_stale",
-                        format!("{source_id} still states {value:?}"),
-                    ),
-                    Finding::Contradiction { source_id } => (
-                        "confidence_drop",
-                        format!("{source_id} disagrees at equal authority"),
-                    ),
-                };
-                signals.push((kind, detail));
-            }
-        }
-        for (kind, detail) in signals {
-            let Some(kind) = ontoloop_core::SignalType::from_name(kind) else {
-                continue;
-            };
+        let question = &asked.question;
+        for signal in signals {
             let report = ontoloop_runtime::signals::SignalReport {
                 tenant: caller.tenant().to_owned(),
                 reporter: "retrieval".to_owned(),
@@ -307,103 +233,6 @@ impl Retrieval {
                 tracing::warn!(error = %err, "cannot report a signal");
             }
         }
-    }
-}
-
-fn view<'a>(
-    snapshot: &'a Snapshot,
-    current: &'a std::collections::BTreeMap<String, knowledge::PageVersion>,
-    settings: &Settings,
-    principal: &'a str,
-    as_of: chrono::DateTime<chrono::Utc>,
-    search: &'a dyn Fn(&str, usize) -> Vec<String>,
-) -> KnowledgeView<'a> {
-    KnowledgeView {
-        ontology: &snapshot.ontology,
-        graph: &snapshot.graph,
-        current,
-        log: &snapshot.log,
-        search,
-        principal,
-        as_of,
-        hedge_below_authority: settings.retrieval.hedge_below_authority,
-        top_k: settings.retrieval.top_k,
-    }
-}
-
-fn design_from(name: &str) -> Result<Design, Status> {
-    if name.trim().is_empty() {
-        return Ok(Design::Ontoloop);
-    }
-    Design::from_name(name.trim()).ok_or_else(|| {
-        status_from(DomainError::invalid(
-            "design",
-            format!("{name:?} is not ontoloop, Rag, Graph, Hybrid or HybridVersioned"),
-        ))
-    })
-}
-
-fn evidence(candidate: &knowledge::Candidate) -> pb::Evidence {
-    pb::Evidence {
-        source_id: candidate.source.source_id.clone(),
-        source_version: candidate.source.version,
-        origin: candidate.source.origin.clone(),
-        authority: candidate.authority,
-        value: candidate.value.clone(),
-        valid_from: Some(timestamp(candidate.valid_from)),
-        valid_to: None,
-        extracted_at: candidate.extracted_at.map(timestamp),
-        extractor: candidate.extractor.clone(),
-        confidence: candidate.confidence,
-        excerpt: candidate.excerpt.clone(),
-    }
-}
-
-fn to_proto(
-    result: &knowledge::Answer,
-    snapshot: &Snapshot,
-    question: &Question,
-    applied: u64,
-) -> Answer {
-    let status = match result.status {
-        AnswerStatus::Answered => pb::AnswerStatus::Answered,
-        AnswerStatus::AnsweredPossiblyStale => pb::AnswerStatus::AnsweredPossiblyStale,
-        AnswerStatus::ConflictOpen => pb::AnswerStatus::ConflictOpen,
-        AnswerStatus::Abstained => pb::AnswerStatus::Abstained,
-    };
-    let last = result.hops.last().map(|(_, _, d)| d);
-    Answer {
-        status: status as i32,
-        value: result.value.clone(),
-        values: last.map(|d| d.values.clone()).unwrap_or_default(),
-        hedges: result
-            .hedges()
-            .map(|h| pb::Hedge {
-                code: h.code.name().to_owned(),
-                message: h.message.clone(),
-                source_id: h.source_id.clone(),
-            })
-            .collect(),
-        hops: result
-            .hops
-            .iter()
-            .map(|(entity, predicate, decision)| pb::Hop {
-                entity: entity.clone(),
-                predicate: predicate.clone(),
-                value: decision.value.clone(),
-                evidence: decision.evidence.iter().map(evidence).collect(),
-            })
-            .collect(),
-        evidence: last
-            .map(|d| d.evidence.iter().map(evidence).collect())
-            .unwrap_or_default(),
-        abstain_reason: result.abstain_reason.clone(),
-        entity: snapshot
-            .graph
-            .resolve(&question.entity)
-            .map_or_else(|| question.entity.clone(), |e| e.id.clone()),
-        predicate_path: question.path.clone(),
-        applied_sequence: applied,
     }
 }
 
@@ -606,12 +435,7 @@ impl RetrievalService for Retrieval {
                     .open(tenant, project, || {
                         plate::context::build_parts(&spec, &view.org, &view.product)
                     })
-                    .map_err(|err| match err {
-                        plate::context::BuildError::NoTeam => {
-                            status_from(DomainError::missing("team"))
-                        }
-                        unknown => Status::not_found(unknown.to_string()),
-                    })?;
+                    .map_err(status_from)?;
                 plate::wire::project_response(&opened, false)
             }
             Ok(ProjectAction::Extend) => {
@@ -621,7 +445,7 @@ impl RetrievalService for Retrieval {
                 let extended = self
                     .contexts
                     .extend(tenant, project, by)
-                    .map_err(|err| Status::not_found(err.to_string()))?;
+                    .map_err(status_from)?;
                 plate::wire::project_response(&extended, false)
             }
             Ok(ProjectAction::Close) => {

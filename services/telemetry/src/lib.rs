@@ -7,50 +7,34 @@
 
 mod signals;
 
-use std::future::Future;
-
-use ontoloop_core::{ServiceKind, topics};
-use ontoloop_proto::caller_from;
+use ontoloop_core::{During, ServiceError, ServiceKind, topics};
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
+use ontoloop_proto::{caller_from, status_from};
 use ontoloop_queue::Message;
-use ontoloop_runtime::{Context, Listeners, ServiceRouter};
-use ontoloop_settings::Settings;
+use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status, Streaming};
 
-/// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
-pub async fn run(
-    listeners: Listeners,
-    settings: Settings,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let ctx = Context::connect(settings).await?;
-    serve(listeners, ctx, shutdown).await
-}
+/// Telemetry as the runtime runs it (`ontoloop_runtime::{main, run, serve}`).
+pub struct Service;
 
-/// Serves with an existing context (shared with other services by `ontoloop up`).
-pub async fn serve(
-    listeners: Listeners,
-    ctx: Context,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let service = TelemetryServiceServer::new(Telemetry { ctx });
-    ontoloop_runtime::serve_service(
-        listeners,
-        ServiceRouter::new(ServiceKind::Telemetry, service),
-        ontoloop_runtime::metrics_router("ontoloop_telemetry_", None),
-        shutdown,
-    )
-    .await
+impl ontoloop_runtime::Service for Service {
+    const KIND: ServiceKind = ServiceKind::Telemetry;
+
+    async fn build(ctx: Context) -> anyhow::Result<Parts> {
+        Ok(Parts::new(TelemetryServiceServer::new(Telemetry { ctx })))
+    }
 }
 
 struct Telemetry {
     ctx: Context,
 }
 
-fn unavailable(action: &str, err: impl std::fmt::Display) -> Status {
-    tracing::warn!(error = %err, "cannot {action}");
-    Status::unavailable(format!("cannot {action}: {err}"))
+/// The status of a dependency failure while doing `action` (phrased `cannot …`), logged here
+/// where it is handled.
+fn unavailable(action: &'static str, err: impl ServiceError) -> Status {
+    tracing::warn!(error = %err, "{action}");
+    status_from(During::new(action, err))
 }
 
 #[tonic::async_trait]
@@ -102,7 +86,7 @@ impl TelemetryService for Telemetry {
                 chrono::Utc::now(),
             )
             .await
-            .map_err(|err| unavailable("record the event", err))?;
+            .map_err(|err| unavailable("cannot record the event", err))?;
         if duplicate {
             return Ok(Response::new(EventAck {
                 sequence: u64::try_from(seq).unwrap_or_default(),
@@ -119,7 +103,7 @@ impl TelemetryService for Telemetry {
             if let Err(store_err) = self.ctx.store.intake_fail(seq, &reason).await {
                 tracing::error!(seq, error = %store_err, "cannot mark unpublished event failed");
             }
-            return Err(unavailable("publish the event", err));
+            return Err(unavailable("cannot publish the event", err));
         }
         tracing::debug!(
             seq,

@@ -2,11 +2,11 @@
 //! and spread, and published durably (publisher confirms) for the analyst.
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::{DomainError, SignalType};
+use ontoloop_core::{Caller, DomainError, SignalType};
+use ontoloop_proto::status_from;
 use ontoloop_proto::v1::{self as pb, Signal};
-use ontoloop_proto::{caller_from, status_from};
 use ontoloop_runtime::Context;
-use ontoloop_runtime::signals::{ReportError, SignalReport, report_signal};
+use ontoloop_runtime::signals::{SignalReport, report_signal};
 use tonic::Status;
 
 pub use ontoloop_runtime::signals::Accepted;
@@ -21,8 +21,12 @@ struct Checked {
 
 fn check(signal: &Signal, path: &str) -> Result<Checked, Status> {
     let field = |name: &str| field_name(path, name);
-    let caller = caller_from(signal.caller.clone())
-        .map_err(|s| Status::invalid_argument(format!("{}: {}", field("caller"), s.message())))?;
+    let caller = signal
+        .caller
+        .as_ref()
+        .ok_or_else(|| DomainError::missing("caller"))
+        .and_then(|c| Caller::new(&c.tenant, &c.principal).map_err(DomainError::from))
+        .map_err(|err| status_from(DomainError::invalid(&field("caller"), err)))?;
     let kind = match pb::SignalType::try_from(signal.r#type) {
         Ok(pb::SignalType::EntityMissing) => SignalType::EntityMissing,
         Ok(pb::SignalType::RelationshipUnknown) => SignalType::RelationshipUnknown,
@@ -89,9 +93,7 @@ pub async fn accept(ctx: &Context, signal: &Signal, path: &str) -> Result<Accept
             "names nothing (only punctuation)",
         )));
     }
-    let accepted = report_signal(ctx, &report).await.map_err(|err| match err {
-        ReportError::Store(reason) | ReportError::Publish(reason) => Status::unavailable(reason),
-    })?;
+    let accepted = report_signal(ctx, &report).await.map_err(status_from)?;
     if !accepted.duplicate {
         ontoloop_observability::metrics::global().add(
             "ontoloop_telemetry_signals_total",

@@ -144,7 +144,7 @@ impl Runner<'_> {
         let ack = self
             .clients
             .telemetry
-            .push_event(client::event(caller, event, at))
+            .push_event(ontoloop_proto::convert::event_to_wire(caller, event, at))
             .await
             .with_context(|| format!("push {} event", event.kind()))?;
         Ok(ack.into_inner().sequence)

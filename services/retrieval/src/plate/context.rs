@@ -39,6 +39,17 @@ pub enum BuildError {
     UnknownService(String),
 }
 
+impl ontoloop_core::ServiceError for BuildError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        match self {
+            BuildError::NoTeam => ontoloop_core::ErrorCode::InvalidArgument,
+            BuildError::UnknownTeam(_) | BuildError::UnknownService(_) => {
+                ontoloop_core::ErrorCode::NotFound
+            }
+        }
+    }
+}
+
 /// What a context graph holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parts {

@@ -48,6 +48,15 @@ pub enum ViewError {
     },
 }
 
+impl ontoloop_core::ServiceError for ViewError {
+    fn error_code(&self) -> ontoloop_core::ErrorCode {
+        match self {
+            ViewError::Store(_) => ontoloop_core::ErrorCode::Unavailable,
+            ViewError::Inconsistent { .. } => ontoloop_core::ErrorCode::Internal,
+        }
+    }
+}
+
 /// One tenant's graphs at one org version; immutable once published.
 #[derive(Debug, Clone)]
 pub struct TenantView {
