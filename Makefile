@@ -13,6 +13,8 @@ BINDIR ?= $(HOME)/.cargo/bin
 run: link
 	$(BIN) up
 
+# The same feature set as `make test` (tokio's test-util is on for every build, see Cargo.toml),
+# so whichever of the two runs first builds the dependencies for both.
 build: model
 	$(CARGO) build -p ontoloop --bins
 
@@ -43,6 +45,8 @@ model:
 ## figures mean nothing in a debug build)
 WORLDS ?= $(wildcard ../shared/bench/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
+# The RabbitMQ scripts/ensure-services.sh makes sure of, for the signals benchmark.
+AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2f
 bench: model
 	$(CARGO) build --release -p ontoloop --bins
 	@for world in $(WORLDS); do \
@@ -52,8 +56,8 @@ bench: model
 	  $(RELEASE_BIN) bench firewall --world $$world || exit 1; echo; \
 	done
 	@scripts/ensure-services.sh
-	$(RELEASE_BIN) bench signals --signals 100000
-	$(RELEASE_BIN) bench signals --signals 100000 --preload
+	$(RELEASE_BIN) bench signals --signals 100000 --amqp-url '$(AMQP_URL)'
+	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
 
 fmt:

@@ -16,13 +16,13 @@ use tokio::net::TcpListener;
 pub type Scrape = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
 
 /// `GET /metrics`: the process registry's families that start with `prefix`, then `scrape`'s.
-pub fn metrics_router(prefix: &'static str, scrape: Option<Scrape>) -> Router {
+pub(crate) fn metrics_router(prefix: String, scrape: Option<Scrape>) -> Router {
     Router::new().route(
         "/metrics",
         get(move || {
-            let scrape = scrape.clone();
+            let (prefix, scrape) = (prefix.clone(), scrape.clone());
             async move {
-                let mut text = ontoloop_observability::metrics::global().render(prefix);
+                let mut text = ontoloop_observability::metrics::global().render(&prefix);
                 if let Some(scrape) = scrape {
                     text.push_str(&scrape().await);
                 }

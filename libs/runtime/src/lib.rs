@@ -1,13 +1,16 @@
 //! Start-up, serving and shutdown glue shared by the ontoloop services.
 //!
 //! Owns what every service does the same way: connecting the store and the queue from settings,
-//! serving gRPC with health and reflection until a shutdown future resolves, turning SIGINT and
-//! SIGTERM into that future, and running queue consumers that drain on cancellation. It holds no
-//! service behaviour of its own.
+//! the one service shape (`Service` builds `Parts`; `serve` runs gRPC with health and reflection
+//! beside HTTP and the service's tasks until a shutdown future resolves), the one drain policy
+//! (`TaskGroup`), turning SIGINT and SIGTERM into that future, and running queue consumers that
+//! drain on cancellation. It holds no service behaviour of its own.
 
 mod consume;
+mod group;
 mod http;
 mod serve;
+mod service;
 pub mod signals;
 
 use std::future::Future;
@@ -19,8 +22,10 @@ use ontoloop_settings::{QueueBackend, Settings};
 use ontoloop_store::Store;
 
 pub use consume::{Handled, run_batch_consumer, run_consumer};
-pub use http::{Scrape, bind_http, metrics_router, serve_http};
-pub use serve::{ServiceRouter, serve};
+pub use group::TaskGroup;
+pub use http::{Scrape, bind_http, serve_http};
+pub use service::{Parts, Service, main, run, serve};
+pub use tokio_util::sync::CancellationToken;
 
 /// What a service needs from the outside world, built once from settings. `ontoloop up` builds
 /// one and shares it, so the four services in one process share one store and one in-process
@@ -92,8 +97,8 @@ pub async fn shutdown_signal() {
 }
 
 /// Loads settings (defaults, then the file named by `ONTOLOOP_CONFIG` if set, then
-/// `ONTOLOOP__...` variables), installs tracing, and binds the service's configured addresses.
-/// This is everything a service's `main` does before `run`.
+/// `ONTOLOOP__...` variables), installs tracing, and binds the service's configured addresses:
+/// what [`main`] does before [`run`].
 pub async fn start(kind: ontoloop_core::ServiceKind) -> anyhow::Result<(Settings, Listeners)> {
     let file = std::env::var_os("ONTOLOOP_CONFIG").map(std::path::PathBuf::from);
     let settings = Settings::load(file.as_deref()).context("load settings")?;
@@ -143,30 +148,6 @@ pub async fn bind(
         .await
         .with_context(|| format!("bind the http port of {name}"))?;
     Ok(Listeners { grpc, http })
-}
-
-/// Serves a service's gRPC router and its HTTP router side by side until `shutdown` resolves;
-/// if either server stops on its own, the other stops too.
-pub async fn serve_service(
-    listeners: Listeners,
-    grpc: ServiceRouter,
-    http: axum::Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let cancel = cancel_on(shutdown);
-    let http_task = tokio::spawn(serve_http(
-        listeners.http,
-        http,
-        cancel.clone().cancelled_owned(),
-    ));
-    let served = serve(listeners.grpc, grpc, cancel.clone().cancelled_owned()).await;
-    cancel.cancel();
-    match http_task.await {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => tracing::error!(error = %err, "http server failed"),
-        Err(err) => tracing::error!(error = %err, "http server task panicked"),
-    }
-    served
 }
 
 /// Turns a shutdown future into a cancellation token that every task of a service can watch.

@@ -31,9 +31,8 @@ struct Dashboard {
 }
 
 /// The dashboard's routes: `/` (the page), `/api/queue`, `/api/decide`, `/api/patterns`,
-/// `/api/freshness`, `/api/decisions`, and `/metrics`.
+/// `/api/freshness` and `/api/decisions` (the runtime serves `/metrics` beside them).
 pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> Router {
-    let scrape = crate::scrape(ctx.clone(), writer.clone());
     let state = Arc::new(Dashboard {
         ctx,
         reviews,
@@ -47,10 +46,6 @@ pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> Router
         .route("/api/freshness", get(freshness))
         .route("/api/decisions", get(decisions))
         .with_state(state)
-        .merge(ontoloop_runtime::metrics_router(
-            "ontoloop_analyst_",
-            Some(scrape),
-        ))
 }
 
 #[derive(Deserialize)]

@@ -1,9 +1,7 @@
-//! The analyst service binary: settings, tracing, bind, then `run` until SIGINT or SIGTERM.
-
-use ontoloop_core::ServiceKind;
+//! The analyst service binary: `ontoloop_runtime::main` (settings, tracing, bind, connect) serves
+//! it until SIGINT or SIGTERM.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (settings, listeners) = ontoloop_runtime::start(ServiceKind::Analyst).await?;
-    ontoloop_analyst::run(listeners, settings, ontoloop_runtime::shutdown_signal()).await
+    ontoloop_runtime::main::<ontoloop_analyst::Service>().await
 }

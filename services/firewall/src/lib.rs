@@ -8,43 +8,27 @@
 
 mod validate;
 
-use std::future::Future;
-
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1::firewall_service_server::{FirewallService, FirewallServiceServer};
 use ontoloop_proto::v1::{ValidateRequest, ValidateResponse};
 use ontoloop_readmodel::Snapshots;
-use ontoloop_runtime::{Context, Listeners, ServiceRouter};
-use ontoloop_settings::Settings;
+use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status};
 
 pub use validate::Validator;
 
-/// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
-pub async fn run(
-    listeners: Listeners,
-    settings: Settings,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let ctx = Context::connect(settings).await?;
-    serve(listeners, ctx, shutdown).await
-}
+/// The firewall as the runtime runs it (`ontoloop_runtime::{main, run, serve}`).
+pub struct Service;
 
-/// Serves with an existing context (shared with other services by `ontoloop up`).
-pub async fn serve(
-    listeners: Listeners,
-    ctx: Context,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let validator = Validator::new(ctx.clone(), Snapshots::new(ctx.store.clone()))?;
-    let service = FirewallServiceServer::new(Firewall { validator });
-    ontoloop_runtime::serve_service(
-        listeners,
-        ServiceRouter::new(ServiceKind::Firewall, service),
-        ontoloop_runtime::metrics_router("ontoloop_firewall_", None),
-        shutdown,
-    )
-    .await
+impl ontoloop_runtime::Service for Service {
+    const KIND: ServiceKind = ServiceKind::Firewall;
+
+    async fn build(ctx: Context) -> anyhow::Result<Parts> {
+        let validator = Validator::new(ctx.clone(), Snapshots::new(ctx.store.clone()))?;
+        Ok(Parts::new(FirewallServiceServer::new(Firewall {
+            validator,
+        })))
+    }
 }
 
 struct Firewall {

@@ -1,9 +1,7 @@
-//! The firewall service binary: settings, tracing, bind, then `run` until SIGINT or SIGTERM.
-
-use ontoloop_core::ServiceKind;
+//! The firewall service binary: `ontoloop_runtime::main` (settings, tracing, bind, connect) serves
+//! it until SIGINT or SIGTERM.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (settings, listeners) = ontoloop_runtime::start(ServiceKind::Firewall).await?;
-    ontoloop_firewall::run(listeners, settings, ontoloop_runtime::shutdown_signal()).await
+    ontoloop_runtime::main::<ontoloop_firewall::Service>().await
 }

@@ -1,13 +1,12 @@
-//! `ontoloop gen-org` and `ontoloop plate`: load a generated organisation into the store, and
-//! print a caller's plate.
+//! The library half of `ontoloop gen-org`: generate a seeded organisation and load it into the
+//! store (the plate benchmark and the system tests load theirs the same way).
 
 use std::time::Instant;
 
 use anyhow::Context as _;
-use ontoloop_testkit::generate::{World, WorldSpec, generate};
-use ontoloop_proto::v1;
 use ontoloop_settings::Settings;
 use ontoloop_store::Store;
+use ontoloop_testkit::generate::{World, WorldSpec, generate};
 use serde::Serialize;
 
 /// What `gen-org` generates.
@@ -103,103 +102,4 @@ pub async fn gen_org(settings: &Settings, spec: &GenSpec) -> anyhow::Result<GenR
         generate_secs,
         load_secs,
     })
-}
-
-/// Prints what `gen-org` loaded.
-pub fn print_gen(report: &GenReport, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(report)?);
-        return Ok(());
-    }
-    for (tenant, people, items, facts, version) in &report.tenants {
-        println!(
-            "{tenant}: {people} people, {items} work items, {facts} product facts (org version {version})"
-        );
-    }
-    println!(
-        "generated in {:.2} s, loaded in {:.2} s; items are dated relative to {} (use --as-of {} with `ontoloop plate`)",
-        report.generate_secs,
-        report.load_secs,
-        report.now.to_rfc3339(),
-        report.now.to_rfc3339()
-    );
-    Ok(())
-}
-
-/// Prints a plate: the dimension counts, then one line per item with why it is there.
-pub fn print_plate(plate: &v1::PlateResponse, json: bool) -> anyhow::Result<()> {
-    if json {
-        let items: Vec<serde_json::Value> = plate
-            .items
-            .iter()
-            .map(|item| {
-                serde_json::json!({
-                    "item_id": item.item_id,
-                    "title": item.title,
-                    "assignee": item.assignee,
-                    "service": item.service,
-                    "severity": item.severity,
-                    "scope": item.scope,
-                    "source_type": item.source_type,
-                    "created_at": item.created_at.map(|t| t.seconds),
-                    "score": item.score,
-                    "admitted_by": item.admitted_by,
-                    "weights": item.weights,
-                })
-            })
-            .collect();
-        let dimensions: Vec<serde_json::Value> = plate
-            .dimensions
-            .iter()
-            .map(|d| serde_json::json!({"name": d.name, "candidates_after": d.candidates_after}))
-            .collect();
-        let out = serde_json::json!({
-            "org_version": plate.org_version,
-            "dimensions": dimensions,
-            "items": items,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
-    let counts: Vec<String> = plate
-        .dimensions
-        .iter()
-        .map(|d| format!("{} {}", d.name, d.candidates_after))
-        .collect();
-    println!("candidates after each dimension: {}", counts.join(" → "));
-    if plate.items.is_empty() {
-        println!("nothing on this plate");
-    }
-    for (rank, item) in plate.items.iter().enumerate() {
-        let weight = |name: &str| item.weights.get(name).copied().unwrap_or_default();
-        println!(
-            "{:>3}. {:<12} {:<8} {:<10} {:<15} score {:.3} (temporal {:.3} × authority {:.2} × severity {:.2}) via {}",
-            rank + 1,
-            item.item_id,
-            item.severity,
-            item.scope,
-            item.source_type,
-            item.score,
-            weight("temporal"),
-            weight("authority"),
-            weight("severity"),
-            item.admitted_by.join("+"),
-        );
-        println!(
-            "     {} · assignee {} · service {}",
-            item.title,
-            if item.assignee.is_empty() {
-                "-"
-            } else {
-                &item.assignee
-            },
-            if item.service.is_empty() {
-                "-"
-            } else {
-                &item.service
-            },
-        );
-    }
-    println!("(org version {})", plate.org_version);
-    Ok(())
 }

@@ -1,4 +1,4 @@
-//! `ontoloop status`: each service's gRPC health, one line per service.
+//! The library half of `ontoloop status`: each service's gRPC health, asked concurrently.
 
 use std::time::Duration;
 
@@ -96,29 +96,4 @@ async fn ask(kind: ServiceKind, addr: &str) -> Result<String, String> {
     .map(|s| s.as_str_name().to_owned())
     .unwrap_or_else(|_| "UNKNOWN".to_owned());
     Ok(status)
-}
-
-/// Prints the report as text lines or as `{"services":[...]}`.
-pub fn print(report: &[ServiceStatus], json: bool) -> anyhow::Result<()> {
-    if json {
-        #[derive(Serialize)]
-        struct Report<'a> {
-            services: &'a [ServiceStatus],
-        }
-        println!("{}", serde_json::to_string(&Report { services: report })?);
-        return Ok(());
-    }
-    for service in report {
-        match &service.error {
-            Some(error) => println!(
-                "{:<10} {:<22} {} ({error})",
-                service.name, service.addr, service.status
-            ),
-            None => println!(
-                "{:<10} {:<22} {}",
-                service.name, service.addr, service.status
-            ),
-        }
-    }
-    Ok(())
 }

@@ -1,101 +1,50 @@
-//! `ontoloop up`: the four services in one process, sharing one store and one queue.
+//! The four services in one process, sharing one store and one queue: what `ontoloop up`, the
+//! benchmarks and the system tests run.
 
 use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use ontoloop_core::ServiceKind;
-use ontoloop_runtime::Context;
+use ontoloop_runtime::{Context, TaskGroup};
 use ontoloop_settings::Settings;
 
-/// Binds every service at its configured addresses first (so a taken port fails before anything
-/// starts), then serves all four until `shutdown` resolves.
-pub async fn up(
-    settings: Settings,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let mut listeners = Vec::new();
-    for kind in ServiceKind::ALL {
-        listeners.push((kind, ontoloop_runtime::bind(&settings, kind).await?));
-    }
-    let ctx = Context::connect(settings)
-        .await
-        .context("connect store and queue")?;
-    println!(
-        "ontoloop up: store {} · queue {}",
-        ontoloop_store::redact(&ctx.settings.store.url),
-        ontoloop_store::redact(&ctx.settings.queue.url)
-    );
-    for (kind, bound) in &listeners {
-        let addr = bound.grpc.local_addr().context("read bound address")?;
-        let http = bound.http.local_addr().context("read bound address")?;
-        let extra = if *kind == ServiceKind::Analyst {
-            format!(" · dashboard http://{http}/")
-        } else {
-            String::new()
-        };
-        println!(
-            "  {:<10} listening on {addr} · metrics http://{http}/metrics{extra}",
-            kind.name()
-        );
-    }
-    println!("ready: `ontoloop status` from another shell; Ctrl-C stops everything");
-    let store = ctx.store.clone();
-    let outcome = serve_all(listeners, ctx, shutdown).await;
-    if tokio::time::timeout(Duration::from_secs(5), store.close())
-        .await
-        .is_err()
-    {
-        tracing::warn!("store did not close in time");
-    }
-    println!("ontoloop stopped");
-    outcome
-}
-
 /// Serves each service on its listener with one shared context until `shutdown` resolves, then
-/// waits for every service to drain. One service failing stops the others: a partial system is
-/// worse than none. The system tests run this same function.
+/// waits for every service to drain. The first service to fail (at start or later) stops the
+/// others, and its error is the outcome: a partial system is worse than none. The system tests
+/// run this same function.
 pub async fn serve_all(
     listeners: Vec<(ServiceKind, ontoloop_runtime::Listeners)>,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let cancel = ontoloop_runtime::cancel_on(shutdown);
-    let mut tasks = Vec::new();
+    let drain = Duration::from_millis(ctx.settings.services.drain_timeout_ms);
+    let mut group = TaskGroup::new(ontoloop_runtime::cancel_on(shutdown));
     for (kind, listener) in listeners {
         let ctx = ctx.clone();
-        let stop = cancel.clone().cancelled_owned();
-        tasks.push((
-            kind,
-            tokio::spawn(async move {
-                match kind {
-                    ServiceKind::Retrieval => ontoloop_retrieval::serve(listener, ctx, stop).await,
-                    ServiceKind::Firewall => ontoloop_firewall::serve(listener, ctx, stop).await,
-                    ServiceKind::Telemetry => ontoloop_telemetry::serve(listener, ctx, stop).await,
-                    ServiceKind::Analyst => ontoloop_analyst::serve(listener, ctx, stop).await,
-                }
-            }),
-        ));
+        group.spawn(format!("service {}", kind.name()), move |cancel| {
+            serve_one(kind, listener, ctx, cancel.cancelled_owned())
+        });
     }
-    let mut failed = None;
-    for (kind, task) in tasks {
-        let outcome = task.await;
-        cancel.cancel();
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => {
-                tracing::error!(service = kind.name(), error = %err, "service failed");
-                failed.get_or_insert(err.context(format!("service {} failed", kind.name())));
-            }
-            Err(err) => {
-                tracing::error!(service = kind.name(), error = %err, "service task panicked");
-                failed.get_or_insert(anyhow::anyhow!("service {} panicked: {err}", kind.name()));
-            }
-        }
-    }
-    match failed {
-        Some(err) => Err(err),
-        None => Ok(()),
+    // Each service drains within the drain time itself; the margin lets it say how it ended.
+    group.join(drain + DRAIN_MARGIN).await
+}
+
+/// Time beyond the services' own drain time that `serve_all` waits for them.
+const DRAIN_MARGIN: Duration = Duration::from_secs(2);
+
+async fn serve_one(
+    kind: ServiceKind,
+    listeners: ontoloop_runtime::Listeners,
+    ctx: Context,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    use ontoloop_runtime::serve;
+    match kind {
+        ServiceKind::Retrieval => serve::<ontoloop_retrieval::Service>(listeners, ctx, stop).await,
+        ServiceKind::Firewall => serve::<ontoloop_firewall::Service>(listeners, ctx, stop).await,
+        ServiceKind::Telemetry => serve::<ontoloop_telemetry::Service>(listeners, ctx, stop).await,
+        ServiceKind::Analyst => serve::<ontoloop_analyst::Service>(listeners, ctx, stop).await,
     }
 }
 

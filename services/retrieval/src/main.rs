@@ -1,9 +1,7 @@
-//! The retrieval service binary: settings, tracing, bind, then `run` until SIGINT or SIGTERM.
-
-use ontoloop_core::ServiceKind;
+//! The retrieval service binary: `ontoloop_runtime::main` (settings, tracing, bind, connect) serves
+//! it until SIGINT or SIGTERM.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (settings, listeners) = ontoloop_runtime::start(ServiceKind::Retrieval).await?;
-    ontoloop_retrieval::run(listeners, settings, ontoloop_runtime::shutdown_signal()).await
+    ontoloop_runtime::main::<ontoloop_retrieval::Service>().await
 }

@@ -1,0 +1,152 @@
+//! One shape for every service: what a service provides ([`Parts`]: its gRPC server, its HTTP
+//! routes, its background tasks such as queue consumers) and the one way they are run
+//! ([`serve`]): gRPC with health and reflection beside HTTP, every task on one cancellation
+//! token, stopped together and drained by the [`TaskGroup`] policy.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ontoloop_core::ServiceKind;
+use ontoloop_settings::Settings;
+use tokio_util::sync::CancellationToken;
+use tonic::server::NamedService;
+use tonic::service::RoutesBuilder;
+
+use crate::group::TaskGroup;
+use crate::{Context, Listeners, Scrape};
+
+/// A service: built from a connected [`Context`], run by [`serve`], [`run`] or [`main`].
+pub trait Service {
+    /// Which service this is (its ports, its health name, its metrics prefix).
+    const KIND: ServiceKind;
+
+    /// Builds the service's parts. Work that must finish before the service answers (loading
+    /// state, recovering interrupted work) goes here; a failure stops the service at start.
+    fn build(ctx: Context) -> impl Future<Output = anyhow::Result<Parts>> + Send;
+}
+
+type Task = Box<
+    dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>
+        + Send,
+>;
+
+/// What a service provides: one gRPC server, its HTTP routes (by default `/metrics` with the
+/// service's prefix), and background tasks that return once their token is cancelled.
+pub struct Parts {
+    grpc_name: &'static str,
+    routes: RoutesBuilder,
+    http: Option<axum::Router>,
+    scrape: Option<Scrape>,
+    tasks: Vec<(String, Task)>,
+}
+
+impl Parts {
+    /// The parts of a service around its generated tonic server.
+    pub fn new<S>(server: S) -> Self
+    where
+        S: tower_service::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<tonic::body::Body>,
+                Error = std::convert::Infallible,
+            > + NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let mut routes = RoutesBuilder::default();
+        routes.add_service(server);
+        Self {
+            grpc_name: S::NAME,
+            routes,
+            http: None,
+            scrape: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Gauges computed when `/metrics` is scraped, after the process registry's.
+    pub fn scrape(mut self, scrape: Scrape) -> Self {
+        self.scrape = Some(scrape);
+        self
+    }
+
+    /// HTTP routes served beside `/metrics` (the analyst's dashboard).
+    pub fn http(mut self, routes: axum::Router) -> Self {
+        self.http = Some(routes);
+        self
+    }
+
+    /// A background task (a queue consumer, a watcher): started with the service, handed the
+    /// service's cancellation token, and expected to return once it is cancelled. An error, or
+    /// an end before shutdown, stops the whole service.
+    pub fn task<F, Fut>(mut self, name: impl Into<String>, task: F) -> Self
+    where
+        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        self.tasks
+            .push((name.into(), Box::new(move |cancel| Box::pin(task(cancel)))));
+        self
+    }
+}
+
+/// Everything a service's binary does: settings, tracing, bind, connect, then serve until SIGINT
+/// or SIGTERM.
+pub async fn main<S: Service>() -> anyhow::Result<()> {
+    let (settings, listeners) = crate::start(S::KIND).await?;
+    run::<S>(listeners, settings, crate::shutdown_signal()).await
+}
+
+/// Connects what the service needs from `settings`, then serves until `shutdown` resolves.
+pub async fn run<S: Service>(
+    listeners: Listeners,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let ctx = Context::connect(settings).await?;
+    serve::<S>(listeners, ctx, shutdown).await
+}
+
+/// Serves with an existing context (shared with other services by `ontoloop up`) until
+/// `shutdown` resolves: builds the parts, then runs the gRPC server, the HTTP server and every
+/// task as one [`TaskGroup`]. On shutdown the servers stop taking calls and every task finishes
+/// what it holds within `services.drain_timeout_ms`; consumers leave the messages they had not
+/// started to the queue.
+pub async fn serve<S: Service>(
+    listeners: Listeners,
+    ctx: Context,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let kind = S::KIND;
+    let drain = Duration::from_millis(ctx.settings.services.drain_timeout_ms);
+    let parts = S::build(ctx)
+        .await
+        .with_context(|| format!("start {}", kind.name()))?;
+    anyhow::ensure!(
+        parts.grpc_name == kind.grpc_name(),
+        "service {} serves {}, expected {}",
+        kind.name(),
+        parts.grpc_name,
+        kind.grpc_name()
+    );
+    let mut http = crate::http::metrics_router(format!("ontoloop_{}_", kind.name()), parts.scrape);
+    if let Some(routes) = parts.http {
+        http = http.merge(routes);
+    }
+    let mut group = TaskGroup::new(crate::cancel_on(shutdown));
+    let routes = parts.routes;
+    group.spawn("grpc server", move |cancel| {
+        crate::serve::serve_grpc(listeners.grpc, kind, routes, cancel.cancelled_owned())
+    });
+    group.spawn("http server", move |cancel| {
+        crate::serve_http(listeners.http, http, cancel.cancelled_owned())
+    });
+    for (name, task) in parts.tasks {
+        group.spawn(name, task);
+    }
+    group.join(drain).await
+}

@@ -1,0 +1,50 @@
+//! `ontoloop ask`: a question in natural language, answered with its provenance.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use ontoloop_proto::v1;
+
+use crate::print;
+use crate::session::{Session, rpc};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The question.
+    text: String,
+    /// Who asks, as TENANT/PRINCIPAL.
+    #[arg(long = "as", value_name = "TENANT/PRINCIPAL")]
+    caller: String,
+    /// Answer only once this intake sequence number is applied (read-your-writes).
+    #[arg(long, default_value_t = 0)]
+    min_sequence: u64,
+    /// ontoloop (default) or a study baseline: Rag, Graph, Hybrid, HybridVersioned.
+    #[arg(long, default_value = "ontoloop")]
+    design: String,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
+        let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
+        let request = v1::AskRequest {
+            caller: session.wire_caller()?,
+            text: self.text,
+            min_sequence: self.min_sequence,
+            as_of: None,
+            design: self.design,
+        };
+        let answer = session
+            .clients()
+            .await?
+            .retrieval
+            .ask(request)
+            .await
+            .map_err(rpc("ask"))?
+            .into_inner();
+        print::answer(&answer, self.json)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

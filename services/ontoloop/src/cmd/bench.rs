@@ -1,0 +1,259 @@
+//! `ontoloop bench plate|signals|firewall|drift`: the benchmarks, each on a system of its own
+//! (SQLite in a temporary directory and, but for signals, the in-process queue) unless told
+//! otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ontoloop::bench::drift::{self, Mode};
+use ontoloop::client::Clients;
+use ontoloop::up::Local;
+use ontoloop_settings::Settings;
+use ontoloop_testkit::world::World;
+
+use crate::print;
+use crate::session::Session;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Plate over loopback gRPC on a generated world against the oracle, with latency,
+    /// throughput, peak memory, org-graph rebuild time, event-to-visible latency and a BM25
+    /// baseline; prints {"oracle_mismatches","p50_ms","p99_ms","qps","peak_rss_mb","rebuild_ms",
+    /// "precision","baseline_precision",...} with --json.
+    Plate {
+        /// People in the generated world.
+        #[arg(long, default_value_t = 10_000)]
+        people: usize,
+        /// Work items in the generated world.
+        #[arg(long, default_value_t = 100_000)]
+        items: usize,
+        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Publish N failure signals to RabbitMQ and time them into the analyst's store end to end;
+    /// prints {"signals","per_second","lost","duplicated"} with --json.
+    Signals {
+        /// Signals to publish.
+        #[arg(long, default_value_t = 100_000)]
+        signals: u64,
+        /// RabbitMQ URL (sets queue.url; the benchmark needs RabbitMQ, so without this flag
+        /// queue.url must name one).
+        #[arg(long)]
+        amqp_url: Option<String>,
+        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Publish every signal before the analyst starts, and time the analyst alone.
+        #[arg(long)]
+        preload: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a labelled claim set generated from a world (confusion table) and time
+    /// ten-claim answers in process and over loopback gRPC.
+    Firewall {
+        /// The world file.
+        #[arg(long)]
+        world: PathBuf,
+        /// Print {"confusion":{...},"latency_us":{...}}.
+        #[arg(long)]
+        json: bool,
+        /// Ten-claim answers timed each way.
+        #[arg(long, default_value_t = 2000)]
+        rounds: usize,
+    },
+    /// Replay every scenario of a world file through the services and grade every answer.
+    Drift {
+        /// The world file (format ontoloop.world/v1).
+        #[arg(long)]
+        world: PathBuf,
+        /// structured (entity + predicate path) or nl (question text only).
+        #[arg(long, default_value = "structured")]
+        mode: String,
+        /// Print {"rows":[...],"costs":[...]} instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Use the running deployment the settings point at instead of an embedded system.
+        #[arg(long)]
+        target: bool,
+        /// Where to write the CSV of every answer (default target/bench/drift-WORLD-MODE.csv).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
+}
+
+impl Command {
+    pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
+        match self {
+            Command::Signals {
+                signals,
+                amqp_url,
+                database_url,
+                preload,
+                json,
+            } => {
+                let scratch = Scratch::new(database_url)?;
+                let session = Session::load(
+                    config,
+                    &[
+                        ("queue.url", amqp_url.as_deref()),
+                        ("store.url", Some(&scratch.store_url)),
+                    ],
+                )?;
+                let report =
+                    ontoloop::bench::signals::run(session.settings, signals, preload).await?;
+                print::bench_signals(&report, preload, json)?;
+            }
+            Command::Plate {
+                people,
+                items,
+                database_url,
+                json,
+            } => {
+                let scratch = Scratch::new(database_url)?;
+                let session = Session::load(config, &[])?;
+                let report =
+                    ontoloop::bench::plate::run(scratch.settings(&session.settings), people, items)
+                        .await?;
+                print::bench_plate(&report, json)?;
+            }
+            Command::Firewall {
+                world,
+                json,
+                rounds,
+            } => {
+                let session = Session::load(config, &[])?;
+                bench_firewall(session.settings, &world, json, rounds).await?;
+            }
+            Command::Drift {
+                world,
+                mode,
+                json,
+                target,
+                csv,
+            } => {
+                let session = Session::load(config, &[])?;
+                let mode = match mode.as_str() {
+                    "structured" => Mode::Structured,
+                    "nl" => Mode::Nl,
+                    other => anyhow::bail!("--mode {other:?}: use structured or nl"),
+                };
+                bench_drift(session.settings, &world, mode, json, target, csv).await?;
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A benchmark's own store: the one `--database-url` names, else a fresh SQLite file in a
+/// temporary directory that lives as long as this.
+struct Scratch {
+    store_url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new(database_url: Option<String>) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir().context("create a temporary directory")?;
+        let store_url = database_url
+            .unwrap_or_else(|| format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()));
+        Ok(Self {
+            store_url,
+            _dir: dir,
+        })
+    }
+
+    /// `settings` on this store and the in-process queue: an embedded system of its own.
+    fn settings(&self, settings: &Settings) -> Settings {
+        let mut embedded = settings.clone();
+        embedded.store.url = self.store_url.clone();
+        embedded.queue.url = "memory".to_owned();
+        embedded
+    }
+
+    /// An embedded system of its own, started.
+    async fn start(&self, settings: &Settings) -> anyhow::Result<Local> {
+        eprintln!(
+            "bench: starting an embedded system (SQLite in a temporary directory, in-process queue)"
+        );
+        Local::start(self.settings(settings)).await
+    }
+}
+
+fn read_world(path: &Path) -> anyhow::Result<World> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    Ok(World::parse(&text)?)
+}
+
+/// `ontoloop bench drift`.
+async fn bench_drift(
+    settings: Settings,
+    world_path: &Path,
+    mode: Mode,
+    json: bool,
+    target: bool,
+    csv: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let world = read_world(world_path)?;
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let report = if target {
+        let clients = Clients::from_settings(&settings).await?;
+        drift::run(&world, clients, mode, &mut progress).await?
+    } else {
+        let scratch = Scratch::new(None)?;
+        let local = scratch.start(&settings).await?;
+        let clients = Clients::from_addrs(&local.addrs).await?;
+        let report = drift::run(&world, clients, mode, &mut progress).await?;
+        local.stop().await?;
+        report
+    };
+    let mode_name = if mode == Mode::Structured {
+        "structured"
+    } else {
+        "nl"
+    };
+    let csv = csv.unwrap_or_else(|| {
+        PathBuf::from(format!("target/bench/drift-{}-{mode_name}.csv", world.name))
+    });
+    if let Some(dir) = csv.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(&csv, report.to_csv()).with_context(|| format!("write {}", csv.display()))?;
+    print::bench_drift(&report, &world, mode, &csv, json)
+}
+
+/// `ontoloop bench firewall`: always on an embedded system, since it also times the firewall in
+/// process.
+async fn bench_firewall(
+    settings: Settings,
+    world_path: &Path,
+    json: bool,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let world = read_world(world_path)?;
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let scratch = Scratch::new(None)?;
+    let local = scratch.start(&settings).await?;
+    let clients = Clients::from_addrs(&local.addrs).await?;
+    let validator = ontoloop_firewall::Validator::new(
+        local.ctx.clone(),
+        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone()),
+    )?;
+    let report = ontoloop::bench::firewall::run(
+        &world,
+        clients,
+        &validator,
+        rounds,
+        settings.retrieval.hedge_below_authority,
+        &mut progress,
+    )
+    .await?;
+    local.stop().await?;
+    print::bench_firewall(&report, &world, json)
+}

@@ -1,0 +1,96 @@
+//! The command tree: one module per subcommand, each with its arguments and what it runs.
+//! Every command starts from a [`Session`](crate::session::Session) and prints through
+//! [`print`](crate::print).
+
+mod ask;
+mod bench;
+mod gen_org;
+mod ingest;
+mod migrate;
+mod patterns;
+mod plate;
+mod review;
+mod signal;
+mod status;
+mod up;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The `ontoloop` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ontoloop",
+    version,
+    about = "The knowledge layer for fleets of AI agents"
+)]
+pub struct Cli {
+    /// Settings file (TOML) layered over the defaults; `ONTOLOOP__SECTION__KEY` variables
+    /// override it.
+    #[arg(long, global = true, env = "ONTOLOOP_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run all four services in this process (embedded default: SQLite under ./data and the
+    /// in-process queue).
+    Up(up::Args),
+    /// Ask each service's gRPC health endpoint and print one line per service; exits non-zero
+    /// unless every service asked is SERVING.
+    Status(status::Args),
+    /// Ask a question in natural language and print the answer with its provenance.
+    Ask(ask::Args),
+    /// Push events from a file through the telemetry intake: a JSON array or JSON lines of
+    /// events ({"type":"doc.upsert",...}, "record.set", "record.rename", "ontology.set",
+    /// "graph.maintain"; an optional "at"), or a world file (its ontology and the first
+    /// scenario's timeline).
+    Ingest(ingest::Args),
+    /// Validate an answer text against the graph: pass, or block with reasons.
+    Validate(validate::Args),
+    /// Report a failure signal through the telemetry intake; prints its severity.
+    Signal(signal::Args),
+    /// List the patterns the analyst found in failure signals.
+    Patterns(patterns::Args),
+    /// "What is on my plate?": the caller's work items ranked through the dimensional filters,
+    /// with the candidates left after each dimension and why each item is there.
+    Plate(plate::Args),
+    /// Generate an organisation (people in teams, services with owners and dependencies, work
+    /// items) with a seeded generator and load it into the configured store, replacing what its
+    /// tenants (`tenant-0`, ...) had.
+    GenOrg(gen_org::Args),
+    /// Work through the review queue of the statistical supervisor.
+    #[command(subcommand)]
+    Review(review::Command),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(bench::Command),
+    /// Apply pending store migrations and exit (run once per release in the scaled-out shape).
+    Migrate(migrate::Args),
+}
+
+impl Cli {
+    /// Runs the command; the exit code says how it ended.
+    pub async fn run(self) -> anyhow::Result<ExitCode> {
+        let config = self.config.as_deref();
+        match self.command {
+            Command::Up(args) => args.run(config).await,
+            Command::Status(args) => args.run(config).await,
+            Command::Ask(args) => args.run(config).await,
+            Command::Ingest(args) => args.run(config).await,
+            Command::Validate(args) => args.run(config).await,
+            Command::Signal(args) => args.run(config).await,
+            Command::Patterns(args) => args.run(config).await,
+            Command::Plate(args) => args.run(config).await,
+            Command::GenOrg(args) => args.run(config).await,
+            Command::Review(command) => command.run(config).await,
+            Command::Bench(command) => command.run(config).await,
+            Command::Migrate(args) => args.run(config).await,
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `ontoloop up`: the four services in this process, sharing one store and one queue, until
+//! SIGINT or SIGTERM.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ontoloop_core::ServiceKind;
+use ontoloop_runtime::Context;
+
+use crate::print;
+use crate::session::Session;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Store URL, e.g. postgres://postgres@127.0.0.1:5432/ontoloop (sets store.url).
+    #[arg(long)]
+    database_url: Option<String>,
+    /// RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/%2f (sets queue.url).
+    #[arg(long)]
+    amqp_url: Option<String>,
+}
+
+impl Args {
+    /// Binds every service at its configured addresses first (so a taken port fails before
+    /// anything starts), then serves all four until SIGINT or SIGTERM, or until one fails.
+    pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
+        let session = Session::load(
+            config,
+            &[
+                ("store.url", self.database_url.as_deref()),
+                ("queue.url", self.amqp_url.as_deref()),
+            ],
+        )?;
+        let settings = session.settings;
+        ontoloop_observability::init(&settings.log).context("set up logging")?;
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for kind in ServiceKind::ALL {
+            let bound = ontoloop_runtime::bind(&settings, kind).await?;
+            let grpc = bound.grpc.local_addr().context("read bound address")?;
+            let http = bound.http.local_addr().context("read bound address")?;
+            addrs.push((kind, grpc, http));
+            listeners.push((kind, bound));
+        }
+        let ctx = Context::connect(settings)
+            .await
+            .context("connect store and queue")?;
+        print::up_banner(&ctx.settings.store.url, &ctx.settings.queue.url, &addrs);
+        let store = ctx.store.clone();
+        let outcome =
+            ontoloop::up::serve_all(listeners, ctx, ontoloop_runtime::shutdown_signal()).await;
+        if tokio::time::timeout(Duration::from_secs(5), store.close())
+            .await
+            .is_err()
+        {
+            tracing::warn!("store did not close in time");
+        }
+        print::stopped();
+        outcome?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,71 @@
+//! What every subcommand starts from: the settings (defaults, file, environment, then the
+//! command's own flags), the caller it acts as, and the service clients, dialled on first use.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use ontoloop::client::Clients;
+use ontoloop_core::Caller;
+use ontoloop_proto::v1;
+use ontoloop_settings::{Loader, Settings};
+
+/// Settings, caller and lazily connected clients of one command.
+pub struct Session {
+    /// Validated settings, flags applied.
+    pub settings: Settings,
+    caller: Option<Caller>,
+    clients: Option<Clients>,
+}
+
+impl Session {
+    /// Loads the settings: defaults, then `config` if given, then `ONTOLOOP__...` variables, then
+    /// each `(key, value)` the command's flags set.
+    pub fn load(config: Option<&Path>, overrides: &[(&str, Option<&str>)]) -> anyhow::Result<Self> {
+        let mut loader = Loader::new();
+        if let Some(path) = config {
+            loader = loader.file(path);
+        }
+        for (key, value) in overrides {
+            if let Some(value) = value {
+                loader = loader.set(key, *value);
+            }
+        }
+        Ok(Self {
+            settings: loader.load().context("load settings")?,
+            caller: None,
+            clients: None,
+        })
+    }
+
+    /// Acts as `spec` (`TENANT/PRINCIPAL`, the `--as` flag).
+    pub fn acting_as(mut self, spec: &str) -> anyhow::Result<Self> {
+        self.caller = Some(Caller::parse(spec)?);
+        Ok(self)
+    }
+
+    /// The caller given with `--as`.
+    pub fn caller(&self) -> anyhow::Result<&Caller> {
+        self.caller
+            .as_ref()
+            .context("this command needs --as TENANT/PRINCIPAL")
+    }
+
+    /// The caller in its wire form, for a request.
+    pub fn wire_caller(&self) -> anyhow::Result<Option<v1::Caller>> {
+        Ok(Some(v1::Caller::from(self.caller()?)))
+    }
+
+    /// The clients of the services the settings name, dialled on first use.
+    pub async fn clients(&mut self) -> anyhow::Result<&mut Clients> {
+        let clients = match self.clients.take() {
+            Some(clients) => clients,
+            None => Clients::from_settings(&self.settings).await?,
+        };
+        Ok(self.clients.insert(clients))
+    }
+}
+
+/// Turns a failed call into an error naming what was asked.
+pub fn rpc(what: &str) -> impl FnOnce(tonic::Status) -> anyhow::Error + '_ {
+    move |status| anyhow::anyhow!("{what}: {}: {}", status.code(), status.message())
+}

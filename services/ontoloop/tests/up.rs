@@ -1,0 +1,60 @@
+//! `serve_all`, the four services in one process: the first to fail stops the others, and its
+//! cause is the outcome.
+
+use std::time::{Duration, Instant};
+
+use ontoloop_core::ServiceKind;
+use ontoloop_runtime::{Context, Listeners};
+
+#[tokio::test]
+async fn a_service_failing_at_start_stops_the_others_with_its_cause() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = ontoloop_settings::Loader::new()
+        .set(
+            "store.url",
+            format!("sqlite://{}/up.db?mode=rwc", dir.path().display()),
+        )
+        .load()
+        .expect("settings");
+    let mut listeners = Vec::new();
+    let mut addrs = Vec::new();
+    for kind in ServiceKind::ALL {
+        let bound = Listeners::loopback().await.expect("bind loopback");
+        addrs.push((kind, bound.grpc.local_addr().expect("address")));
+        listeners.push((kind, bound));
+    }
+    let ctx = Context::connect(settings).await.expect("connect");
+    // Of the four, only the analyst reads the store before it serves (its learned sampling
+    // rates), so with the store closed it alone fails at start.
+    ctx.store.clone().close().await.expect("close the store");
+
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(20),
+        ontoloop::up::serve_all(listeners, ctx, std::future::pending()),
+    )
+    .await
+    .expect("serve_all returns without a shutdown signal");
+    let err = outcome.expect_err("the analyst's failure is the outcome");
+    let cause = format!("{err:#}");
+    assert!(
+        cause.starts_with("service analyst failed: start analyst: "),
+        "{cause}"
+    );
+    assert!(
+        cause.contains("load the supervisor's learned rates"),
+        "{cause}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped promptly, not after the drain time: {:?}",
+        started.elapsed()
+    );
+    for (kind, addr) in addrs {
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "{} still serves on {addr}",
+            kind.name()
+        );
+    }
+}
