@@ -5,7 +5,7 @@ use ontoloop_core::knowledge::firewall::{
     ClaimToCheck, FirewallPolicy, FirewallView, Reason, ReasonCode, Risk, Triple, check_answer,
 };
 use ontoloop_core::knowledge::{Claim, Ontology, split_sentences};
-use ontoloop_core::{Caller, DomainError};
+use ontoloop_core::{Caller, DomainError, SignalType};
 use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
 use ontoloop_proto::{caller_from, status_from};
@@ -214,9 +214,6 @@ impl Validator {
             let Some(kind) = claim.reasons.iter().find_map(|r| signal_type(r.code)) else {
                 continue;
             };
-            let Some(kind) = ontoloop_core::SignalType::from_name(kind) else {
-                continue;
-            };
             let report = ontoloop_runtime::signals::SignalReport {
                 tenant: caller.tenant().to_owned(),
                 reporter: "firewall".to_owned(),
@@ -245,17 +242,17 @@ impl Validator {
 /// The signal a block tells the analyst about. Every block of a claim is a knowledge gap except
 /// `firewall_unavailable`, which says nothing about the knowledge (the store could not be read,
 /// and that path returns before signals are published).
-fn signal_type(code: ReasonCode) -> Option<&'static str> {
+fn signal_type(code: ReasonCode) -> Option<SignalType> {
     match code {
-        ReasonCode::UnknownEntity => Some("entity_missing"),
+        ReasonCode::UnknownEntity => Some(SignalType::EntityMissing),
         ReasonCode::NotInGraph | ReasonCode::BrokenChain | ReasonCode::ScopeDenied => {
-            Some("relationship_unknown")
+            Some(SignalType::RelationshipUnknown)
         }
-        ReasonCode::ExpiredRelationship => Some("temporal_stale"),
+        ReasonCode::ExpiredRelationship => Some(SignalType::TemporalStale),
         ReasonCode::Contradicted
         | ReasonCode::TemporalInconsistency
         | ReasonCode::SingleSource
-        | ReasonCode::LowConfidence => Some("confidence_drop"),
+        | ReasonCode::LowConfidence => Some(SignalType::ConfidenceDrop),
         ReasonCode::FirewallUnavailable => None,
     }
 }
@@ -478,15 +475,15 @@ mod tests {
     fn signals_follow_the_block_reason() {
         assert_eq!(
             signal_type(ReasonCode::UnknownEntity),
-            Some("entity_missing")
+            Some(SignalType::EntityMissing)
         );
         assert_eq!(
             signal_type(ReasonCode::ExpiredRelationship),
-            Some("temporal_stale")
+            Some(SignalType::TemporalStale)
         );
         assert_eq!(
             signal_type(ReasonCode::SingleSource),
-            Some("confidence_drop")
+            Some(SignalType::ConfidenceDrop)
         );
         assert_eq!(signal_type(ReasonCode::FirewallUnavailable), None);
     }
