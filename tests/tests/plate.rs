@@ -65,8 +65,7 @@ fn second_world() -> World {
 }
 
 fn plate_settings() -> PlateSettings {
-    ontoloop_retrieval::plate::settings::plate_settings(&settings(&[]).plate)
-        .expect("default plate settings")
+    settings(&[]).plate
 }
 
 async fn clients(sandbox: &Sandbox) -> (Retrieval, Telemetry) {

@@ -13,6 +13,7 @@ pub mod patterns;
 pub mod proposals;
 pub mod redact;
 pub mod service;
+pub mod settings;
 pub mod signal;
 pub mod supervisor;
 pub mod topics;

@@ -132,6 +132,7 @@ mod tests {
 
     fn t() -> SeverityThresholds {
         SeverityThresholds {
+            window_secs: 3600,
             critical_occurrences: 10,
             critical_agents: 5,
             high_occurrences: 5,

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::settings::InvalidSetting;
+
 /// Why an agent could not get a trustworthy answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -40,19 +42,8 @@ impl SignalType {
     }
 }
 
-/// How urgent a signal or pattern is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Isolated.
-    Low,
-    /// Recurring.
-    Medium,
-    /// Frequent or spread over several agents.
-    High,
-    /// Frequent and widespread.
-    Critical,
-}
+/// How urgent a signal or pattern is: the workspace's one severity, shared with work items.
+pub use ontoloop_org::items::Severity;
 
 impl SignalType {
     /// Parses a wire name.
@@ -61,34 +52,13 @@ impl SignalType {
     }
 }
 
-impl Severity {
-    /// Every severity, least urgent first.
-    pub const ALL: [Severity; 4] = [
-        Severity::Low,
-        Severity::Medium,
-        Severity::High,
-        Severity::Critical,
-    ];
-
-    /// Parses a wire name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// Wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
-    }
-}
-
-/// When frequency and spread make a signal more severe (from settings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The `[signals]` settings: the window a subject's signals are counted over, and when
+/// frequency and spread make a signal more severe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SeverityThresholds {
+    /// Window over which a subject's signals are counted, in seconds (positive).
+    pub window_secs: u64,
     /// Critical needs more occurrences than this...
     pub critical_occurrences: u64,
     /// ...and more affected agents than this.
@@ -99,6 +69,24 @@ pub struct SeverityThresholds {
     pub high_agents: u64,
     /// Medium needs more occurrences than this.
     pub medium_occurrences: u64,
+}
+
+impl SeverityThresholds {
+    /// The counting window.
+    pub fn window(&self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::try_from(self.window_secs).unwrap_or(i64::MAX / 1000))
+    }
+
+    /// Checks that the window is not empty; the error names the key within `[signals]`.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.window_secs == 0 {
+            return Err(InvalidSetting::new(
+                "window_secs",
+                "must be greater than zero",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Severity from how often a subject failed and for how many agents.
@@ -130,6 +118,7 @@ mod tests {
     #[test]
     fn severity_follows_frequency_and_spread() {
         let t = SeverityThresholds {
+            window_secs: 3600,
             critical_occurrences: 10,
             critical_agents: 5,
             high_occurrences: 5,

@@ -9,9 +9,13 @@
 use std::collections::BTreeMap;
 
 use rand::Rng;
+use serde::Deserialize;
 
-/// The supervisor's parameters (from settings).
-#[derive(Debug, Clone, PartialEq)]
+use crate::settings::{InvalidSetting, share};
+
+/// The `[supervisor]` settings: the supervisor's parameters and its generator's seed.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SupervisorPolicy {
     /// Share of ordinary updates sampled for review at first (default 5%).
     pub base_rate: f64,
@@ -23,10 +27,37 @@ pub struct SupervisorPolicy {
     pub min_rate: f64,
     /// The highest sampling rate learning may reach.
     pub max_rate: f64,
-    /// Factor applied to a category's rate on an approval (below 1).
+    /// Factor applied to a category's rate on an approval (above 0, at most 1).
     pub approve_factor: f64,
-    /// Factor applied to a category's rate on a rejection (above 1).
+    /// Factor applied to a category's rate on a rejection (at least 1).
     pub reject_factor: f64,
+    /// Seed of the sampling generator (the same seed samples the same updates); 0: from the OS.
+    pub seed: u64,
+}
+
+impl SupervisorPolicy {
+    /// Checks rates and factors; the error names the key within `[supervisor]`.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        share("base_rate", self.base_rate)?;
+        share("min_rate", self.min_rate)?;
+        share("max_rate", self.max_rate)?;
+        if self.min_rate > self.max_rate {
+            return Err(InvalidSetting::new(
+                "min_rate",
+                "must not exceed supervisor.max_rate",
+            ));
+        }
+        if !(self.approve_factor > 0.0 && self.approve_factor <= 1.0) {
+            return Err(InvalidSetting::new(
+                "approve_factor",
+                "must be above 0 and at most 1",
+            ));
+        }
+        if self.reject_factor < 1.0 {
+            return Err(InvalidSetting::new("reject_factor", "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 /// What kind of update it is, for learning: signal type × source × domain.
@@ -175,6 +206,7 @@ mod tests {
             max_rate: 0.5,
             approve_factor: 0.95,
             reject_factor: 1.5,
+            seed: 0,
         }
     }
 

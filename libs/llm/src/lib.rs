@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 /// Where and how to call the model: the `[firewall.llm]` settings (`api_key` empty for none;
 /// `enabled` is the caller's business).
-pub use ontoloop_settings::LlmSettings;
+pub use ontoloop_core::knowledge::firewall::LlmSettings;
 
 /// Extracts claims from answer texts by asking an OpenAI-compatible model.
 pub struct LlmExtractor {

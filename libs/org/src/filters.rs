@@ -104,9 +104,10 @@ impl DimensionName {
     }
 }
 
-/// Every parameter of the plate. The permission dimension has none: it cannot be relaxed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+/// The `[plate]` settings: every parameter of the plate. The permission dimension has none: it
+/// cannot be relaxed. The defaults are written once, in `ontoloop-settings`' `defaults.toml`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlateSettings {
     /// Lowercase role name to the scopes that role sees.
     pub scopes_by_role: BTreeMap<String, BTreeSet<Scope>>,
@@ -126,61 +127,18 @@ pub struct PlateSettings {
     pub min_authority: f64,
     /// Severity to score factor; unlisted severities weigh 1.0.
     pub severity_weights: BTreeMap<Severity, f64>,
-    /// Items on a plate when the request sets no limit.
+    /// Items on a plate when the request sets no limit (positive).
     pub limit: usize,
 }
 
-impl Default for PlateSettings {
-    fn default() -> Self {
-        use Scope::*;
-        let role =
-            |name: &str, scopes: &[Scope]| (name.to_owned(), scopes.iter().copied().collect());
-        let severe = BTreeSet::from([Severity::Critical, Severity::High]);
-        PlateSettings {
-            scopes_by_role: BTreeMap::from([
-                role("engineer", &[Code, Bugs, Features, Production]),
-                role("sre", &[Code, Bugs, Production, Critical]),
-                role(
-                    "manager",
-                    &[Bugs, Features, Production, Critical, Strategic],
-                ),
-                role("director", &[Features, Production, Critical, Strategic]),
-                role("executive", &[Critical, Strategic]),
-                role("product_manager", &[Bugs, Features, Strategic]),
-            ]),
-            default_scopes: BTreeSet::from([Code, Bugs, Features]),
-            report_severities: severe.clone(),
-            dependency_severities: severe,
-            temporal_scale_days: 30.0,
-            authority: [
-                ("servicenow", 1.0),
-                ("jira", 0.95),
-                ("production_logs", 0.9),
-                ("email", 0.75),
-                ("slack", 0.6),
-                ("rumor", 0.2),
-            ]
-            .into_iter()
-            .map(|(source, weight)| (source.to_owned(), weight))
-            .collect(),
-            unknown_source_authority: 0.5,
-            min_authority: 0.7,
-            severity_weights: BTreeMap::from([
-                (Severity::Critical, 1.0),
-                (Severity::High, 0.75),
-                (Severity::Medium, 0.5),
-                (Severity::Low, 0.25),
-            ]),
-            limit: 50,
-        }
-    }
-}
-
 impl PlateSettings {
-    /// Checks ranges: a positive finite scale, finite non-negative weights, a finite minimum and
-    /// lowercase role names.
+    /// Checks ranges: lowercase role names, a positive finite scale, a finite minimum, finite
+    /// non-negative weights and a positive limit. The error names the key within `[plate]`.
     pub fn validate(&self) -> Result<(), OrgError> {
         let invalid = |name, reason: String| Err(OrgError::InvalidSetting { name, reason });
+        if let Some(role) = self.scopes_by_role.keys().find(|r| r.to_lowercase() != **r) {
+            return invalid("scopes_by_role", format!("role {role:?} must be lowercase"));
+        }
         if !(self.temporal_scale_days.is_finite() && self.temporal_scale_days > 0.0) {
             return invalid("temporal_scale_days", "must be a positive number".into());
         }
@@ -191,20 +149,26 @@ impl PlateSettings {
         if let Some((source, _)) = self.authority.iter().find(|(_, w)| !weight_ok(**w)) {
             return invalid(
                 "authority",
-                format!("weight of {source:?} must be finite and >= 0"),
+                format!("weight of {source:?} must be finite and at least 0"),
             );
         }
         if !weight_ok(self.unknown_source_authority) {
-            return invalid("unknown_source_authority", "must be finite and >= 0".into());
+            return invalid(
+                "unknown_source_authority",
+                "must be finite and at least 0".into(),
+            );
         }
         if let Some((severity, _)) = self.severity_weights.iter().find(|(_, w)| !weight_ok(**w)) {
             return invalid(
                 "severity_weights",
-                format!("weight of {} must be finite and >= 0", severity.as_str()),
+                format!(
+                    "weight of {:?} must be finite and at least 0",
+                    severity.name()
+                ),
             );
         }
-        if let Some(role) = self.scopes_by_role.keys().find(|r| r.to_lowercase() != **r) {
-            return invalid("scopes_by_role", format!("role {role:?} must be lowercase"));
+        if self.limit == 0 {
+            return invalid("limit", "must be greater than zero".into());
         }
         Ok(())
     }
@@ -621,6 +585,23 @@ mod tests {
     use crate::items::Source;
     use crate::product::Fact;
 
+    /// The `[plate]` section of the embedded defaults, read the way `ontoloop-settings` reads it
+    /// (the defaults are written only there).
+    fn defaults() -> PlateSettings {
+        let settings = config::Config::builder()
+            .add_source(config::File::from_str(
+                include_str!("../../settings/src/defaults.toml"),
+                config::FileFormat::Toml,
+            ))
+            .build()
+            .and_then(|c| c.get::<PlateSettings>("plate"))
+            .expect("the default [plate] section loads");
+        settings
+            .validate()
+            .expect("the default [plate] section is valid");
+        settings
+    }
+
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0)
             .single()
@@ -800,7 +781,7 @@ mod tests {
     #[test]
     fn manager_plate_admits_by_hierarchy_ownership_and_dependency() {
         let f = fixture(scenario());
-        let settings = PlateSettings::default();
+        let settings = defaults();
         let got = plate(&request("boss"), &f.org, &f.product, &f.index, &settings);
         // Reach: 10 acme items (all but skip-level, transitive and the foreign one).
         // Permission drops restricted-owned; scope (manager: no code) drops mine-code;
@@ -872,7 +853,7 @@ mod tests {
             &f.org,
             &f.product,
             &f.index,
-            &PlateSettings::default(),
+            &defaults(),
         );
         assert_eq!(
             ids(&got),
@@ -888,25 +869,13 @@ mod tests {
         let f = fixture(scenario());
         let mut request = request("boss");
         request.caller = Caller::new("globex", "boss").expect("valid caller");
-        let got = plate(
-            &request,
-            &f.org,
-            &f.product,
-            &f.index,
-            &PlateSettings::default(),
-        );
+        let got = plate(&request, &f.org, &f.product, &f.index, &defaults());
         assert_eq!(ids(&got), vec!["foreign-mine"]);
         let nobody = PlateRequest {
             caller: Caller::new("initech", "boss").expect("valid caller"),
             ..request
         };
-        let empty = plate(
-            &nobody,
-            &f.org,
-            &f.product,
-            &f.index,
-            &PlateSettings::default(),
-        );
+        let empty = plate(&nobody, &f.org, &f.product, &f.index, &defaults());
         assert!(empty.items.is_empty());
         assert!(empty.counts.iter().all(|(_, n)| *n == 0));
         assert_eq!(
@@ -923,7 +892,7 @@ mod tests {
             dependency_severities: BTreeSet::new(),
             min_authority: 0.5,
             severity_weights: BTreeMap::new(),
-            ..PlateSettings::default()
+            ..defaults()
         };
         let mut request = request("boss");
         let got = plate(&request, &f.org, &f.product, &f.index, &settings);
@@ -969,13 +938,7 @@ mod tests {
             }),
         ];
         let f = fixture(items);
-        let got = plate(
-            &request("boss"),
-            &f.org,
-            &f.product,
-            &f.index,
-            &PlateSettings::default(),
-        );
+        let got = plate(&request("boss"), &f.org, &f.product, &f.index, &defaults());
         assert_eq!(ids(&got), vec!["future", "new", "old"]);
         assert_eq!(
             got.items[0].temporal_weight, 1.0,
@@ -989,7 +952,7 @@ mod tests {
     fn each_dimension_is_a_separate_unit() {
         let items = scenario();
         let caller = Caller::new("acme", "boss").expect("valid caller");
-        let settings = PlateSettings::default();
+        let settings = defaults();
         let f = fixture(Vec::new());
         let context = PlateContext::new(&caller, &settings, now(), &f.org, &f.product);
         assert_eq!(context.reports, HashSet::from(["r1", "r2"]));
@@ -1045,8 +1008,8 @@ mod tests {
     }
 
     #[test]
-    fn default_settings_are_valid_and_round_trip() {
-        let settings = PlateSettings::default();
+    fn default_settings_are_valid() {
+        let settings = defaults();
         settings.validate().expect("defaults are valid");
         assert_eq!(settings.temporal_scale_days, 30.0);
         assert_eq!(settings.min_authority, 0.7);
@@ -1062,13 +1025,7 @@ mod tests {
             &settings.default_scopes
         );
         assert_eq!(settings.scopes_for(None), &settings.default_scopes);
-        let json = serde_json::to_string(&settings).expect("serialises");
-        let back: PlateSettings = serde_json::from_str(&json).expect("parses");
-        assert_eq!(back, settings);
-        let partial: PlateSettings =
-            serde_json::from_str(r#"{"min_authority": 0.5}"#).expect("partial settings parse");
-        assert_eq!(partial.min_authority, 0.5);
-        assert_eq!(partial.limit, 50);
+        assert_eq!(settings.limit, 50);
     }
 
     #[test]
@@ -1077,7 +1034,6 @@ mod tests {
             Err(OrgError::InvalidSetting { name, .. }) => name,
             other => panic!("expected an invalid setting, got {other:?}"),
         };
-        let defaults = PlateSettings::default;
         assert_eq!(
             invalid(PlateSettings {
                 temporal_scale_days: 0.0,

@@ -23,33 +23,38 @@ use crate::error::OrgError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
-    /// Service down or data at risk.
-    Critical,
-    /// Serious, needs attention soon.
-    High,
-    /// Normal work.
-    Medium,
-    /// Can wait.
+    /// Can wait; an isolated signal.
     Low,
+    /// Normal work; a recurring signal.
+    Medium,
+    /// Serious, needs attention soon; frequent or spread over several agents.
+    High,
+    /// Service down or data at risk; frequent and widespread.
+    Critical,
 }
 
 impl Severity {
-    /// All severities, most severe first.
+    /// Every severity, least urgent first.
     pub const ALL: [Severity; 4] = [
-        Severity::Critical,
-        Severity::High,
-        Severity::Medium,
         Severity::Low,
+        Severity::Medium,
+        Severity::High,
+        Severity::Critical,
     ];
 
     /// Wire name.
-    pub fn as_str(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
-            Severity::Critical => "critical",
-            Severity::High => "high",
-            Severity::Medium => "medium",
             Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
         }
+    }
+
+    /// Parses a wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 
@@ -362,8 +367,8 @@ mod tests {
         let back: WorkItem = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, item("1", "acme", &[]));
         assert_eq!(
-            Severity::ALL.map(Severity::as_str),
-            ["critical", "high", "medium", "low"]
+            Severity::ALL.map(Severity::name),
+            ["low", "medium", "high", "critical"]
         );
         assert_eq!(Scope::ALL.len(), 6);
     }

@@ -97,23 +97,17 @@ pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accep
         .record_signal(&record)
         .await
         .map_err(|err| ReportError::Store(format!("record the signal: {err}")))?;
-    let window =
-        chrono::Duration::seconds(i64::try_from(settings.window_secs).unwrap_or(i64::MAX / 1000));
     let frequency = ctx
         .store
         .signal_frequency(
             &report.tenant,
             report.kind.name(),
             &subject,
-            report.at - window,
+            report.at - settings.window(),
         )
         .await
         .map_err(|err| ReportError::Store(format!("count signals: {err}")))?;
-    let severity = severity(
-        frequency.occurrences,
-        frequency.agents,
-        &crate::severity_thresholds(settings),
-    );
+    let severity = severity(frequency.occurrences, frequency.agents, settings);
     if fresh {
         let body = serde_json::json!({
             "tenant": report.tenant,

@@ -3,9 +3,22 @@
 //! Owns the settings schema and its layering: embedded defaults, then an optional file, then
 //! `ONTOLOOP__SECTION__KEY` environment variables. Everything is validated once, at start-up,
 //! and errors name the offending key. This crate never connects to anything.
+//!
+//! Sections that parameterise a domain rule are that domain's own types, deserialised here
+//! directly: `[signals]` is `ontoloop_core::SeverityThresholds`, `[supervisor]`
+//! `SupervisorPolicy`, `[firewall]` `FirewallPolicy` and `[plate]` `ontoloop_org::PlateSettings`.
+//! Each validates itself; [`Settings`] calls those checks once and names the full key. The
+//! defaults of every section are written once, in `defaults.toml`.
 
 use std::path::Path;
 
+use ontoloop_core::Severity;
+use ontoloop_core::SeverityThresholds;
+use ontoloop_core::knowledge::firewall::FirewallPolicy;
+use ontoloop_core::settings::InvalidSetting;
+use ontoloop_core::supervisor::SupervisorPolicy;
+use ontoloop_org::context::ContextSettings;
+use ontoloop_org::{OrgError, PlateSettings};
 use serde::Deserialize;
 
 const DEFAULTS: &str = include_str!("defaults.toml");
@@ -22,7 +35,7 @@ pub enum SettingsError {
     #[error("setting `{key}` is invalid: {reason}")]
     Invalid {
         /// Dotted key, for example `store.url`.
-        key: &'static str,
+        key: String,
         /// Why the value was refused.
         reason: String,
     },
@@ -40,18 +53,18 @@ pub struct Settings {
     pub services: ServicesSettings,
     /// Retrieval's answer policy.
     pub retrieval: RetrievalSettings,
-    /// Failure signal intake.
-    pub signals: SignalSettings,
+    /// Failure signal intake: the window and thresholds of severity.
+    pub signals: SeverityThresholds,
     /// The analyst's healing.
     pub analyst: AnalystSettings,
     /// The statistical supervisor.
-    pub supervisor: SupervisorSettings,
+    pub supervisor: SupervisorPolicy,
     /// The semantic firewall.
-    pub firewall: FirewallSettings,
+    pub firewall: FirewallPolicy,
     /// The ephemeral org, product and context graphs.
     pub org: OrgSettings,
     /// The dimensional filters of the plate ("what is on my plate?").
-    pub plate: PlateSection,
+    pub plate: PlateSettings,
     /// Logging.
     pub log: LogSettings,
 }
@@ -77,47 +90,6 @@ pub struct OrgSettings {
     pub context_sweep_secs: u64,
 }
 
-/// Every parameter of the plate's dimensional filters. The permission filter (tenant and ACL)
-/// has none: it always runs first and cannot be relaxed.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlateSection {
-    /// Role (lowercase) to the scopes it sees: code, bugs, features, production, critical,
-    /// strategic.
-    pub scopes_by_role: std::collections::BTreeMap<String, Vec<String>>,
-    /// Scopes of roles not listed, and of callers outside the organisation.
-    pub default_scopes: Vec<String>,
-    /// Severities of direct reports' items the hierarchy dimension admits.
-    pub report_severities: Vec<String>,
-    /// Severities of dependency-service items the dependency dimension admits.
-    pub dependency_severities: Vec<String>,
-    /// Scale of the exponential age decay, in days.
-    pub temporal_scale_days: f64,
-    /// Source name to authority weight.
-    pub authority: std::collections::BTreeMap<String, f64>,
-    /// Authority weight of sources not listed.
-    pub unknown_source_authority: f64,
-    /// Items whose source weighs less than this are dropped.
-    pub min_authority: f64,
-    /// Severity to score factor.
-    pub severity_weights: std::collections::BTreeMap<String, f64>,
-    /// Items on a plate when the request sets no limit.
-    pub limit: usize,
-}
-
-/// Scope names the plate settings may use.
-pub const SCOPES: [&str; 6] = [
-    "code",
-    "bugs",
-    "features",
-    "production",
-    "critical",
-    "strategic",
-];
-
-/// Severity names the plate settings may use.
-pub const SEVERITIES: [&str; 4] = ["critical", "high", "medium", "low"];
-
 /// The analyst's healing.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,116 +99,11 @@ pub struct AnalystSettings {
     /// Origin of the records found there.
     pub source_origin: String,
     /// Severity at which a missing-entity pattern heals at once.
-    pub heal_at: String,
+    pub heal_at: Severity,
     /// Severity at which a pattern below `heal_at` becomes proposed graph updates.
-    pub propose_at: String,
+    pub propose_at: Severity,
     /// Domain of an update by its predicate: domain name → words a predicate name contains.
     pub domains: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-/// The statistical supervisor: which proposed updates a human reviews, and how it learns.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SupervisorSettings {
-    /// Share of ordinary updates sampled for review at first.
-    pub base_rate: f64,
-    /// Updates whose confidence variance exceeds this are always reviewed.
-    pub variance_threshold: f64,
-    /// Domains whose updates are always reviewed.
-    pub critical_domains: Vec<String>,
-    /// Lowest sampling rate learning may reach.
-    pub min_rate: f64,
-    /// Highest sampling rate learning may reach.
-    pub max_rate: f64,
-    /// Factor on a category's rate per approval.
-    pub approve_factor: f64,
-    /// Factor on a category's rate per rejection.
-    pub reject_factor: f64,
-    /// Seed of the sampling generator; 0 seeds from the operating system.
-    pub seed: u64,
-}
-
-/// Failure signal intake: the window and thresholds of severity.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SignalSettings {
-    /// Window over which a subject's signals are counted.
-    pub window_secs: u64,
-    /// Critical: more occurrences than this...
-    pub critical_occurrences: u64,
-    /// ...and more agents than this.
-    pub critical_agents: u64,
-    /// High: more occurrences than this, or...
-    pub high_occurrences: u64,
-    /// ...more agents than this.
-    pub high_agents: u64,
-    /// Medium: more occurrences than this.
-    pub medium_occurrences: u64,
-}
-
-/// The semantic firewall's thresholds.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FirewallSettings {
-    /// Independent reliable sources a claim needs.
-    pub min_independent_sources: usize,
-    /// Origins at or above this authority are reliable.
-    pub reliable_authority: i32,
-    /// A source at or above this authority suffices alone.
-    pub authoritative_authority: i32,
-    /// Confidence threshold in a standard context.
-    pub confidence_standard: f64,
-    /// Confidence threshold in a high-risk context.
-    pub confidence_high_risk: f64,
-    /// Confidence threshold in an exploratory context.
-    pub confidence_exploratory: f64,
-    /// Domains always checked at the high-risk threshold.
-    pub high_risk_domains: Vec<String>,
-    /// Predicates that may hold several values at once.
-    pub multi_valued_predicates: Vec<String>,
-    /// Longest answer text accepted.
-    pub max_text_bytes: usize,
-    /// The optional model-based claim extractor.
-    pub llm: LlmSettings,
-}
-
-/// An OpenAI-compatible chat endpoint for claim extraction.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LlmSettings {
-    /// Off by default.
-    pub enabled: bool,
-    /// Base URL, for example `http://127.0.0.1:8000/v1`.
-    pub base_url: String,
-    /// Model name.
-    pub model: String,
-    /// Bearer key; empty for none.
-    pub api_key: String,
-    /// Whole-request timeout.
-    pub timeout_ms: u64,
-    /// Prompt version recorded on extracted claims.
-    pub prompt_version: String,
-}
-
-impl std::fmt::Debug for LlmSettings {
-    // The API key never reaches a log.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmSettings")
-            .field("enabled", &self.enabled)
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field(
-                "api_key",
-                &if self.api_key.is_empty() {
-                    ""
-                } else {
-                    "<redacted>"
-                },
-            )
-            .field("timeout_ms", &self.timeout_ms)
-            .field("prompt_version", &self.prompt_version)
-            .finish()
-    }
 }
 
 /// Retrieval's answer policy.
@@ -325,6 +192,16 @@ pub enum QueueBackend {
     Memory,
     /// RabbitMQ at this URL.
     Amqp(String),
+}
+
+impl OrgSettings {
+    /// Lifetimes of the context graphs.
+    pub fn contexts(&self) -> ContextSettings {
+        ContextSettings {
+            ttl: std::time::Duration::from_secs(self.context_ttl_secs),
+            idle: std::time::Duration::from_secs(self.context_idle_secs),
+        }
+    }
 }
 
 impl QueueSettings {
@@ -437,6 +314,7 @@ impl Settings {
         }
     }
 
+    /// The one validation: each section's own checks, then what spans sections.
     fn validate(&self) -> Result<(), SettingsError> {
         validate_store_url(&self.store.url)?;
         validate_queue_url(&self.queue.url)?;
@@ -450,68 +328,11 @@ impl Settings {
         )?;
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
-        positive("signals.window_secs", self.signals.window_secs)?;
-        for (key, value) in [
-            ("analyst.heal_at", &self.analyst.heal_at),
-            ("analyst.propose_at", &self.analyst.propose_at),
-        ] {
-            if !["low", "medium", "high", "critical"].contains(&value.as_str()) {
-                return Err(invalid(
-                    key,
-                    format!("{value:?} is not low, medium, high or critical"),
-                ));
-            }
-        }
-        let supervisor = &self.supervisor;
-        for (key, value) in [
-            ("supervisor.base_rate", supervisor.base_rate),
-            ("supervisor.min_rate", supervisor.min_rate),
-            ("supervisor.max_rate", supervisor.max_rate),
-        ] {
-            if !(0.0..=1.0).contains(&value) {
-                return Err(invalid(key, format!("{value} is not between 0 and 1")));
-            }
-        }
-        if supervisor.min_rate > supervisor.max_rate {
-            return Err(invalid(
-                "supervisor.min_rate",
-                "must not exceed supervisor.max_rate",
-            ));
-        }
-        if !(supervisor.approve_factor > 0.0 && supervisor.approve_factor <= 1.0) {
-            return Err(invalid(
-                "supervisor.approve_factor",
-                "must be above 0 and at most 1",
-            ));
-        }
-        if supervisor.reject_factor < 1.0 {
-            return Err(invalid("supervisor.reject_factor", "must be at least 1"));
-        }
-        positive(
-            "firewall.max_text_bytes",
-            self.firewall.max_text_bytes as u64,
-        )?;
-        for (key, value) in [
-            (
-                "firewall.confidence_standard",
-                self.firewall.confidence_standard,
-            ),
-            (
-                "firewall.confidence_high_risk",
-                self.firewall.confidence_high_risk,
-            ),
-            (
-                "firewall.confidence_exploratory",
-                self.firewall.confidence_exploratory,
-            ),
-        ] {
-            if !(0.0..=1.0).contains(&value) {
-                return Err(invalid(key, format!("{value} is not between 0 and 1")));
-            }
-        }
-        if self.firewall.llm.enabled && !self.firewall.llm.base_url.starts_with("http://") {
-            return Err(invalid("firewall.llm.base_url", "must be an http:// URL"));
-        }
+        self.signals.validate().map_err(in_section("signals"))?;
+        self.supervisor
+            .validate()
+            .map_err(in_section("supervisor"))?;
+        self.firewall.validate().map_err(in_section("firewall"))?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),
@@ -532,7 +353,13 @@ impl Settings {
             return Err(invalid("services.host", "must not be empty"));
         }
         self.validate_org()?;
-        self.validate_plate()?;
+        self.plate.validate().map_err(|err| match err {
+            OrgError::InvalidSetting { name, reason } => SettingsError::Invalid {
+                key: format!("plate.{name}"),
+                reason,
+            },
+            other => invalid("plate", other.to_string()),
+        })?;
         let ports = [
             ("services.retrieval_port", self.services.retrieval_port),
             ("services.firewall_port", self.services.firewall_port),
@@ -556,9 +383,7 @@ impl Settings {
         }
         Ok(())
     }
-}
 
-impl Settings {
     fn validate_org(&self) -> Result<(), SettingsError> {
         let org = &self.org;
         positive("org.watch_interval_ms", org.watch_interval_ms)?;
@@ -574,71 +399,6 @@ impl Settings {
             ));
         }
         Ok(())
-    }
-
-    fn validate_plate(&self) -> Result<(), SettingsError> {
-        let plate = &self.plate;
-        let names = |key: &'static str, values: &[String], allowed: &[&str]| match values
-            .iter()
-            .find(|v| !allowed.contains(&v.as_str()))
-        {
-            Some(bad) => Err(invalid(
-                key,
-                format!("{bad:?} is not one of {}", allowed.join(", ")),
-            )),
-            None => Ok(()),
-        };
-        for (role, scopes) in &plate.scopes_by_role {
-            if role.to_lowercase() != *role {
-                return Err(invalid(
-                    "plate.scopes_by_role",
-                    format!("role {role:?} must be lowercase"),
-                ));
-            }
-            names("plate.scopes_by_role", scopes, &SCOPES)?;
-        }
-        names("plate.default_scopes", &plate.default_scopes, &SCOPES)?;
-        names(
-            "plate.report_severities",
-            &plate.report_severities,
-            &SEVERITIES,
-        )?;
-        names(
-            "plate.dependency_severities",
-            &plate.dependency_severities,
-            &SEVERITIES,
-        )?;
-        let weights: Vec<String> = plate.severity_weights.keys().cloned().collect();
-        names("plate.severity_weights", &weights, &SEVERITIES)?;
-        if !(plate.temporal_scale_days.is_finite() && plate.temporal_scale_days > 0.0) {
-            return Err(invalid(
-                "plate.temporal_scale_days",
-                "must be a positive number",
-            ));
-        }
-        if !plate.min_authority.is_finite() {
-            return Err(invalid("plate.min_authority", "must be a finite number"));
-        }
-        let weight_ok = |w: f64| w.is_finite() && w >= 0.0;
-        if let Some((source, _)) = plate.authority.iter().find(|(_, w)| !weight_ok(**w)) {
-            return Err(invalid(
-                "plate.authority",
-                format!("weight of {source:?} must be finite and at least 0"),
-            ));
-        }
-        if !weight_ok(plate.unknown_source_authority) {
-            return Err(invalid(
-                "plate.unknown_source_authority",
-                "must be finite and at least 0",
-            ));
-        }
-        if let Some((severity, _)) = plate.severity_weights.iter().find(|(_, w)| !weight_ok(**w)) {
-            return Err(invalid(
-                "plate.severity_weights",
-                format!("weight of {severity:?} must be finite and at least 0"),
-            ));
-        }
-        positive("plate.limit", plate.limit as u64)
     }
 }
 
@@ -685,15 +445,27 @@ fn positive(key: &'static str, value: u64) -> Result<(), SettingsError> {
     Ok(())
 }
 
-fn invalid(key: &'static str, reason: impl Into<String>) -> SettingsError {
+fn invalid(key: &str, reason: impl Into<String>) -> SettingsError {
     SettingsError::Invalid {
-        key,
+        key: key.to_owned(),
         reason: reason.into(),
+    }
+}
+
+/// Names a section's own validation error by its full dotted key.
+fn in_section(section: &'static str) -> impl Fn(InvalidSetting) -> SettingsError {
+    move |err| SettingsError::Invalid {
+        key: format!("{section}.{}", err.key),
+        reason: err.reason,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use ontoloop_org::Scope;
+
     use super::*;
 
     fn load_with(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
@@ -749,10 +521,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                SettingsError::Invalid {
-                    key: "store.url",
-                    ..
-                }
+                SettingsError::Invalid { ref key, .. } if key == "store.url"
             ),
             "{err}"
         );
@@ -766,10 +535,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                SettingsError::Invalid {
-                    key: "queue.url",
-                    ..
-                }
+                SettingsError::Invalid { ref key, .. } if key == "queue.url"
             ),
             "{err}"
         );
@@ -791,7 +557,7 @@ mod tests {
         assert_eq!(settings.plate.temporal_scale_days, 30.0);
         assert_eq!(
             settings.plate.scopes_by_role["sre"],
-            vec!["code", "bugs", "production", "critical"]
+            BTreeSet::from([Scope::Code, Scope::Bugs, Scope::Production, Scope::Critical])
         );
         let overridden = load_with(&[
             ("ONTOLOOP__PLATE__MIN_AUTHORITY", "0.5"),
@@ -799,7 +565,10 @@ mod tests {
         ])
         .expect("valid overrides");
         assert_eq!(overridden.plate.min_authority, 0.5);
-        assert_eq!(overridden.plate.default_scopes, vec!["code", "bugs"]);
+        assert_eq!(
+            overridden.plate.default_scopes,
+            BTreeSet::from([Scope::Code, Scope::Bugs])
+        );
         for (var, value, key) in [
             (
                 "ONTOLOOP__PLATE__DEFAULT_SCOPES",
@@ -828,15 +597,87 @@ mod tests {
     }
 
     #[test]
+    fn a_mistyped_analyst_severity_fails_at_load() {
+        // It used to fall back to critical in the healer; now the typo stops start-up.
+        for (var, key) in [
+            ("ONTOLOOP__ANALYST__HEAL_AT", "analyst.heal_at"),
+            ("ONTOLOOP__ANALYST__PROPOSE_AT", "analyst.propose_at"),
+        ] {
+            let err = load_with(&[(var, "critcal")]).expect_err("not a severity");
+            let text = err.to_string();
+            assert!(text.contains(key), "{text} should name {key}");
+            assert!(text.contains("critcal"), "{text} should quote the value");
+        }
+        let settings = load_with(&[("ONTOLOOP__ANALYST__HEAL_AT", "high")]).expect("valid");
+        assert_eq!(settings.analyst.heal_at, Severity::High);
+    }
+
+    #[test]
+    fn domain_sections_load_and_errors_name_the_key() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert_eq!(settings.analyst.heal_at, Severity::Critical);
+        assert_eq!(settings.analyst.propose_at, Severity::Medium);
+        assert_eq!(settings.signals.window_secs, 3600);
+        assert_eq!(settings.supervisor.base_rate, 0.05);
+        assert_eq!(settings.firewall.min_independent_sources, 2);
+        assert!(!settings.firewall.llm.enabled);
+        assert_eq!(
+            settings.plate.report_severities,
+            BTreeSet::from([Severity::Critical, Severity::High])
+        );
+        for (var, value, key) in [
+            (
+                "ONTOLOOP__PLATE__REPORT_SEVERITIES",
+                "critical,hihg",
+                "plate.report_severities",
+            ),
+            ("ONTOLOOP__SIGNALS__WINDOW_SECS", "0", "signals.window_secs"),
+            (
+                "ONTOLOOP__SUPERVISOR__BASE_RATE",
+                "1.5",
+                "supervisor.base_rate",
+            ),
+            (
+                "ONTOLOOP__SUPERVISOR__REJECT_FACTOR",
+                "0.5",
+                "supervisor.reject_factor",
+            ),
+            (
+                "ONTOLOOP__FIREWALL__CONFIDENCE_HIGH_RISK",
+                "2",
+                "firewall.confidence_high_risk",
+            ),
+            (
+                "ONTOLOOP__FIREWALL__MAX_TEXT_BYTES",
+                "0",
+                "firewall.max_text_bytes",
+            ),
+            ("ONTOLOOP__PLATE__LIMIT", "0", "plate.limit"),
+        ] {
+            let err = load_with(&[(var, value)]).expect_err("invalid");
+            assert!(err.to_string().contains(key), "{err} should name {key}");
+        }
+        let err = load_with(&[
+            ("ONTOLOOP__FIREWALL__LLM__ENABLED", "true"),
+            ("ONTOLOOP__FIREWALL__LLM__BASE_URL", "https://model"),
+        ])
+        .expect_err("not http");
+        assert!(
+            matches!(
+                err,
+                SettingsError::Invalid { ref key, .. } if key == "firewall.llm.base_url"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn clashing_ports_are_refused() {
         let err = load_with(&[("ONTOLOOP__SERVICES__FIREWALL_PORT", "50051")]).expect_err("clash");
         assert!(
             matches!(
                 err,
-                SettingsError::Invalid {
-                    key: "services.firewall_port",
-                    ..
-                }
+                SettingsError::Invalid { ref key, .. } if key == "services.firewall_port"
             ),
             "{err}"
         );

@@ -536,7 +536,7 @@ async fn upsert_items(
             title: Set(item.title.clone()),
             assignee: Set(item.assignee.clone()),
             service: Set(item.service.clone()),
-            severity: Set(item.severity.as_str().to_owned()),
+            severity: Set(item.severity.name().to_owned()),
             scope: Set(item.scope.as_str().to_owned()),
             source: Set(item.source.as_str().to_owned()),
             created_at: Set(item.created_at),
@@ -573,7 +573,7 @@ fn item_from_row(row: work_item::Model) -> Result<WorkItem, StoreError> {
     };
     let severity = Severity::ALL
         .into_iter()
-        .find(|s| s.as_str() == row.severity)
+        .find(|s| s.name() == row.severity)
         .ok_or_else(|| corrupt("severity", &row.severity))?;
     let scope = Scope::ALL
         .into_iter()

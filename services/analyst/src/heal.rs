@@ -137,10 +137,6 @@ fn record_heal(kind: &str, latency_ms: i64) {
     );
 }
 
-fn severity_setting(name: &str) -> Severity {
-    Severity::from_name(name).unwrap_or(Severity::Critical)
-}
-
 /// Heals patterns as signals arrive.
 #[derive(Clone)]
 pub struct Healer {
@@ -164,8 +160,7 @@ impl Healer {
                 settings.source_origin.clone(),
             )));
         }
-        let heal_at = severity_setting(&settings.heal_at);
-        let propose_at = severity_setting(&settings.propose_at);
+        let (heal_at, propose_at) = (settings.heal_at, settings.propose_at);
         Self {
             ctx,
             writer,
@@ -239,9 +234,7 @@ impl Healer {
 
     /// When the pattern's first signal in the window arrived (now when unknown).
     async fn first_seen(&self, tenant: &str, key: &str) -> DateTime<Utc> {
-        let window = chrono::Duration::seconds(
-            i64::try_from(self.ctx.settings.signals.window_secs).unwrap_or(i64::MAX / 1000),
-        );
+        let window = self.ctx.settings.signals.window();
         let now = Utc::now();
         self.ctx
             .store
@@ -340,9 +333,7 @@ impl Healer {
             })
             .await?
             .ok_or_else(|| format!("tenant {tenant} has no ontology yet"))?;
-        let window = chrono::Duration::seconds(
-            i64::try_from(self.ctx.settings.signals.window_secs).unwrap_or(i64::MAX / 1000),
-        );
+        let window = self.ctx.settings.signals.window();
         let (radius, queries) = self
             .ctx
             .store

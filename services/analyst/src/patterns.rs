@@ -16,9 +16,10 @@ pub async fn patterns(
     now: DateTime<Utc>,
 ) -> Result<Vec<Pattern>, ontoloop_store::StoreError> {
     let settings = &ctx.settings.signals;
-    let window =
-        chrono::Duration::seconds(i64::try_from(settings.window_secs).unwrap_or(i64::MAX / 1000));
-    let recorded = ctx.store.inbox_since(topics::SIGNALS, now - window).await?;
+    let recorded = ctx
+        .store
+        .inbox_since(topics::SIGNALS, now - settings.window())
+        .await?;
     let signals: Vec<ObservedSignal> = recorded
         .iter()
         .filter_map(|m| {
@@ -29,8 +30,7 @@ pub async fn patterns(
             (owner == tenant).then_some(signal)
         })
         .collect();
-    let thresholds = ontoloop_runtime::severity_thresholds(settings);
-    Ok(cluster(&signals, &thresholds))
+    Ok(cluster(&signals, settings))
 }
 
 /// The tenant's patterns with the status the healer recorded (`open` when it recorded none).

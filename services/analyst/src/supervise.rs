@@ -5,24 +5,10 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use ontoloop_core::supervisor::{Category, Proposal, Route, Supervisor, SupervisorPolicy, Verdict};
-use ontoloop_settings::SupervisorSettings;
 use ontoloop_store::{RateRecord, Store, StoreError};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::sync::Mutex;
-
-/// The supervisor's policy from settings.
-pub fn policy(settings: &SupervisorSettings) -> SupervisorPolicy {
-    SupervisorPolicy {
-        base_rate: settings.base_rate,
-        variance_threshold: settings.variance_threshold,
-        critical_domains: settings.critical_domains.clone(),
-        min_rate: settings.min_rate,
-        max_rate: settings.max_rate,
-        approve_factor: settings.approve_factor,
-        reject_factor: settings.reject_factor,
-    }
-}
 
 /// The supervisor with its state.
 pub struct Supervision {
@@ -33,7 +19,7 @@ pub struct Supervision {
 
 impl Supervision {
     /// Loads the learned rates; seeds the generator from settings (0: from the OS).
-    pub async fn load(store: Store, settings: &SupervisorSettings) -> Result<Self, StoreError> {
+    pub async fn load(store: Store, policy: &SupervisorPolicy) -> Result<Self, StoreError> {
         let rates: BTreeMap<Category, f64> = store
             .supervisor_rates()
             .await?
@@ -49,12 +35,12 @@ impl Supervision {
                 )
             })
             .collect();
-        let rng = match settings.seed {
+        let rng = match policy.seed {
             0 => StdRng::from_os_rng(),
             seed => StdRng::seed_from_u64(seed),
         };
         Ok(Self {
-            policy: policy(settings),
+            policy: policy.clone(),
             state: Mutex::new((Supervisor::with_rates(rates), rng)),
             store,
         })

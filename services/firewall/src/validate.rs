@@ -31,19 +31,9 @@ struct Checked {
 impl Validator {
     /// A validator over the context's store; the model extractor only when settings enable it.
     pub fn new(ctx: Context, snapshots: Snapshots) -> anyhow::Result<Self> {
-        let s = &ctx.settings.firewall;
-        let policy = FirewallPolicy {
-            min_independent_sources: s.min_independent_sources,
-            reliable_authority: s.reliable_authority,
-            authoritative_authority: s.authoritative_authority,
-            confidence_standard: s.confidence_standard,
-            confidence_high_risk: s.confidence_high_risk,
-            confidence_exploratory: s.confidence_exploratory,
-            high_risk_domains: s.high_risk_domains.clone(),
-            multi_valued: s.multi_valued_predicates.clone(),
-        };
-        let llm = if s.llm.enabled {
-            Some(LlmExtractor::new(s.llm.clone())?)
+        let policy = ctx.settings.firewall.clone();
+        let llm = if policy.llm.enabled {
+            Some(LlmExtractor::new(policy.llm.clone())?)
         } else {
             None
         };
@@ -65,13 +55,13 @@ impl Validator {
             if text.trim().is_empty() {
                 return Err(status_from(DomainError::invalid("text", "is empty")));
             }
-            if text.len() > self.ctx.settings.firewall.max_text_bytes {
+            if text.len() > self.policy.max_text_bytes {
                 return Err(status_from(DomainError::invalid(
                     "text",
                     format!(
                         "is {} bytes; at most {} are validated at once (firewall.max_text_bytes)",
                         text.len(),
-                        self.ctx.settings.firewall.max_text_bytes
+                        self.policy.max_text_bytes
                     ),
                 )));
             }
@@ -132,7 +122,10 @@ impl Validator {
             }
         }
         let (mut checked, coverage) = match &input {
-            Input::Text(text) => self.claims_from_text(&snapshot.ontology, text).await,
+            Input::Text(text) => {
+                self.claims_from_text(&snapshot.ontology, &snapshot.graph, text)
+                    .await
+            }
             Input::Claims(list) => (
                 list.claims
                     .iter()

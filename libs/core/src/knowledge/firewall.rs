@@ -3,10 +3,12 @@
 //! come from [`FirewallPolicy`], never from literals here.
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 
 use super::answer::{Candidate, SlotContext, decide, same_value};
 use super::graph::{Fact, Graph, readable};
 use super::ontology::Ontology;
+use crate::settings::{InvalidSetting, share};
 
 /// Why a claim was blocked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -80,8 +82,10 @@ pub enum Risk {
     Exploratory,
 }
 
-/// The firewall's thresholds (from settings).
-#[derive(Debug, Clone, PartialEq)]
+/// The `[firewall]` settings: the rules' thresholds, the longest text checked and the optional
+/// model extractor.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FirewallPolicy {
     /// Independent reliable sources a claim needs, unless one source is authoritative.
     pub min_independent_sources: usize,
@@ -98,10 +102,74 @@ pub struct FirewallPolicy {
     /// Domains that are always high-risk.
     pub high_risk_domains: Vec<String>,
     /// Predicates that may hold several values at once (all others are functional).
-    pub multi_valued: Vec<String>,
+    pub multi_valued_predicates: Vec<String>,
+    /// Longest answer text accepted, in bytes.
+    pub max_text_bytes: usize,
+    /// The optional model-based claim extractor (`ontoloop-llm`).
+    pub llm: LlmSettings,
+}
+
+/// An OpenAI-compatible chat endpoint for claim extraction (`[firewall.llm]`).
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    /// Off by default.
+    pub enabled: bool,
+    /// Base URL, for example `http://127.0.0.1:8000/v1`.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// Bearer key; empty for none.
+    pub api_key: String,
+    /// Whole-request timeout.
+    pub timeout_ms: u64,
+    /// Prompt version recorded on extracted claims.
+    pub prompt_version: String,
+}
+
+impl std::fmt::Debug for LlmSettings {
+    // The API key never reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmSettings")
+            .field("enabled", &self.enabled)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &if self.api_key.is_empty() {
+                    ""
+                } else {
+                    "<redacted>"
+                },
+            )
+            .field("timeout_ms", &self.timeout_ms)
+            .field("prompt_version", &self.prompt_version)
+            .finish()
+    }
 }
 
 impl FirewallPolicy {
+    /// Checks sizes, shares and the extractor's URL; the error names the key within
+    /// `[firewall]`.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.max_text_bytes == 0 {
+            return Err(InvalidSetting::new(
+                "max_text_bytes",
+                "must be greater than zero",
+            ));
+        }
+        share("confidence_standard", self.confidence_standard)?;
+        share("confidence_high_risk", self.confidence_high_risk)?;
+        share("confidence_exploratory", self.confidence_exploratory)?;
+        if self.llm.enabled && !self.llm.base_url.starts_with("http://") {
+            return Err(InvalidSetting::new(
+                "llm.base_url",
+                "must be an http:// URL",
+            ));
+        }
+        Ok(())
+    }
+
     /// The confidence threshold for a context.
     pub fn threshold(&self, risk: Risk, domain: &str) -> f64 {
         let high = risk == Risk::High
@@ -454,7 +522,7 @@ pub fn check_answer(view: &FirewallView<'_>, claims: &[ClaimToCheck]) -> Vec<Vec
             if !claims[i].chain.is_empty()
                 || !claims[j].chain.is_empty()
                 || a.predicate != b.predicate
-                || view.policy.multi_valued.contains(&a.predicate)
+                || view.policy.multi_valued_predicates.contains(&a.predicate)
             {
                 continue;
             }
@@ -507,7 +575,16 @@ mod tests {
             confidence_high_risk: 0.95,
             confidence_exploratory: 0.6,
             high_risk_domains: vec!["financial".into()],
-            multi_valued: Vec::new(),
+            multi_valued_predicates: Vec::new(),
+            max_text_bytes: 1024,
+            llm: LlmSettings {
+                enabled: false,
+                base_url: String::new(),
+                model: String::new(),
+                api_key: String::new(),
+                timeout_ms: 1000,
+                prompt_version: String::new(),
+            },
         }
     }
 

@@ -96,8 +96,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
         .tenants
         .first()
         .context("the generated world has no tenant")?;
-    let plate_settings = ontoloop_retrieval::plate::settings::plate_settings(&settings.plate)
-        .context("read the [plate] settings")?;
+    let plate_settings = settings.plate.clone();
     let local = Local::start(settings).await?;
     crate::org::load(&local.ctx.store, &world).await?;
     let mut clients = Clients::from_addrs(&local.addrs).await?;

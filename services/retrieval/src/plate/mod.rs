@@ -12,7 +12,6 @@
 //! the store. The plate and the org answers themselves are computed by `ontoloop_org`.
 
 pub mod context;
-pub mod settings;
 pub mod wire;
 
 use std::collections::HashMap;

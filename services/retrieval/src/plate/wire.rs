@@ -29,7 +29,7 @@ pub fn plate_response(plate: &Plate, view: &TenantView, tenant: &str) -> pb::Pla
                 assignee: item.and_then(|i| i.assignee.clone()).unwrap_or_default(),
                 service: item.and_then(|i| i.service.clone()).unwrap_or_default(),
                 severity: item
-                    .map(|i| i.severity.as_str().to_owned())
+                    .map(|i| i.severity.name().to_owned())
                     .unwrap_or_default(),
                 scope: item
                     .map(|i| i.scope.as_str().to_owned())
