@@ -7,18 +7,15 @@
 //! never ranks a candidate the caller may not read.
 
 pub mod plate;
+pub mod wire;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
-
-use ontoloop_core::knowledge::designs::{Design, KnowledgeView, answer as answer_with};
-use ontoloop_core::knowledge::question::{map_question, names_in_claims};
-use ontoloop_core::knowledge::{self, AnswerStatus, Finding};
+use ontoloop_core::knowledge::PageVersion;
+use ontoloop_core::knowledge::ask::{self, Asked, Question};
+use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
 use ontoloop_core::{Caller, DomainError, ServiceKind};
-use ontoloop_proto::convert::timestamp;
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
     self as pb, Answer, AskRequest, LookupRequest, PlateRequest, PlateResponse,
@@ -71,13 +68,6 @@ struct Retrieval {
     plate_settings: ontoloop_org::PlateSettings,
 }
 
-/// A question in structured form, ready to answer.
-struct Question {
-    entity: String,
-    path: Vec<String>,
-    text: String,
-}
-
 impl Retrieval {
     /// The tenant's org, product and item graphs; with `fresh`, brought up to date with the store
     /// first (read-your-writes).
@@ -100,7 +90,7 @@ impl Retrieval {
         applied: u64,
     ) -> Result<Option<Answer>, Status> {
         if request.as_of.is_some()
-            || !design_from(&request.design).is_ok_and(|d| d == Design::Ontoloop)
+            || !wire::design(&request.design).is_ok_and(|d| d == Design::Ontoloop)
             || ontoloop_org::parse_org_question(&request.text).is_none()
         {
             return Ok(None);
@@ -120,12 +110,12 @@ impl Retrieval {
                 path: vec![relationship.to_owned()],
                 text: request.text.clone(),
             };
-            let result = knowledge::Answer::combine(
-                Vec::new(),
-                Some(answer.render(&view.org, &view.product)),
+            let asked = Asked::abstained(
+                question,
+                answer.render(&view.org, &view.product),
+                kind == "relationship_unknown",
             );
-            self.publish_signals(caller, &question, &result, kind == "relationship_unknown")
-                .await;
+            self.report(caller, &asked).await;
         }
         Ok(Some(plate::wire::org_answer(&answer, &view, applied)))
     }
@@ -140,55 +130,40 @@ impl Retrieval {
         Ok(seq)
     }
 
-    /// Answers `question` from `snapshot`. `searched` is a search already run for this request
-    /// (query, page count, page ids), reused instead of run again.
-    #[allow(clippy::too_many_arguments)]
-    async fn answer(
+    /// Answers `question` from `snapshot` as of `as_of` (now when absent). `searched` is a
+    /// search already run for the question's text, reused instead of run again.
+    fn answer(
         &self,
         caller: &Caller,
         snapshot: &Snapshot,
         question: Question,
         design: Design,
         as_of: Option<prost_types::Timestamp>,
-        applied: u64,
-        searched: Option<(&str, usize, &[String])>,
-    ) -> Result<Answer, Status> {
+        searched: Option<&[String]>,
+    ) -> Result<Asked, Status> {
         let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())?;
-        let result = {
-            // As of an earlier instant, a page is seen at the version it had then.
-            let current_then;
-            let current = if snapshot.latest_change > as_of {
-                current_then = snapshot.current_at(as_of);
-                &current_then
-            } else {
-                &snapshot.current
-            };
-            let search = |query: &str, k: usize| match searched {
-                Some((q, n, ids)) if q == query && n == k => ids.to_vec(),
-                _ => snapshot.index.search(query, k, caller.principal()),
-            };
-            let view = view(
-                snapshot,
-                current,
-                &self.ctx.settings,
-                caller.principal(),
-                as_of,
-                &search,
-            );
-            answer_with(
-                &view,
-                design,
-                &question.entity,
-                &question.path,
-                &question.text,
-            )
+        // As of an earlier instant, a page is seen at the version it had then.
+        let current_then;
+        let current = if snapshot.latest_change > as_of {
+            current_then = snapshot.current_at(as_of);
+            &current_then
+        } else {
+            &snapshot.current
         };
-        if design == Design::Ontoloop {
-            let entity_known = snapshot.graph.resolve(&question.entity).is_some();
-            self.publish_signals(caller, &question, &result, entity_known)
-                .await;
-        }
-        Ok(to_proto(&result, snapshot, &question, applied))
+        let search = |query: &str, k: usize| snapshot.index.search(query, k, caller.principal());
+        let settings = &self.ctx.settings.retrieval;
+        let view = KnowledgeView {
+            ontology: &snapshot.ontology,
+            graph: &snapshot.graph,
+            current,
+            log: &snapshot.log,
+            search: &search,
+            principal: caller.principal(),
+            as_of,
+            hedge_below_authority: settings.hedge_below_authority,
+            top_k: settings.top_k,
+        };
+        Ok(ask::answer(&view, design, question, searched))
     }
 
     async fn snapshot(&self, caller: &Caller) -> Result<std::sync::Arc<Snapshot>, Status> {
@@ -219,14 +194,14 @@ impl Retrieval {
             let report = ontoloop_runtime::signals::SignalReport {
                 tenant: caller.tenant().to_owned(),
                 reporter: "retrieval".to_owned(),
-                kind,
+                kind: signal.kind,
                 query: question.text.clone(),
                 entity: question.entity.clone(),
                 relationship: question.path.join("."),
                 sector: String::new(),
                 agent_id: format!("retrieval:{}", caller.principal()),
                 idempotency_key: ontoloop_queue::new_message_id(),
-                detail,
+                detail: signal.detail.clone(),
                 at: chrono::Utc::now(),
             };
             if let Err(err) = ontoloop_runtime::signals::report_signal(&self.ctx, &report).await {
@@ -250,7 +225,7 @@ impl RetrievalService for Retrieval {
                 format!("a question is at most {MAX_QUESTION_BYTES} bytes"),
             )));
         }
-        let design = design_from(&request.design)?;
+        let design = wire::design(&request.design)?;
         let applied = self.wait_for(request.min_sequence).await?;
         if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
             return Ok(Response::new(answer));
@@ -258,70 +233,32 @@ impl RetrievalService for Retrieval {
         let snapshot = self.snapshot(&caller).await?;
         // Names stated in the pages the question finds help link entities the graph lacks; the
         // same search is the first hop's, so it is handed on rather than run twice.
-        let top_k = self.ctx.settings.retrieval.top_k;
-        let pages = snapshot
-            .index
-            .search(&request.text, top_k, caller.principal());
-        let found: Vec<knowledge::Claim> = pages
+        let found = snapshot.index.search(
+            &request.text,
+            self.ctx.settings.retrieval.top_k,
+            caller.principal(),
+        );
+        let pages: Vec<&PageVersion> = found
             .iter()
             .filter_map(|id| snapshot.current.get(id))
-            .flat_map(|page| knowledge::extract_claims(&snapshot.ontology, &page.body))
             .collect();
-        let mut extra = names_in_claims(&snapshot.ontology, &found);
-        // A rename passes the old name's type on to the new one.
-        for claim in found
-            .iter()
-            .filter(|c| c.kind == knowledge::PredicateKind::Rename)
-        {
-            if let Some(kind) = snapshot
-                .graph
-                .resolve(&claim.object)
-                .and_then(|e| e.entity_type.clone())
-            {
-                extra.push((claim.subject.name().to_owned(), Some(kind)));
-            }
-        }
-        match map_question(&request.text, &snapshot.graph, &snapshot.ontology, &extra) {
-            Ok(mapped) => {
-                let question = Question {
-                    entity: mapped.entity,
-                    path: mapped.path,
-                    text: request.text,
-                };
-                let query = question.text.clone();
-                let searched = Some((query.as_str(), top_k, pages.as_slice()));
-                let answer = self
-                    .answer(
-                        &caller,
-                        &snapshot,
-                        question,
-                        design,
-                        request.as_of,
-                        applied,
-                        searched,
-                    )
-                    .await?;
-                Ok(Response::new(answer))
-            }
-            Err(why) => {
-                let question = Question {
-                    entity: String::new(),
-                    path: Vec::new(),
-                    text: request.text,
-                };
-                let result = knowledge::Answer::combine(
-                    Vec::new(),
-                    Some(format!("cannot map the question onto the graph: {why}")),
-                );
-                if design == Design::Ontoloop {
-                    self.publish_signals(&caller, &question, &result, false)
-                        .await;
-                }
-                Ok(Response::new(to_proto(
-                    &result, &snapshot, &question, applied,
-                )))
-            }
-        }
+        let asked = match ask::link(&request.text, &snapshot.ontology, &snapshot.graph, &pages) {
+            Ok(question) => self.answer(
+                &caller,
+                &snapshot,
+                question,
+                design,
+                request.as_of,
+                Some(&found),
+            )?,
+            Err(why) => ask::unlinked(request.text, &why, design),
+        };
+        self.report(&caller, &asked).await;
+        Ok(Response::new(wire::answer(
+            &asked,
+            &snapshot.graph,
+            applied,
+        )))
     }
 
     async fn lookup(&self, request: Request<LookupRequest>) -> Result<Response<Answer>, Status> {
@@ -335,7 +272,7 @@ impl RetrievalService for Retrieval {
         {
             return Err(status_from(DomainError::missing("predicate_path")));
         }
-        let design = design_from(&request.design)?;
+        let design = wire::design(&request.design)?;
         let applied = self.wait_for(request.min_sequence).await?;
         let snapshot = self.snapshot(&caller).await?;
         if let Some(unknown) = request
@@ -348,37 +285,20 @@ impl RetrievalService for Retrieval {
                 format!("{unknown:?} is not in the ontology"),
             )));
         }
-        let text = if request.query.trim().is_empty() {
-            format!(
-                "{} {}",
-                request.entity,
-                request.predicate_path.join(" ").replace('_', " ")
-            )
-        } else if request.query.len() > MAX_QUESTION_BYTES {
+        if !request.query.trim().is_empty() && request.query.len() > MAX_QUESTION_BYTES {
             return Err(status_from(DomainError::invalid(
                 "query",
                 format!("a query is at most {MAX_QUESTION_BYTES} bytes"),
             )));
-        } else {
-            request.query
-        };
-        let question = Question {
-            text,
-            entity: request.entity,
-            path: request.predicate_path,
-        };
-        Ok(Response::new(
-            self.answer(
-                &caller,
-                &snapshot,
-                question,
-                design,
-                request.as_of,
-                applied,
-                None,
-            )
-            .await?,
-        ))
+        }
+        let question = Question::lookup(request.entity, request.predicate_path, request.query);
+        let asked = self.answer(&caller, &snapshot, question, design, request.as_of, None)?;
+        self.report(&caller, &asked).await;
+        Ok(Response::new(wire::answer(
+            &asked,
+            &snapshot.graph,
+            applied,
+        )))
     }
 
     async fn plate(

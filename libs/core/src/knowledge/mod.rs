@@ -3,6 +3,7 @@
 //! an agent is told. Everything here is pure: callers pass pages, facts and the time in.
 
 pub mod answer;
+pub mod ask;
 pub mod designs;
 pub mod encoder;
 pub mod extract;

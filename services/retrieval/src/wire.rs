@@ -1,0 +1,90 @@
+//! Conversions between retrieval's knowledge answers and the wire: the design a request names,
+//! and an answered question (hops, evidence, hedges) as a `v1::Answer`. Plate and org answers
+//! convert in `plate::wire`.
+
+use ontoloop_core::DomainError;
+use ontoloop_core::knowledge::ask::Asked;
+use ontoloop_core::knowledge::designs::Design;
+use ontoloop_core::knowledge::{AnswerStatus, Candidate, Graph};
+use ontoloop_proto::convert::timestamp;
+use ontoloop_proto::status_from;
+use ontoloop_proto::v1 as pb;
+use tonic::Status;
+
+/// The design a request names; blank is ontoloop's own.
+pub fn design(name: &str) -> Result<Design, Status> {
+    if name.trim().is_empty() {
+        return Ok(Design::Ontoloop);
+    }
+    Design::from_name(name.trim()).ok_or_else(|| {
+        status_from(DomainError::invalid(
+            "design",
+            format!("{name:?} is not ontoloop, Rag, Graph, Hybrid or HybridVersioned"),
+        ))
+    })
+}
+
+/// An answered question on the wire. The entity is the graph's id for the name asked about, or
+/// the name itself when the graph does not know it; `applied` is the intake sequence number the
+/// answer reflects.
+pub fn answer(asked: &Asked, graph: &Graph, applied: u64) -> pb::Answer {
+    let (question, result) = (&asked.question, &asked.answer);
+    let last = result.hops.last().map(|(_, _, d)| d);
+    pb::Answer {
+        status: status(result.status) as i32,
+        value: result.value.clone(),
+        values: last.map(|d| d.values.clone()).unwrap_or_default(),
+        hedges: result
+            .hedges()
+            .map(|h| pb::Hedge {
+                code: h.code.name().to_owned(),
+                message: h.message.clone(),
+                source_id: h.source_id.clone(),
+            })
+            .collect(),
+        hops: result
+            .hops
+            .iter()
+            .map(|(entity, predicate, decision)| pb::Hop {
+                entity: entity.clone(),
+                predicate: predicate.clone(),
+                value: decision.value.clone(),
+                evidence: decision.evidence.iter().map(evidence).collect(),
+            })
+            .collect(),
+        evidence: last
+            .map(|d| d.evidence.iter().map(evidence).collect())
+            .unwrap_or_default(),
+        abstain_reason: result.abstain_reason.clone(),
+        entity: graph
+            .resolve(&question.entity)
+            .map_or_else(|| question.entity.clone(), |e| e.id.clone()),
+        predicate_path: question.path.clone(),
+        applied_sequence: applied,
+    }
+}
+
+fn status(status: AnswerStatus) -> pb::AnswerStatus {
+    match status {
+        AnswerStatus::Answered => pb::AnswerStatus::Answered,
+        AnswerStatus::AnsweredPossiblyStale => pb::AnswerStatus::AnsweredPossiblyStale,
+        AnswerStatus::ConflictOpen => pb::AnswerStatus::ConflictOpen,
+        AnswerStatus::Abstained => pb::AnswerStatus::Abstained,
+    }
+}
+
+fn evidence(candidate: &Candidate) -> pb::Evidence {
+    pb::Evidence {
+        source_id: candidate.source.source_id.clone(),
+        source_version: candidate.source.version,
+        origin: candidate.source.origin.clone(),
+        authority: candidate.authority,
+        value: candidate.value.clone(),
+        valid_from: Some(timestamp(candidate.valid_from)),
+        valid_to: None,
+        extracted_at: candidate.extracted_at.map(timestamp),
+        extractor: candidate.extractor.clone(),
+        confidence: candidate.confidence,
+        excerpt: candidate.excerpt.clone(),
+    }
+}
