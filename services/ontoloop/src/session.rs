@@ -1,6 +1,7 @@
 //! What every subcommand starts from: the settings (defaults, file, environment, then the
 //! command's own flags), the caller it acts as, and the service clients, dialled on first use.
 
+use std::future::Future;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -62,6 +63,18 @@ impl Session {
             None => Clients::from_settings(&self.settings).await?,
         };
         Ok(self.clients.insert(clients))
+    }
+
+    /// Calls a service with the clients (dialled on first use): `call` gets its own copy of
+    /// them; a failed call becomes an error naming `what` was asked.
+    pub async fn call<T, F, Fut>(&mut self, what: &str, call: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(Clients) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let clients = self.clients().await?.clone();
+        let response = call(clients).await.map_err(rpc(what))?;
+        Ok(response.into_inner())
     }
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::{Session, rpc};
+use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -37,13 +37,8 @@ impl Args {
             design: self.design,
         };
         let answer = session
-            .clients()
-            .await?
-            .retrieval
-            .ask(request)
-            .await
-            .map_err(rpc("ask"))?
-            .into_inner();
+            .call("ask", |mut c| async move { c.retrieval.ask(request).await })
+            .await?;
         print::answer(&answer, self.json)?;
         Ok(ExitCode::SUCCESS)
     }

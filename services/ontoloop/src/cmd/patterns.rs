@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::{Session, rpc};
+use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,13 +26,10 @@ impl Args {
             limit: 0,
         };
         let patterns = session
-            .clients()
+            .call("patterns", |mut c| async move {
+                c.analyst.list_patterns(request).await
+            })
             .await?
-            .analyst
-            .list_patterns(request)
-            .await
-            .map_err(rpc("patterns"))?
-            .into_inner()
             .patterns;
         print::patterns(&patterns, self.json);
         Ok(ExitCode::SUCCESS)

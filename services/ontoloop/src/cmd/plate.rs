@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::{Session, rpc};
+use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,13 +42,11 @@ impl Args {
             as_of,
         };
         let plate = session
-            .clients()
-            .await?
-            .retrieval
-            .plate(request)
-            .await
-            .map_err(rpc("plate"))?
-            .into_inner();
+            .call(
+                "plate",
+                |mut c| async move { c.retrieval.plate(request).await },
+            )
+            .await?;
         print::plate(&plate, self.json)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::{Session, rpc};
+use crate::session::Session;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -55,13 +55,10 @@ impl Command {
                     expertise,
                 };
                 let next = session
-                    .clients()
-                    .await?
-                    .analyst
-                    .next_review(request)
-                    .await
-                    .map_err(rpc("review next"))?
-                    .into_inner();
+                    .call("review next", |mut c| async move {
+                        c.analyst.next_review(request).await
+                    })
+                    .await?;
                 print::update(next.update.as_ref(), json);
             }
             Command::Decide {
@@ -86,13 +83,10 @@ impl Command {
                     note,
                 };
                 let outcome = session
-                    .clients()
-                    .await?
-                    .analyst
-                    .decide(request)
-                    .await
-                    .map_err(rpc("review decide"))?
-                    .into_inner();
+                    .call("review decide", |mut c| async move {
+                        c.analyst.decide(request).await
+                    })
+                    .await?;
                 print::decided(&update, &decision, &outcome);
             }
         }

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::{Session, rpc};
+use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -63,13 +63,10 @@ impl Args {
             observed_at: None,
         };
         let ack = session
-            .clients()
-            .await?
-            .telemetry
-            .report_signal(request)
-            .await
-            .map_err(rpc("signal"))?
-            .into_inner();
+            .call("signal", |mut c| async move {
+                c.telemetry.report_signal(request).await
+            })
+            .await?;
         print::signal_ack(&ack);
         Ok(ExitCode::SUCCESS)
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::{Session, rpc};
+use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -45,13 +45,10 @@ impl Args {
             as_of: None,
         };
         let response = session
-            .clients()
-            .await?
-            .firewall
-            .validate(request)
-            .await
-            .map_err(rpc("validate"))?
-            .into_inner();
+            .call("validate", |mut c| async move {
+                c.firewall.validate(request).await
+            })
+            .await?;
         Ok(if print::verdicts(&response, self.json)? {
             ExitCode::SUCCESS
         } else {
