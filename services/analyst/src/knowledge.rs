@@ -14,8 +14,11 @@ use ontoloop_core::knowledge::{
 use ontoloop_core::topics;
 use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
-use ontoloop_store::{KnowledgeCommit, RunRecord, Store, StoreError};
+use ontoloop_store::{KnowledgeCommit, RunRecord, Store};
 use tokio::sync::Mutex;
+
+use crate::org::OrgWriter;
+use crate::refusal::{Refusal, settle};
 
 /// A tenant's knowledge as the analyst holds it between events.
 struct TenantKnowledge {
@@ -32,44 +35,34 @@ impl TenantKnowledge {
     }
 }
 
-/// The analyst's writer of knowledge.
+/// The analyst's writer of knowledge; organisation events it hands to its [`OrgWriter`].
 #[derive(Clone)]
 pub struct KnowledgeWriter {
     store: Store,
     tenants: Arc<Mutex<HashMap<String, TenantKnowledge>>>,
-}
-
-/// Why an event could not be applied.
-enum Refusal {
-    /// It can never apply: dead-letter it.
-    Invalid(String),
-    /// Try again (store trouble or a concurrent writer).
-    Passing(String),
-}
-
-impl From<StoreError> for Refusal {
-    fn from(err: StoreError) -> Self {
-        Refusal::Passing(err.to_string())
-    }
+    org: OrgWriter,
 }
 
 impl KnowledgeWriter {
     /// A writer over `store`.
     pub fn new(store: Store) -> Self {
         Self {
+            org: OrgWriter::new(store.clone()),
             store,
             tenants: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
+    /// Loads ahead the HR records of tenants whose organisation changed without this writer
+    /// (see [`OrgWriter::warm`]).
+    pub async fn warm_org(&self) {
+        self.org.warm().await;
+    }
+
     /// Applies an event the analyst itself decided on (a healing action), as one commit.
     pub async fn apply_own(&self, envelope: &EventEnvelope) -> Result<(), String> {
         envelope.event.validate().map_err(|err| err.to_string())?;
-        self.apply(envelope, None)
-            .await
-            .map_err(|refusal| match refusal {
-                Refusal::Invalid(reason) | Refusal::Passing(reason) => reason,
-            })
+        self.apply(envelope, None).await.map_err(Refusal::reason)
     }
 
     /// Tenants whose knowledge this writer holds.
@@ -101,9 +94,7 @@ impl KnowledgeWriter {
             .get(tenant)
             .is_some_and(|k| k.version == stored_version);
         if !cached {
-            let loaded = self.load(tenant).await.map_err(|refusal| match refusal {
-                Refusal::Invalid(reason) | Refusal::Passing(reason) => reason,
-            })?;
+            let loaded = self.load(tenant).await.map_err(Refusal::reason)?;
             tenants.insert(tenant.to_owned(), loaded);
         }
         let Some(knowledge) = tenants.get(tenant) else {
@@ -120,30 +111,15 @@ impl KnowledgeWriter {
         let envelope = match EventEnvelope::parse(&message.body) {
             Ok(envelope) => envelope,
             Err(reason) => {
-                let reason = format!("invalid event: {reason}");
-                if let Some(seq) = sequence_of(&message.body)
-                    && let Err(err) = self.store.intake_fail(seq, &reason).await
-                {
-                    return Handled::Retry(format!("mark event {seq} failed: {err}"));
-                }
-                return Handled::Reject(reason);
+                let refused = Refusal::Invalid(format!("invalid event: {reason}"));
+                return settle(&self.store, sequence_of(&message.body), Err(refused)).await;
             }
         };
-        if let Some(handled) = crate::org::handle(&self.store, &envelope, Some(message)).await {
+        if let Some(handled) = self.org.handle(&envelope, Some(message)).await {
             return handled;
         }
-        match self.apply(&envelope, Some(message)).await {
-            Ok(()) => Handled::Done,
-            Err(Refusal::Passing(reason)) => Handled::Retry(reason),
-            Err(Refusal::Invalid(reason)) => {
-                if let Some(seq) = envelope.seq
-                    && let Err(err) = self.store.intake_fail(seq, &reason).await
-                {
-                    return Handled::Retry(format!("mark event {seq} failed: {err}"));
-                }
-                Handled::Reject(reason)
-            }
-        }
+        let applied = self.apply(&envelope, Some(message)).await;
+        settle(&self.store, envelope.seq, applied).await
     }
 
     async fn apply(
@@ -193,21 +169,13 @@ impl KnowledgeWriter {
                 String::from_utf8_lossy(&m.body).into_owned(),
             )
         });
-        match self
+        // A concurrent writer's commit is a passing refusal: the event is tried again.
+        knowledge.version = self
             .store
             .commit_knowledge(tenant, knowledge.version, commit)
-            .await
-        {
-            Ok(version) => {
-                knowledge.version = version;
-                tenants.insert(tenant.to_owned(), knowledge);
-                Ok(())
-            }
-            Err(StoreError::Conflict { .. }) => Err(Refusal::Passing(format!(
-                "tenant {tenant} changed concurrently; retrying"
-            ))),
-            Err(err) => Err(err.into()),
-        }
+            .await?;
+        tenants.insert(tenant.to_owned(), knowledge);
+        Ok(())
     }
 
     async fn load(&self, tenant: &str) -> Result<TenantKnowledge, Refusal> {

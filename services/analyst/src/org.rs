@@ -10,12 +10,13 @@
 //!
 //! Applying an HR event needs the tenant's whole HR records (a transfer must not close a
 //! reporting loop). Reading ten thousand people per event would cost more than the rest of the
-//! path together, so the records each commit leaves are kept, stamped with the org head the
-//! commit returned, and reused only while the store's head still carries that stamp: another
-//! writer, another store or a bulk load changes the head and the records are read afresh.
+//! path together, so the records each commit leaves are kept by the [`OrgWriter`], stamped with
+//! the org head the commit returned, and reused only while the store's head still carries that
+//! stamp: another writer, another store or a bulk load changes the head and the records are read
+//! afresh.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::Arc;
 
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::topics;
@@ -26,214 +27,218 @@ use ontoloop_runtime::Handled;
 use ontoloop_store::{OrgCommit, OrgHead, Store, StoreError, change_kind};
 use tokio::sync::Mutex;
 
-/// HR records by tenant, with the head they are current at (module docs).
-static RECORDS: LazyLock<Mutex<HashMap<String, (OrgHead, OrgRecords)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+use crate::refusal::{Refusal, settle};
 
-/// Why an org event could not be applied.
-enum Refusal {
-    /// It can never apply: dead-letter it.
-    Invalid(String),
-    /// Try again (store trouble or a concurrent writer).
-    Passing(String),
+/// HR records by tenant, with the head they are current at (module docs).
+type Kept = HashMap<String, (OrgHead, OrgRecords)>;
+
+/// The analyst's writer of the organisation, with the HR records its commits left (module docs).
+#[derive(Clone)]
+pub struct OrgWriter {
+    store: Store,
+    records: Arc<Mutex<Kept>>,
 }
 
-impl From<StoreError> for Refusal {
-    fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::Conflict { tenant } => Refusal::Passing(format!(
-                "organisation of tenant {tenant} changed concurrently; retrying"
-            )),
-            other => Refusal::Passing(other.to_string()),
+impl OrgWriter {
+    /// A writer over `store`, holding no records yet.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            records: Arc::new(Mutex::new(HashMap::new())),
         }
     }
-}
 
-/// Handles an org event (HR, docs push, work item); `None` for any other event, which the
-/// knowledge writer applies.
-pub async fn handle(
-    store: &Store,
-    envelope: &EventEnvelope,
-    message: Option<&Message>,
-) -> Option<Handled> {
-    if !envelope.event.is_org() {
-        return None;
-    }
-    Some(match apply(store, envelope, message).await {
-        Ok(()) => Handled::Done,
-        Err(Refusal::Passing(reason)) => Handled::Retry(reason),
-        Err(Refusal::Invalid(reason)) => {
-            if let Some(seq) = envelope.seq
-                && let Err(err) = store.intake_fail(seq, &reason).await
-            {
-                return Some(Handled::Retry(format!("mark event {seq} failed: {err}")));
-            }
+    /// Handles an org event (HR, docs push, work item); `None` for any other event, which the
+    /// knowledge writer applies.
+    pub async fn handle(
+        &self,
+        envelope: &EventEnvelope,
+        message: Option<&Message>,
+    ) -> Option<Handled> {
+        if !envelope.event.is_org() {
+            return None;
+        }
+        let applied = self.apply(envelope, message).await;
+        let handled = settle(&self.store, envelope.seq, applied).await;
+        if let Handled::Reject(reason) = &handled {
             tracing::warn!(
                 tenant = envelope.tenant,
                 kind = envelope.event.kind(),
                 reason,
                 "org event refused"
             );
-            Handled::Reject(reason)
         }
-    })
-}
+        Some(handled)
+    }
 
-async fn apply(
-    store: &Store,
-    envelope: &EventEnvelope,
-    message: Option<&Message>,
-) -> Result<(), Refusal> {
-    let tenant = envelope.tenant.as_str();
-    if let Some(seq) = envelope.seq
-        && let Some((state, _)) = store.intake_state(seq).await?
-        && state != ontoloop_store::intake_state::PENDING
-    {
-        return Ok(());
-    }
-    if let Some(message) = message
-        && store.inbox_contains(topics::EVENTS, &message.id).await?
-    {
-        return Ok(());
-    }
-    let mut commit = OrgCommit::default();
-    let mut next_records = None;
-    let expected = match &envelope.event {
-        Event::DocsPush {
-            changed_files,
-            contents,
-        } => {
-            let mut stated = 0;
-            for file in changed_files {
-                let facts = contents
-                    .get(file)
-                    .map(|body| facts_from_doc(body))
-                    .unwrap_or_default();
-                stated += facts.len();
-                commit.files.push((file.clone(), facts));
+    /// Loads the HR records of every tenant whose org version moved without this writer (a bulk
+    /// load, another replica), so the next event applies without first reading the whole
+    /// organisation. A copy loaded while an event is applied may be older than the store; the
+    /// head check in [`Self::current_records`] then reads the store again, so warming never makes
+    /// an apply wrong.
+    pub async fn warm(&self) {
+        let versions = match self.store.org_versions().await {
+            Ok(versions) => versions,
+            Err(err) => {
+                tracing::debug!(error = %err, "cannot read org versions to warm the HR records");
+                return;
             }
-            commit.change = (
-                change_kind::DOCS.to_owned(),
-                serde_json::json!({ "files": changed_files, "facts": stated }).to_string(),
-            );
-            store.org_version(tenant).await?
-        }
-        Event::ItemUpsert(upsert) => {
-            let item = upsert.to_item(tenant, envelope.at);
-            let body = serde_json::to_string(&item)
-                .map_err(|err| Refusal::Invalid(format!("cannot encode the item: {err}")))?;
-            commit.items.push(item);
-            commit.change = (change_kind::ITEM.to_owned(), body);
-            store.org_version(tenant).await?
-        }
-        event => {
-            let Some(event) = event.hr_event() else {
-                return Err(Refusal::Invalid(format!(
-                    "{} is not an organisation event",
-                    event.kind()
-                )));
-            };
-            let (head, mut records) = current_records(store, tenant).await?;
-            let affected = hr::apply(&mut records, &event)
-                .map_err(|err| Refusal::Invalid(format!("{}: {err}", event.type_name())))?;
-            for id in &affected.people {
-                match records.person(id) {
-                    Some(person) => commit.people.push(person.clone()),
-                    None => commit.removed_people.push(id.clone()),
+        };
+        for (tenant, version) in versions {
+            let stale = self
+                .records
+                .lock()
+                .await
+                .get(&tenant)
+                .is_none_or(|(head, _)| head.version != version);
+            if stale {
+                match self.current_records(&tenant).await {
+                    Ok(loaded) => {
+                        self.records.lock().await.insert(tenant, loaded);
+                    }
+                    Err(refusal) => {
+                        let reason = refusal.reason();
+                        tracing::debug!(tenant = %tenant, reason = %reason, "cannot warm HR records");
+                    }
                 }
             }
-            for id in &affected.teams {
-                match records.team(id) {
-                    Some(team) => commit.teams.push(team.clone()),
-                    None => commit.removed_teams.push(id.clone()),
-                }
-            }
-            let body = serde_json::to_string(&event)
-                .map_err(|err| Refusal::Invalid(format!("cannot encode the event: {err}")))?;
-            commit.change = (change_kind::HR.to_owned(), body);
-            next_records = Some(records);
-            head.version
         }
-    };
-    if let Some(seq) = envelope.seq {
-        commit.settled.push((seq, None));
     }
-    commit.message = message.map(|m| {
-        (
-            topics::EVENTS.to_owned(),
-            m.id.clone(),
-            String::from_utf8_lossy(&m.body).into_owned(),
-        )
-    });
-    let head = store.commit_org(tenant, expected, commit).await?;
-    if let Some(records) = next_records {
-        RECORDS
-            .lock()
+
+    async fn apply(
+        &self,
+        envelope: &EventEnvelope,
+        message: Option<&Message>,
+    ) -> Result<(), Refusal> {
+        let store = &self.store;
+        let tenant = envelope.tenant.as_str();
+        if let Some(seq) = envelope.seq
+            && let Some((state, _)) = store.intake_state(seq).await?
+            && state != ontoloop_store::intake_state::PENDING
+        {
+            return Ok(());
+        }
+        if let Some(message) = message
+            && store.inbox_contains(topics::EVENTS, &message.id).await?
+        {
+            return Ok(());
+        }
+        let mut commit = OrgCommit::default();
+        let mut next_records = None;
+        let expected = match &envelope.event {
+            Event::DocsPush {
+                changed_files,
+                contents,
+            } => {
+                let mut stated = 0;
+                for file in changed_files {
+                    let facts = contents
+                        .get(file)
+                        .map(|body| facts_from_doc(body))
+                        .unwrap_or_default();
+                    stated += facts.len();
+                    commit.files.push((file.clone(), facts));
+                }
+                commit.change = (
+                    change_kind::DOCS.to_owned(),
+                    serde_json::json!({ "files": changed_files, "facts": stated }).to_string(),
+                );
+                store.org_version(tenant).await?
+            }
+            Event::ItemUpsert(upsert) => {
+                let item = upsert.to_item(tenant, envelope.at);
+                let body = serde_json::to_string(&item)
+                    .map_err(|err| Refusal::Invalid(format!("cannot encode the item: {err}")))?;
+                commit.items.push(item);
+                commit.change = (change_kind::ITEM.to_owned(), body);
+                store.org_version(tenant).await?
+            }
+            event => {
+                let Some(event) = event.hr_event() else {
+                    return Err(Refusal::Invalid(format!(
+                        "{} is not an organisation event",
+                        event.kind()
+                    )));
+                };
+                let (head, mut records) = self.current_records(tenant).await?;
+                let affected = hr::apply(&mut records, event)
+                    .map_err(|err| Refusal::Invalid(format!("{}: {err}", event.type_name())))?;
+                for id in &affected.people {
+                    match records.person(id) {
+                        Some(person) => commit.people.push(person.clone()),
+                        None => commit.removed_people.push(id.clone()),
+                    }
+                }
+                for id in &affected.teams {
+                    match records.team(id) {
+                        Some(team) => commit.teams.push(team.clone()),
+                        None => commit.removed_teams.push(id.clone()),
+                    }
+                }
+                let body = serde_json::to_string(event)
+                    .map_err(|err| Refusal::Invalid(format!("cannot encode the event: {err}")))?;
+                commit.change = (change_kind::HR.to_owned(), body);
+                next_records = Some(records);
+                head.version
+            }
+        };
+        if let Some(seq) = envelope.seq {
+            commit.settled.push((seq, None));
+        }
+        commit.message = message.map(|m| {
+            (
+                topics::EVENTS.to_owned(),
+                m.id.clone(),
+                String::from_utf8_lossy(&m.body).into_owned(),
+            )
+        });
+        let head = store
+            .commit_org(tenant, expected, commit)
             .await
-            .insert(tenant.to_owned(), (head, records));
-    }
-    tracing::debug!(
-        tenant,
-        version = head.version,
-        kind = envelope.event.kind(),
-        "org event applied"
-    );
-    Ok(())
-}
-
-/// Loads the HR records of every tenant whose org version moved without this process (a bulk
-/// load, another replica), so the next event applies without first reading the whole
-/// organisation. A copy loaded while an event is applied may be older than the store; the head
-/// check in [`current_records`] then reads the store again, so warming never makes an apply wrong.
-pub async fn warm(store: &Store) {
-    let versions = match store.org_versions().await {
-        Ok(versions) => versions,
-        Err(err) => {
-            tracing::debug!(error = %err, "cannot read org versions to warm the HR records");
-            return;
+            .map_err(|err| match err {
+                StoreError::Conflict { tenant } => Refusal::Passing(format!(
+                    "organisation of tenant {tenant} changed concurrently; retrying"
+                )),
+                other => other.into(),
+            })?;
+        if let Some(records) = next_records {
+            self.records
+                .lock()
+                .await
+                .insert(tenant.to_owned(), (head, records));
         }
-    };
-    for (tenant, version) in versions {
-        let stale = RECORDS
-            .lock()
-            .await
-            .get(&tenant)
-            .is_none_or(|(head, _)| head.version != version);
-        if stale {
-            match current_records(store, &tenant).await {
-                Ok(loaded) => {
-                    RECORDS.lock().await.insert(tenant, loaded);
-                }
-                Err(Refusal::Invalid(reason) | Refusal::Passing(reason)) => {
-                    tracing::debug!(tenant = %tenant, reason = %reason, "cannot warm HR records");
-                }
-            }
-        }
+        tracing::debug!(
+            tenant,
+            version = head.version,
+            kind = envelope.event.kind(),
+            "org event applied"
+        );
+        Ok(())
     }
-}
 
-/// The tenant's HR records as the store holds them now, and the head they are at: the kept copy
-/// when the head still matches, else read from the store. The copy is taken out while an event
-/// is applied, so a failed step never leaves a half-applied copy behind.
-async fn current_records(store: &Store, tenant: &str) -> Result<(OrgHead, OrgRecords), Refusal> {
-    let kept = RECORDS.lock().await.remove(tenant);
-    let head = store.org_head(tenant).await?;
-    if let Some((stamp, records)) = kept
-        && stamp == head
-    {
-        return Ok((head, records));
-    }
-    let rows = store.load_org(tenant).await?;
-    let records = OrgRecords::new(rows.people, rows.teams).map_err(|err| {
-        Refusal::Invalid(format!(
-            "stored HR records of tenant {tenant} are inconsistent: {err}"
+    /// The tenant's HR records as the store holds them now, and the head they are at: the kept copy
+    /// when the head still matches, else read from the store. The copy is taken out while an event
+    /// is applied, so a failed step never leaves a half-applied copy behind.
+    async fn current_records(&self, tenant: &str) -> Result<(OrgHead, OrgRecords), Refusal> {
+        let kept = self.records.lock().await.remove(tenant);
+        let head = self.store.org_head(tenant).await?;
+        if let Some((stamp, records)) = kept
+            && stamp == head
+        {
+            return Ok((head, records));
+        }
+        let rows = self.store.load_org(tenant).await?;
+        let records = OrgRecords::new(rows.people, rows.teams).map_err(|err| {
+            Refusal::Invalid(format!(
+                "stored HR records of tenant {tenant} are inconsistent: {err}"
+            ))
+        })?;
+        Ok((
+            OrgHead {
+                version: rows.version,
+                committed_at: rows.committed_at,
+            },
+            records,
         ))
-    })?;
-    Ok((
-        OrgHead {
-            version: rows.version,
-            committed_at: rows.committed_at,
-        },
-        records,
-    ))
+    }
 }
