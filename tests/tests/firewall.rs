@@ -573,7 +573,10 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
         .expect("clients");
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone()),
+        ontoloop_readmodel::Snapshots::new(
+            local.ctx.store.clone(),
+            local.ctx.extraction.clone(),
+        ),
     )
     .expect("validator");
     let report = ontoloop::bench::firewall::run(&world, clients, &validator, 20, 2, &mut |_| {})

@@ -19,7 +19,10 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config, HiddenAct, PositionEmbeddingType};
-use ontoloop_core::knowledge::encoder::{EncodeError, SentenceEncoder};
+use std::sync::Arc;
+
+use ontoloop_core::knowledge::encoder::{CachedEncoder, EncodeError, SentenceEncoder};
+use ontoloop_core::knowledge::{ExtractSettings, ExtractionSetup, Stage};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 /// Stable id of the model, recorded in the provenance of what it helps extract.
@@ -78,6 +81,25 @@ pub fn model_dir(configured: Option<&Path>) -> PathBuf {
         _ => Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../models")
             .join(MODEL_ID),
+    }
+}
+
+/// The extraction setup `settings` ask for: when the semantic stage runs, the model loaded from
+/// the configured folder (or the default one) behind a vector cache; when the folder lacks it,
+/// the lexical scorer and the reason, for the caller to say at start-up.
+pub fn extraction_setup(settings: ExtractSettings) -> (ExtractionSetup, Option<EmbedError>) {
+    if !settings.stages.contains(&Stage::Semantic) {
+        return (ExtractionSetup::new(settings, None), None);
+    }
+    let configured =
+        (!settings.model_dir.trim().is_empty()).then(|| PathBuf::from(&settings.model_dir));
+    match Embedder::load_default(configured.as_deref()) {
+        Ok(embedder) => {
+            let encoder: Arc<dyn SentenceEncoder> =
+                Arc::new(CachedEncoder::new(Box::new(embedder)));
+            (ExtractionSetup::new(settings, Some(encoder)), None)
+        }
+        Err(err) => (ExtractionSetup::new(settings, None), Some(err)),
     }
 }
 

@@ -69,7 +69,7 @@ pub struct Extraction {
     /// Claims the model returned that could not be used: unknown predicate, or a missing or
     /// empty subject, object or sentence.
     pub dropped: usize,
-    /// Who extracted them: `llm:{model}:{prompt_version}`.
+    /// Who extracted them: `model/{model}/{prompt_version}`.
     pub extractor: String,
 }
 
@@ -147,15 +147,19 @@ impl LlmExtractor {
         let content = tokio::time::timeout(self.timeout, self.complete(body))
             .await
             .map_err(|_| LlmError::Timeout)??;
-        let (claims, dropped) = parse_claims(ontology, &content)?;
+        let (mut claims, dropped) = parse_claims(ontology, &content)?;
         tracing::debug!(claims = claims.len(), dropped, "llm extraction parsed");
+        let extractor = format!(
+            "model/{}/{}",
+            self.settings.model, self.settings.prompt_version
+        );
+        for claim in &mut claims {
+            claim.extractor.clone_from(&extractor);
+        }
         Ok(Extraction {
             claims,
             dropped,
-            extractor: format!(
-                "llm:{}:{}",
-                self.settings.model, self.settings.prompt_version
-            ),
+            extractor,
         })
     }
 
@@ -322,6 +326,9 @@ fn claim(ontology: &Ontology, fields: &Map<String, Value>) -> Option<Claim> {
         subject,
         object: text(fields.get("object")?)?,
         sentence: text(fields.get("sentence")?)?,
+        // Stamped by `extract`, which knows the model and prompt version.
+        extractor: String::new(),
+        confidence: 1.0,
     })
 }
 

@@ -166,7 +166,7 @@ async fn claims_come_back_and_unknown_predicates_are_dropped() {
 
     let extraction = extractor.extract(&ontology(), TEXT).await.expect("extract");
 
-    assert_eq!(extraction.extractor, "llm:test-model:v1");
+    assert_eq!(extraction.extractor, "model/test-model/v1");
     assert_eq!(extraction.dropped, 1);
     assert_eq!(extraction.claims.len(), 2);
     let price = &extraction.claims[0];

@@ -3,7 +3,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ontoloop_core::knowledge::{Graph, Ontology, OntologyError, PageVersion, current_versions};
+use ontoloop_core::knowledge::{
+    ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
+};
 use ontoloop_store::{Store, StoreError};
 use tokio::sync::Mutex;
 
@@ -71,14 +73,16 @@ impl ontoloop_core::ServiceError for SnapshotError {
 /// The cache of snapshots.
 pub struct Snapshots {
     store: Store,
+    extraction: ExtractionSetup,
     cache: Mutex<HashMap<String, Arc<Snapshot>>>,
 }
 
 impl Snapshots {
-    /// An empty cache over `store`.
-    pub fn new(store: Store) -> Self {
+    /// An empty cache over `store`; every ontology it loads reads text with `extraction`.
+    pub fn new(store: Store, extraction: ExtractionSetup) -> Self {
         Self {
             store,
+            extraction,
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -100,7 +104,7 @@ impl Snapshots {
             .ontology
             .clone()
             .ok_or_else(|| SnapshotError::NoOntology(tenant.to_owned()))?;
-        let ontology = Ontology::from_json(&text)?;
+        let ontology = self.extraction.compile(Ontology::from_json(&text)?);
         let current: BTreeMap<String, PageVersion> = rows
             .current_pages()
             .into_iter()

@@ -17,6 +17,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use ontoloop_core::knowledge::ExtractionSetup;
 use ontoloop_queue::{AmqpQueue, MemoryQueue, SharedQueue};
 use ontoloop_settings::{QueueBackend, Settings};
 use ontoloop_store::Store;
@@ -38,6 +39,9 @@ pub struct Context {
     pub store: Store,
     /// The queue.
     pub queue: SharedQueue,
+    /// How text becomes claims: the `[extract]` stages and the sentence encoder, loaded once
+    /// per process and compiled into every ontology its services parse.
+    pub extraction: ExtractionSetup,
 }
 
 impl Context {
@@ -60,11 +64,39 @@ impl Context {
             queue = queue.kind(),
             "connected store and queue"
         );
+        let extraction = load_extraction(&settings).await;
         Ok(Self {
             settings: Arc::new(settings),
             store,
             queue,
+            extraction,
         })
+    }
+}
+
+/// The extraction setup the settings ask for. A semantic stage whose model folder lacks the
+/// model scores lexically: said once here, at start-up, and by `ontoloop status`.
+pub async fn load_extraction(settings: &Settings) -> ExtractionSetup {
+    let extract = settings.extract.clone();
+    let loaded =
+        tokio::task::spawn_blocking(move || ontoloop_embed::extraction_setup(extract)).await;
+    match loaded {
+        Ok((setup, None)) => {
+            tracing::info!(extraction = %setup.describe(), "text extraction ready");
+            setup
+        }
+        Ok((setup, Some(err))) => {
+            tracing::warn!(
+                error = %err,
+                extraction = %setup.describe(),
+                "sentence-encoder model not loaded; the semantic stage scores lexically"
+            );
+            setup
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "loading the sentence encoder failed; lexical scoring");
+            ExtractionSetup::new(settings.extract.clone(), None)
+        }
     }
 }
 

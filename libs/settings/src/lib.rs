@@ -14,6 +14,7 @@ use std::path::Path;
 
 use ontoloop_core::Severity;
 use ontoloop_core::SeverityThresholds;
+use ontoloop_core::knowledge::ExtractSettings;
 use ontoloop_core::knowledge::firewall::FirewallPolicy;
 use ontoloop_core::settings::InvalidSetting;
 use ontoloop_core::supervisor::SupervisorPolicy;
@@ -65,6 +66,8 @@ pub struct Settings {
     pub org: OrgSettings,
     /// The dimensional filters of the plate ("what is on my plate?").
     pub plate: PlateSettings,
+    /// How text becomes claims: the extraction stages, their confidences, the model folder.
+    pub extract: ExtractSettings,
     /// Logging.
     pub log: LogSettings,
 }
@@ -333,6 +336,7 @@ impl Settings {
             .validate()
             .map_err(in_section("supervisor"))?;
         self.firewall.validate().map_err(in_section("firewall"))?;
+        self.extract.validate().map_err(in_section("extract"))?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),

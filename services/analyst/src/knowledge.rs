@@ -8,6 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{
+    ExtractionSetup,
     Changes, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion, estimate_tokens,
     pages_to_read,
 };
@@ -39,14 +40,16 @@ impl TenantKnowledge {
 #[derive(Clone)]
 pub struct KnowledgeWriter {
     store: Store,
+    extraction: ExtractionSetup,
     tenants: Arc<Mutex<HashMap<String, TenantKnowledge>>>,
     org: OrgWriter,
 }
 
 impl KnowledgeWriter {
-    /// A writer over `store`.
-    pub fn new(store: Store) -> Self {
+        /// A writer over `store`; every ontology it parses reads text with `extraction`.
+    pub fn new(store: Store, extraction: ExtractionSetup) -> Self {
         Self {
+            extraction,
             org: OrgWriter::new(store.clone()),
             store,
             tenants: Arc::new(Mutex::new(HashMap::new())),
@@ -158,7 +161,7 @@ impl KnowledgeWriter {
             None => self.load(tenant).await?,
         };
         let mut commit = KnowledgeCommit::default();
-        step(&mut knowledge, envelope, &mut commit)?;
+        step(&mut knowledge, envelope, &mut commit, &self.extraction)?;
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
@@ -181,9 +184,12 @@ impl KnowledgeWriter {
     async fn load(&self, tenant: &str) -> Result<TenantKnowledge, Refusal> {
         let rows = self.store.load_knowledge(tenant).await?;
         let ontology = match &rows.ontology {
-            Some(text) => Some(Arc::new(Ontology::from_json(text).map_err(|err| {
-                Refusal::Passing(format!("stored ontology of {tenant} is unreadable: {err}"))
-            })?)),
+            Some(text) => {
+                let parsed = Ontology::from_json(text).map_err(|err| {
+                    Refusal::Passing(format!("stored ontology of {tenant} is unreadable: {err}"))
+                })?;
+                Some(Arc::new(self.extraction.compile(parsed)))
+            }
             None => None,
         };
         let graph = match &ontology {
@@ -204,13 +210,15 @@ impl KnowledgeWriter {
 fn step(
     knowledge: &mut TenantKnowledge,
     envelope: &EventEnvelope,
-    commit: &mut KnowledgeCommit,
+        commit: &mut KnowledgeCommit,
+    extraction: &ExtractionSetup,
 ) -> Result<(), Refusal> {
     let at = envelope.at;
     let seq = envelope.seq.unwrap_or_default();
     if let Event::OntologySet { ontology } = &envelope.event {
-        let parsed = Ontology::from_value(ontology.clone())
+                let parsed = Ontology::from_value(ontology.clone())
             .map_err(|err| Refusal::Invalid(err.to_string()))?;
+        let parsed = extraction.compile(parsed);
         let text =
             serde_json::to_string(ontology).map_err(|err| Refusal::Invalid(err.to_string()))?;
         if knowledge.ontology.is_none() || knowledge.graph.facts().is_empty() {

@@ -51,7 +51,7 @@ impl ontoloop_runtime::Service for Service {
     const KIND: ServiceKind = ServiceKind::Analyst;
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
-        let writer = knowledge::KnowledgeWriter::new(ctx.store.clone());
+        let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone());
         let supervision = supervise::Supervision::load(ctx.store.clone(), &ctx.settings.supervisor)
             .await
             .context("load the supervisor's learned rates")?;

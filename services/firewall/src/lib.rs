@@ -24,7 +24,10 @@ impl ontoloop_runtime::Service for Service {
     const KIND: ServiceKind = ServiceKind::Firewall;
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
-        let validator = Validator::new(ctx.clone(), Snapshots::new(ctx.store.clone()))?;
+        let validator = Validator::new(
+            ctx.clone(),
+            Snapshots::new(ctx.store.clone(), ctx.extraction.clone()),
+        )?;
         Ok(Parts::new(FirewallServiceServer::new(Firewall {
             validator,
         })))

@@ -157,18 +157,25 @@ impl Validator {
     async fn claims_from_text(
         &self,
         ontology: &Ontology,
+        graph: &ontoloop_core::knowledge::Graph,
         text: &str,
     ) -> (Vec<Checked>, pb::Coverage) {
         let sentences = split_sentences(text);
-        let mut checked = Vec::new();
-        let mut unrecognised = Vec::new();
-        for sentence in &sentences {
-            let claims = ontoloop_core::knowledge::extract::claims_in_sentence(ontology, sentence);
-            if claims.is_empty() {
-                unrecognised.push(*sentence);
-            }
-            checked.extend(claims.iter().map(from_claim));
-        }
+        // The same pipeline that reads pages reads the answer, with the graph's names, so a
+        // paraphrased claim is checked like a templated one.
+        let claims = ontology
+            .extraction()
+            .claims(ontology, text, &graph.lexicon(ontology));
+        let mut checked: Vec<Checked> = claims.iter().map(from_claim).collect();
+        let mut unrecognised: Vec<&str> = sentences
+            .iter()
+            .copied()
+            .filter(|s| {
+                !claims
+                    .iter()
+                    .any(|c| c.sentence.contains(s.trim()) || s.contains(&c.sentence))
+            })
+            .collect();
         if let Some(llm) = &self.llm
             && !unrecognised.is_empty()
         {

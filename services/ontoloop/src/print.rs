@@ -446,12 +446,18 @@ pub fn bench_drift(
     report: &ontoloop::bench::drift::Report,
     world: &ontoloop_testkit::world::World,
     mode: ontoloop::bench::drift::Mode,
+    extraction: &str,
     csv: &std::path::Path,
     json: bool,
 ) -> anyhow::Result<()> {
     if json {
-        println!("{}", report.to_json()?);
+        let mut value = serde_json::to_value(report)?;
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("extraction".to_owned(), extraction.into());
+        }
+        println!("{value}");
     } else {
+        println!("extraction: {extraction}");
         print!("{}", report.to_text(world, mode));
         println!(
             "every answer, with the expected value and why: {}",

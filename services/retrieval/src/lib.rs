@@ -39,7 +39,7 @@ impl ontoloop_runtime::Service for Service {
         let contexts = Arc::new(plate::context::Contexts::new(ctx.settings.org.contexts()));
         let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
         let service = RetrievalServiceServer::new(Retrieval {
-            snapshots: Snapshots::new(ctx.store.clone()),
+            snapshots: Snapshots::new(ctx.store.clone(), ctx.extraction.clone()),
             plate_settings: ctx.settings.plate.clone(),
             views: Arc::clone(&views),
             contexts: Arc::clone(&contexts),

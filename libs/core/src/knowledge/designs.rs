@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use super::answer::{
     Answer, AnswerStatus, Candidate, SlotContext, SlotDecision, decide, same_value,
 };
-use super::extract::{Claim, claims_in_sentence, extract_claims, split_sentences};
+use super::extract::{Claim, claims_in_sentence, split_sentences};
 use super::graph::{Graph, PageVersion, SourceRef, readable};
 use super::ontology::{Ontology, PredicateKind};
 
@@ -199,7 +199,12 @@ fn ontoloop_slot(
             read.insert(id, page);
         }
     }
-    let claims_of = |page: &PageVersion| extract_claims(view.ontology, &page.body);
+    let lexicon = graph.lexicon(view.ontology);
+    let claims_of = |page: &PageVersion| {
+        view.ontology
+            .extraction()
+            .claims(view.ontology, &page.body, &lexicon)
+    };
     let mut page_claims: BTreeMap<String, Vec<Claim>> = read
         .iter()
         .map(|(id, p)| (id.clone(), claims_of(p)))
@@ -263,8 +268,8 @@ fn ontoloop_slot(
                 authority: view.ontology.authority(&page.origin),
                 valid_from: page.updated_at,
                 extracted_at: None,
-                extractor: super::extract::RULE_SET.to_owned(),
-                confidence: 1.0,
+                extractor: claim.extractor.clone(),
+                confidence: claim.confidence,
                 excerpt: claim.sentence.clone(),
             });
         }
@@ -367,6 +372,8 @@ fn graph_items(
                     subject: super::extract::ClaimSubject::Named(node.name.clone()),
                     object: alias.clone(),
                     sentence: String::new(),
+                    extractor: super::extract::RULE_SET.to_owned(),
+                    confidence: 1.0,
                 }],
                 text: format!("{} {}", node.name, alias),
                 date: DateTime::<Utc>::MIN_UTC,
@@ -429,6 +436,8 @@ fn graph_items(
                 subject: super::extract::ClaimSubject::Named(node.name.clone()),
                 object: fact.object.clone(),
                 sentence: String::new(),
+                extractor: fact.extractor.clone(),
+                confidence: fact.confidence,
             }],
             text: format!("{} {}", node.name, fact.object),
             date: fact.valid_from,

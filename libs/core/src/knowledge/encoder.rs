@@ -29,3 +29,70 @@ pub trait SentenceEncoder: Send + Sync {
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+/// Vectors of texts already encoded, bounded; cleared whole when full.
+const CACHE_ENTRIES: usize = 50_000;
+
+/// An encoder that remembers the vectors of texts it has encoded, so re-reading a page (a
+/// patch, a repair, answer-time evidence) never pays the model twice for the same sentence.
+pub struct CachedEncoder {
+    inner: Box<dyn SentenceEncoder>,
+    cache: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+}
+
+impl CachedEncoder {
+    /// Wraps `inner`.
+    pub fn new(inner: Box<dyn SentenceEncoder>) -> Self {
+        Self {
+            inner,
+            cache: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// How many vectors it holds.
+    pub fn cached(&self) -> usize {
+        self.cache.lock().map_or(0, |c| c.len())
+    }
+}
+
+impl SentenceEncoder for CachedEncoder {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+        let mut out: Vec<Option<Vec<f32>>> = match self.cache.lock() {
+            Ok(cache) => texts.iter().map(|t| cache.get(*t).cloned()).collect(),
+            Err(_) => vec![None; texts.len()],
+        };
+        let missing: Vec<&str> = texts
+            .iter()
+            .zip(&out)
+            .filter(|(_, v)| v.is_none())
+            .map(|(t, _)| *t)
+            .collect();
+        if !missing.is_empty() {
+            let fresh = self.inner.encode(&missing)?;
+            if fresh.len() != missing.len() {
+                return Err(EncodeError(format!(
+                    "the encoder returned {} vectors for {} texts",
+                    fresh.len(),
+                    missing.len()
+                )));
+            }
+            if let Ok(mut cache) = self.cache.lock() {
+                if cache.len() + fresh.len() > CACHE_ENTRIES {
+                    cache.clear();
+                }
+                for (text, vector) in missing.iter().zip(&fresh) {
+                    cache.insert((*text).to_owned(), vector.clone());
+                }
+            }
+            let mut fresh = fresh.into_iter();
+            for slot in out.iter_mut().filter(|s| s.is_none()) {
+                *slot = fresh.next();
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+}

@@ -28,7 +28,7 @@ impl ClaimSubject {
 }
 
 /// One statement a sentence makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
     /// Predicate name.
     pub predicate: String,
@@ -40,6 +40,10 @@ pub struct Claim {
     pub object: String,
     /// The sentence, trimmed.
     pub sentence: String,
+    /// Id of the extractor stage that read it (`patterns/v1`, `structured/v1`, ...).
+    pub extractor: String,
+    /// The stage's confidence in what it read, 0 to 1.
+    pub confidence: f64,
 }
 
 /// Splits text into sentences: a sentence ends at `.`, `!` or `?` followed by white space or
@@ -68,8 +72,16 @@ pub fn split_sentences(text: &str) -> Vec<&str> {
     sentences
 }
 
-/// Every claim the ontology's patterns find in `text`, in sentence order.
+/// Every claim the ontology's extraction pipeline finds in `text` (see `pipeline`), linking
+/// only names the text itself states.
 pub fn extract_claims(ontology: &Ontology, text: &str) -> Vec<Claim> {
+    ontology
+        .extraction()
+        .claims(ontology, text, &super::semantic::Lexicon::default())
+}
+
+/// Every claim the ontology's exact patterns find in `text`, in sentence order.
+pub fn pattern_claims(ontology: &Ontology, text: &str) -> Vec<Claim> {
     let mut claims = Vec::new();
     for sentence in split_sentences(text) {
         claims.extend(claims_in_sentence(ontology, sentence));
@@ -99,6 +111,8 @@ pub fn claims_in_sentence(ontology: &Ontology, sentence: &str) -> Vec<Claim> {
                 subject,
                 object: found.object,
                 sentence: sentence.trim().to_owned(),
+                extractor: RULE_SET.to_owned(),
+                confidence: 1.0,
             });
             break;
         }

@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use super::extract::{RULE_SET, extract_claims};
+use super::extract::RULE_SET;
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
+use super::semantic::Lexicon;
 
 /// Origin of system-of-record facts whose source names no system (`record:billing` names
 /// `record`, `registry:missions` names `registry`); its authority comes from the ontology like
@@ -320,6 +321,46 @@ impl Graph {
         id
     }
 
+    /// Every name and alias the graph knows, with the types it may have (its own, else those
+    /// its current facts imply), for linking mentions.
+    pub fn lexicon(&self, ontology: &Ontology) -> Lexicon {
+        let mut implied: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+        for fact in self.facts.iter().filter(|f| f.is_current()) {
+            let Some(predicate) = ontology.predicate(&fact.predicate) else {
+                continue;
+            };
+            if predicate.kind != PredicateKind::Slot {
+                continue;
+            }
+            implied
+                .entry(fact.entity.as_str())
+                .or_default()
+                .extend(predicate.subject_types.iter().map(String::as_str));
+            if predicate.object_is_entity()
+                && let Some(id) = self.index.get(&self.normaliser.key(&fact.object))
+            {
+                implied
+                    .entry(id.as_str())
+                    .or_default()
+                    .insert(predicate.object_type.as_str());
+            }
+        }
+        let mut lexicon = Lexicon::default();
+        for entity in self.entities.values() {
+            let types: Vec<&str> = match &entity.entity_type {
+                Some(own) => vec![own.as_str()],
+                None => implied
+                    .get(entity.id.as_str())
+                    .map(|t| t.iter().copied().collect())
+                    .unwrap_or_default(),
+            };
+            for name in entity.aliases.iter().chain([&entity.name]) {
+                lexicon.insert_types(&self.normaliser, name, types.iter().copied());
+            }
+        }
+        lexicon
+    }
+
     /// Reads one page version into the graph (patch): facts of older versions of the same page
     /// that this version no longer states are superseded at its time; facts it still states are
     /// kept (so unchanged facts on a changed page keep their provenance); new ones are added.
@@ -330,13 +371,16 @@ impl Graph {
         extracted_at: DateTime<Utc>,
     ) -> Changes {
         let mut changes = Changes::default();
-        let claims = extract_claims(ontology, &page.body);
+        let claims = ontology
+            .extraction()
+            .claims(ontology, &page.body, &self.lexicon(ontology));
         // Renames first, so the page's other sentences land on the renamed entity.
         for claim in claims.iter().filter(|c| c.kind == PredicateKind::Rename) {
             self.rename(&claim.object, claim.subject.name(), &mut changes);
         }
         let authority = ontology.authority(&page.origin);
         let mut stated = BTreeSet::new();
+        let mut read_by: BTreeMap<(String, String, String), (String, f64)> = BTreeMap::new();
         for claim in claims.iter().filter(|c| c.kind == PredicateKind::Slot) {
             let entity_type = ontology
                 .predicate(&claim.predicate)
@@ -350,7 +394,11 @@ impl Graph {
             {
                 self.ensure_entity(&claim.object, Some(&object_type), &mut changes);
             }
-            stated.insert((entity, claim.predicate.clone(), claim.object.clone()));
+            let slot = (entity, claim.predicate.clone(), claim.object.clone());
+            read_by
+                .entry(slot.clone())
+                .or_insert((claim.extractor.clone(), claim.confidence));
+            stated.insert(slot);
         }
         let mut kept = BTreeSet::new();
         for fact in self.facts.iter_mut().filter(|f| {
@@ -372,7 +420,12 @@ impl Graph {
                 changes.writes += 1;
             }
         }
-        for (entity, predicate, object) in stated.into_iter().filter(|s| !kept.contains(s)) {
+        for slot in stated.into_iter().filter(|s| !kept.contains(s)) {
+            let (extractor, stage_confidence) = read_by
+                .get(&slot)
+                .cloned()
+                .unwrap_or_else(|| (RULE_SET.to_owned(), 1.0));
+            let (entity, predicate, object) = slot;
             if self.facts.iter().any(|f| {
                 f.is_current()
                     && f.source.source_id == page.source_id
@@ -397,8 +450,8 @@ impl Graph {
                 extracted_at,
                 valid_from: page.updated_at,
                 valid_to: None,
-                extractor: RULE_SET.to_owned(),
-                confidence: page.confidence,
+                extractor,
+                confidence: page.confidence * stage_confidence,
                 acl: page.acl.clone(),
             });
             changes.facts.insert(id);

@@ -13,13 +13,16 @@ pub mod maintenance;
 pub mod names;
 pub mod ontology;
 pub mod pattern;
+pub mod pipeline;
 pub mod question;
+pub mod semantic;
+pub mod structured;
 
 pub use answer::{
     Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, SlotContext, SlotDecision, decide,
     same_value,
 };
-pub use extract::{Claim, ClaimSubject, extract_claims, split_sentences};
+pub use extract::{Claim, ClaimSubject, extract_claims, pattern_claims, split_sentences};
 pub use graph::{
     Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, current_versions,
     readable, record_origin,
@@ -28,3 +31,5 @@ pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};
+pub use pipeline::{ExtractSettings, Extraction, ExtractionSetup, Stage};
+pub use semantic::Lexicon;

@@ -3,10 +3,13 @@
 //! file's `ontology` block is one such document); nothing here knows any particular world.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::encoder::SentenceEncoder;
 use super::pattern::{Pattern, PatternError};
+use super::pipeline::{ExtractSettings, Extraction};
 
 /// An ontology document that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,12 +78,14 @@ impl Predicate {
     }
 }
 
-/// A loaded, validated ontology.
+/// A loaded, validated ontology, with the extraction pipeline compiled for it (the default
+/// pipeline until `with_extraction` configures another).
 #[derive(Debug, Clone)]
 pub struct Ontology {
     predicates: Vec<Predicate>,
     authority: BTreeMap<String, i32>,
     default_authority: i32,
+    extraction: Arc<Extraction>,
 }
 
 #[derive(Deserialize)]
@@ -219,11 +224,31 @@ impl Ontology {
                 "needs at least one predicate".into(),
             ));
         }
-        Ok(Self {
+        let mut ontology = Self {
             predicates,
             authority: raw.authority,
             default_authority,
-        })
+            extraction: Arc::new(Extraction::placeholder()),
+        };
+        ontology.extraction =
+            Arc::new(Extraction::new(&ontology, ExtractSettings::default(), None));
+        Ok(ontology)
+    }
+
+    /// The same ontology with its extraction pipeline built from `settings`, scoring the
+    /// semantic stage with `encoder` when one is loaded.
+    pub fn with_extraction(
+        mut self,
+        settings: ExtractSettings,
+        encoder: Option<Arc<dyn SentenceEncoder>>,
+    ) -> Self {
+        self.extraction = Arc::new(Extraction::new(&self, settings, encoder));
+        self
+    }
+
+    /// The extraction pipeline every reader of text uses with this ontology.
+    pub fn extraction(&self) -> &Extraction {
+        &self.extraction
     }
 
     /// Every predicate, in document order.

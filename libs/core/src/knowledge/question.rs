@@ -32,11 +32,26 @@ pub enum Unmapped {
     NoEntity,
 }
 
-const STOPWORDS: &[&str] = &[
+pub(crate) const STOPWORDS: &[&str] = &[
     "a", "an", "the", "of", "to", "in", "on", "for", "is", "are", "was", "be", "do", "does", "did",
     "what", "which", "who", "how", "i", "we", "our", "it", "its", "that", "this", "with", "by",
     "and", "or", "should", "can", "have", "has", "their", "they", "about", "after", "at", "from",
     "s",
+];
+
+/// Irregular English verb forms folded onto the stem of their base, so `led` meets `lead`
+/// and `kept` meets `keep`. General English, not any ontology's words.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("led", "lead"),
+    ("kept", "keep"),
+    ("paid", "pay"),
+    ("sold", "sell"),
+    ("held", "hold"),
+    ("ran", "run"),
+    ("bought", "buy"),
+    ("owner", "own"),
+    ("owners", "own"),
+    ("leader", "lead"),
 ];
 
 /// Words of a text, lower-cased and lightly stemmed (`owns`, `owned` → `own`).
@@ -47,7 +62,11 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn stem(word: &str) -> String {
+/// A light stem: irregular forms first (`led` → `lead`), then common suffixes.
+pub(crate) fn stem(word: &str) -> String {
+    if let Some((_, base)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
+        return (*base).to_owned();
+    }
     let mut w = word.to_owned();
     for suffix in ["ing", "ed", "es", "s"] {
         if w.len() > suffix.len() + 2 && w.ends_with(suffix) {
@@ -64,14 +83,14 @@ fn stem(word: &str) -> String {
     w
 }
 
-fn content_words(text: &str) -> BTreeSet<String> {
+pub(crate) fn content_words(text: &str) -> BTreeSet<String> {
     words(text)
         .into_iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
         .collect()
 }
 
-fn vocabulary(predicate: &Predicate) -> BTreeSet<String> {
+pub(crate) fn vocabulary(predicate: &Predicate) -> BTreeSet<String> {
     let mut text = predicate.name.replace('_', " ");
     if let Some(unit) = &predicate.unit {
         text.push(' ');

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use ontoloop::bench::drift::{self, Mode};
 use ontoloop::client::Clients;
 use ontoloop::up::Local;
+use ontoloop_core::knowledge::ExtractSettings;
 use ontoloop_settings::Settings;
 use ontoloop_testkit::world::World;
 
@@ -85,6 +86,11 @@ pub enum Command {
         /// Where to write the CSV of every answer (default target/bench/drift-WORLD-MODE.csv).
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Which extraction reads the pages: `patterns` (the exact templates only) or
+        /// `semantic` (structured, patterns and semantic stages); default: the configured
+        /// `[extract]` pipeline.
+        #[arg(long)]
+        extractor: Option<String>,
     },
 }
 
@@ -137,8 +143,24 @@ impl Command {
                 json,
                 target,
                 csv,
+                extractor,
             } => {
-                let session = Session::load(config, &[])?;
+                let mut session = Session::load(config, &[])?;
+                match extractor.as_deref() {
+                    None => {}
+                    Some("patterns") => session.settings.extract = ExtractSettings::patterns_only(),
+                    Some("semantic") => {
+                        session.settings.extract.stages = ExtractSettings::default().stages;
+                    }
+                    Some("model") => anyhow::bail!(
+                        "--extractor model: the model stage of the extraction pipeline is not built yet \
+                         (the firewall's [firewall.llm] extractor is the only model reader today)"
+                    ),
+                    Some(other) => anyhow::bail!("--extractor {other:?}: use patterns or semantic"),
+                }
+                if target && extractor.is_some() {
+                    anyhow::bail!("--extractor applies to the embedded system, not to --target");
+                }
                 let mode = match mode.as_str() {
                     "structured" => Mode::Structured,
                     "nl" => Mode::Nl,
@@ -202,16 +224,19 @@ async fn bench_drift(
 ) -> anyhow::Result<()> {
     let world = read_world(world_path)?;
     let mut progress = |line: &str| eprintln!("bench: {line}");
-    let report = if target {
+    let (report, extraction) = if target {
         let clients = Clients::from_settings(&settings).await?;
-        drift::run(&world, clients, mode, &mut progress).await?
+        let report = drift::run(&world, clients, mode, &mut progress).await?;
+        (report, "the deployment's own [extract] pipeline".to_owned())
     } else {
         let scratch = Scratch::new(None)?;
         let local = scratch.start(&settings).await?;
+        let extraction = local.ctx.extraction.describe();
+        progress(&format!("extraction: {extraction}"));
         let clients = Clients::from_addrs(&local.addrs).await?;
         let report = drift::run(&world, clients, mode, &mut progress).await?;
         local.stop().await?;
-        report
+        (report, extraction)
     };
     let mode_name = if mode == Mode::Structured {
         "structured"
@@ -225,7 +250,7 @@ async fn bench_drift(
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     }
     std::fs::write(&csv, report.to_csv()).with_context(|| format!("write {}", csv.display()))?;
-    print::bench_drift(&report, &world, mode, &csv, json)
+    print::bench_drift(&report, &world, mode, &extraction, &csv, json)
 }
 
 /// `ontoloop bench firewall`: always on an embedded system, since it also times the firewall in
@@ -243,7 +268,7 @@ async fn bench_firewall(
     let clients = Clients::from_addrs(&local.addrs).await?;
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone()),
+        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
     )?;
     let report = ontoloop::bench::firewall::run(
         &world,

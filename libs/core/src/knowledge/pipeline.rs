@@ -1,0 +1,467 @@
+//! The extraction pipeline: the stages that turn text into claims, in a configured order.
+//!
+//! Each stage reads what earlier stages left: `structured` (front matter, tables, `Key: value`),
+//! `patterns` (the ontology's exact templates), `semantic` (any phrasing, by meaning). Every claim
+//! carries the id of the stage that read it and the stage's confidence. The same pipeline serves
+//! page ingestion, answer-time evidence, healing sources and the firewall, because it travels
+//! with the ontology it was built for.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde::Deserialize;
+
+use super::encoder::SentenceEncoder;
+use super::extract::{Claim, claims_in_sentence, split_sentences};
+use super::names::NameNormaliser;
+use super::ontology::{Ontology, PredicateKind};
+use super::semantic::{self, Lexicon, Profile, Scorer};
+use super::structured;
+use crate::settings::{InvalidSetting, share};
+
+/// One extraction stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// Front matter, `Key: value` lines and Markdown tables.
+    Structured,
+    /// The ontology's exact sentence patterns.
+    Patterns,
+    /// Any phrasing, by meaning, refusing non-assertions.
+    Semantic,
+}
+
+/// Confidence each stage gives what it reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageConfidence {
+    /// Structured stage.
+    pub structured: f64,
+    /// Patterns stage.
+    pub patterns: f64,
+    /// Semantic stage.
+    pub semantic: f64,
+}
+
+impl Default for StageConfidence {
+    fn default() -> Self {
+        Self {
+            structured: 1.0,
+            patterns: 1.0,
+            semantic: 0.9,
+        }
+    }
+}
+
+/// The `[extract]` settings: which stages run, in which order, and their confidences.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractSettings {
+    /// Stages in the order they run.
+    pub stages: Vec<Stage>,
+    /// Confidence per stage.
+    pub confidence: StageConfidence,
+    /// Folder holding the sentence-encoder model (`model.safetensors`, `tokenizer.json`,
+    /// `config.json`); empty for the default location.
+    #[serde(default)]
+    pub model_dir: String,
+}
+
+impl Default for ExtractSettings {
+    fn default() -> Self {
+        Self {
+            stages: vec![Stage::Structured, Stage::Patterns, Stage::Semantic],
+            confidence: StageConfidence::default(),
+            model_dir: String::new(),
+        }
+    }
+}
+
+impl ExtractSettings {
+    /// Checks the `[extract]` section once, at start-up.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.stages.is_empty() {
+            return Err(InvalidSetting::new("stages", "needs at least one stage"));
+        }
+        let unique: BTreeSet<_> = self.stages.iter().collect();
+        if unique.len() != self.stages.len() {
+            return Err(InvalidSetting::new("stages", "names a stage twice"));
+        }
+        share("confidence.structured", self.confidence.structured)?;
+        share("confidence.patterns", self.confidence.patterns)?;
+        share("confidence.semantic", self.confidence.semantic)
+    }
+
+    /// Only the exact patterns (the study's extractor).
+    pub fn patterns_only() -> Self {
+        Self {
+            stages: vec![Stage::Patterns],
+            ..Self::default()
+        }
+    }
+}
+
+/// What a process reads text with: the `[extract]` settings and, when one is loaded, the
+/// sentence encoder. Every ontology the process parses is compiled with it, so ingestion,
+/// answers, healing and the firewall read alike.
+#[derive(Clone, Default)]
+pub struct ExtractionSetup {
+    settings: ExtractSettings,
+    encoder: Option<Arc<dyn SentenceEncoder>>,
+}
+
+impl fmt::Debug for ExtractionSetup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExtractionSetup")
+            .field("stages", &self.settings.stages)
+            .field("encoder", &self.encoder.as_ref().map(|e| e.id().to_owned()))
+            .finish()
+    }
+}
+
+impl ExtractionSetup {
+    /// Settings and an optional encoder (wrap a model in `CachedEncoder`).
+    pub fn new(settings: ExtractSettings, encoder: Option<Arc<dyn SentenceEncoder>>) -> Self {
+        Self { settings, encoder }
+    }
+
+    /// The ontology with this setup's pipeline.
+    pub fn compile(&self, ontology: Ontology) -> Ontology {
+        ontology.with_extraction(self.settings.clone(), self.encoder.clone())
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ExtractSettings {
+        &self.settings
+    }
+
+    /// One line for start-up logs and `ontoloop status`: the stages and how the semantic stage
+    /// scores.
+    pub fn describe(&self) -> String {
+        let stages: Vec<&str> = self
+            .settings
+            .stages
+            .iter()
+            .map(|s| match s {
+                Stage::Structured => "structured",
+                Stage::Patterns => "patterns",
+                Stage::Semantic => "semantic",
+            })
+            .collect();
+        let semantic = match (
+            &self.encoder,
+            self.settings.stages.contains(&Stage::Semantic),
+        ) {
+            (_, false) => "off".to_owned(),
+            (Some(encoder), true) => format!("model {}", encoder.id()),
+            (None, true) => "lexical fallback (no model loaded)".to_owned(),
+        };
+        format!("stages {}; semantic: {semantic}", stages.join(" → "))
+    }
+}
+
+/// A configured pipeline, compiled for one ontology.
+pub struct Extraction {
+    settings: ExtractSettings,
+    encoder: Option<Arc<dyn SentenceEncoder>>,
+    profiles: Vec<Profile>,
+    normaliser: NameNormaliser,
+    prototypes: OnceLock<Option<Vec<Vec<Vec<f32>>>>>,
+}
+
+impl fmt::Debug for Extraction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extraction")
+            .field("stages", &self.settings.stages)
+            .field("semantic", &self.semantic_id())
+            .finish()
+    }
+}
+
+impl Extraction {
+    /// Compiles `settings` for `ontology`, with an encoder for the semantic stage if one is
+    /// loaded (else the stage scores lexically).
+    pub fn new(
+        ontology: &Ontology,
+        settings: ExtractSettings,
+        encoder: Option<Arc<dyn SentenceEncoder>>,
+    ) -> Self {
+        Self {
+            settings,
+            encoder,
+            profiles: semantic::profiles(ontology),
+            normaliser: NameNormaliser::new(ontology.type_nouns()),
+            prototypes: OnceLock::new(),
+        }
+    }
+
+    /// An empty pipeline, only while an ontology is being built.
+    pub(crate) fn placeholder() -> Self {
+        Self {
+            settings: ExtractSettings::default(),
+            encoder: None,
+            profiles: Vec::new(),
+            normaliser: NameNormaliser::default(),
+            prototypes: OnceLock::new(),
+        }
+    }
+
+    /// The stages, in order.
+    pub fn stages(&self) -> &[Stage] {
+        &self.settings.stages
+    }
+
+    /// The settings it was built from.
+    pub fn settings(&self) -> &ExtractSettings {
+        &self.settings
+    }
+
+    /// The semantic stage's extractor id: `semantic/<model>/v1`, or the lexical scorer's.
+    pub fn semantic_id(&self) -> String {
+        match &self.encoder {
+            Some(encoder) => format!("semantic/{}/v1", encoder.id()),
+            None => semantic::LEXICAL_ID.to_owned(),
+        }
+    }
+
+    /// Every claim in `text`, in stage order. `known` are names the caller knows (the graph's
+    /// entities and aliases), with their types.
+    pub fn claims(&self, ontology: &Ontology, text: &str, known: &Lexicon) -> Vec<Claim> {
+        let mut claims: Vec<Claim> = Vec::new();
+        let mut claimed: BTreeSet<String> = BTreeSet::new();
+        let mut rest = text.to_owned();
+        let confidence = &self.settings.confidence;
+        let mut lexicon = known.clone();
+        for predicate in ontology.predicates() {
+            if let Some(fixed) = &predicate.fixed_subject {
+                lexicon.insert(
+                    &self.normaliser,
+                    fixed,
+                    predicate.subject_types.first().map(String::as_str),
+                );
+            }
+        }
+        for stage in &self.settings.stages {
+            match stage {
+                Stage::Structured => {
+                    let read = structured::read(
+                        ontology,
+                        &self.profiles,
+                        &lexicon,
+                        &self.normaliser,
+                        &rest,
+                    );
+                    claims.extend(read.claims.into_iter().map(|mut c| {
+                        c.confidence = confidence.structured;
+                        c
+                    }));
+                    claimed.extend(read.claimed);
+                    rest = read.rest;
+                }
+                Stage::Patterns => {
+                    for sentence in split_sentences(&rest) {
+                        if claimed.contains(sentence) {
+                            continue;
+                        }
+                        let found = claims_in_sentence(ontology, sentence);
+                        if !found.is_empty() {
+                            claimed.insert(sentence.to_owned());
+                        }
+                        claims.extend(found.into_iter().map(|mut c| {
+                            c.confidence = confidence.patterns;
+                            c
+                        }));
+                    }
+                }
+                Stage::Semantic => {
+                    self.learn_names(ontology, &claims, &mut lexicon);
+                    let id = self.semantic_id();
+                    let scorer = self.scorer();
+                    for sentence in split_sentences(&rest) {
+                        if claimed.contains(sentence)
+                            || sentence.len() > super::extract::MAX_SENTENCE_CHARS
+                        {
+                            continue;
+                        }
+                        let found = semantic::claims_by_meaning(
+                            ontology,
+                            &self.profiles,
+                            &scorer,
+                            &lexicon,
+                            &self.normaliser,
+                            sentence,
+                        );
+                        if !found.is_empty() {
+                            claimed.insert(sentence.to_owned());
+                        }
+                        claims.extend(found.into_iter().map(|mut c| {
+                            c.extractor = id.clone();
+                            c.confidence = confidence.semantic;
+                            c
+                        }));
+                    }
+                }
+            }
+        }
+        claims
+    }
+
+    /// Names earlier stages stated, with the types their predicates give them.
+    fn learn_names(&self, ontology: &Ontology, claims: &[Claim], lexicon: &mut Lexicon) {
+        for claim in claims {
+            let Some(predicate) = ontology.predicate(&claim.predicate) else {
+                continue;
+            };
+            if predicate.kind == PredicateKind::Rename {
+                lexicon.insert(&self.normaliser, claim.subject.name(), None);
+                lexicon.insert(&self.normaliser, &claim.object, None);
+                continue;
+            }
+            let subject_type = (predicate.subject_types.len() == 1
+                && predicate.subject_types[0] != "any")
+                .then(|| predicate.subject_types[0].as_str());
+            lexicon.insert(&self.normaliser, claim.subject.name(), subject_type);
+            if predicate.object_is_entity() {
+                lexicon.insert(
+                    &self.normaliser,
+                    &claim.object,
+                    Some(&predicate.object_type),
+                );
+            }
+        }
+    }
+
+    fn scorer(&self) -> Scorer<'_> {
+        let Some(encoder) = &self.encoder else {
+            return Scorer::Lexical;
+        };
+        let prototypes = self.prototypes.get_or_init(|| {
+            let mut all = Vec::new();
+            for profile in &self.profiles {
+                let texts: Vec<&str> = profile.prototypes.iter().map(String::as_str).collect();
+                all.push(encoder.encode(&texts).ok()?);
+            }
+            Some(all)
+        });
+        match prototypes {
+            Some(prototypes) => Scorer::Encoder {
+                encoder: encoder.as_ref(),
+                prototypes,
+            },
+            None => Scorer::Lexical,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knowledge::encoder::{CachedEncoder, EncodeError};
+    use crate::knowledge::ontology::tests::sample;
+
+    #[test]
+    fn stages_run_in_order_and_stamp_their_ids() {
+        let ontology = sample();
+        let text = "Owner of Tessaly Dock: the Atlas team. The Pro plan costs €49 per user per month. \
+                    You pay €19 per user each month for the Starter plan. \
+                    The Starter plan is not €24 per user per month.";
+        let claims = ontology
+            .extraction()
+            .claims(&ontology, text, &Lexicon::default());
+        let stamped: Vec<(&str, &str, &str, f64)> = claims
+            .iter()
+            .map(|c| {
+                (
+                    c.extractor.as_str(),
+                    c.predicate.as_str(),
+                    c.object.as_str(),
+                    c.confidence,
+                )
+            })
+            .collect();
+        assert_eq!(
+            stamped,
+            vec![
+                ("structured/v1", "owned_by", "Atlas", 1.0),
+                ("patterns/v1", "price", "49", 1.0),
+                (semantic::LEXICAL_ID, "price", "19", 0.9),
+            ]
+        );
+        let only = Extraction::new(&ontology, ExtractSettings::patterns_only(), None);
+        assert_eq!(only.claims(&ontology, text, &Lexicon::default()).len(), 1);
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        assert!(ExtractSettings::default().validate().is_ok());
+        let twice = ExtractSettings {
+            stages: vec![Stage::Patterns, Stage::Patterns],
+            ..ExtractSettings::default()
+        };
+        assert!(twice.validate().is_err());
+        let mut bad = ExtractSettings::default();
+        bad.confidence.semantic = 1.5;
+        assert_eq!(
+            bad.validate().map_err(|e| e.key),
+            Err("confidence.semantic")
+        );
+    }
+
+    struct Fixed;
+
+    impl SentenceEncoder for Fixed {
+        fn id(&self) -> &str {
+            "fixed"
+        }
+
+        fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+            // A toy encoder: one dimension per word of a small vocabulary, normalised.
+            let vocab = [
+                "cost", "costs", "pay", "owned", "owns", "led", "leads", "refund",
+            ];
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let lower = t.to_lowercase();
+                    let mut v: Vec<f32> = vocab
+                        .iter()
+                        .map(|w| if lower.contains(w) { 1.0 } else { 0.0 })
+                        .collect();
+                    v.push(0.1);
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    v.iter().map(|x| x / norm).collect()
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn an_encoder_names_the_semantic_stage_and_its_vectors_are_cached() {
+        let ontology = sample();
+        let encoder = Arc::new(CachedEncoder::new(Box::new(Fixed)));
+        let extraction = Extraction::new(
+            &ontology,
+            ExtractSettings::default(),
+            Some(encoder.clone() as Arc<dyn SentenceEncoder>),
+        );
+        assert_eq!(extraction.semantic_id(), "semantic/fixed/v1");
+        let claims = extraction.claims(
+            &ontology,
+            "Tessaly Dock is owned by Atlas, the team. The Atlas team owns Payments service.",
+            &Lexicon::default(),
+        );
+        assert!(
+            claims
+                .iter()
+                .any(|c| c.extractor == "semantic/fixed/v1" && c.predicate == "owned_by"),
+            "{claims:?}"
+        );
+        assert!(encoder.cached() > 0);
+        let setup = ExtractionSetup::new(ExtractSettings::default(), Some(encoder));
+        assert_eq!(
+            setup.describe(),
+            "stages structured → patterns → semantic; semantic: model fixed"
+        );
+    }
+}
