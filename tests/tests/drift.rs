@@ -151,3 +151,16 @@ async fn another_world_runs_unchanged() {
         assert_ontoloop_holds(&report, &world);
     }
 }
+
+/// A world of our own in ordinary phrasings with traps (a request never approved, a
+/// hypothetical, a negation, a past state): the default pipeline reads it as well as the
+/// templated world, and the exact patterns alone cannot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prose_world_is_read_by_meaning() {
+    let world =
+        world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/orbit-prose.world.json"));
+    for mode in [Mode::Structured, Mode::Nl] {
+        let report = run(&world, mode).await;
+        assert_ontoloop_holds(&report, &world);
+    }
+}

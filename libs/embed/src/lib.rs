@@ -103,6 +103,31 @@ pub fn extraction_setup(settings: ExtractSettings) -> (ExtractionSetup, Option<E
     }
 }
 
+/// What a process with `settings` extracts with, told without loading the model: the stages,
+/// and whether the semantic stage will find its model (for `ontoloop status`).
+pub fn describe(settings: &ExtractSettings) -> String {
+    let setup = ExtractionSetup::new(settings.clone(), None);
+    if !settings.stages.contains(&Stage::Semantic) {
+        return setup.describe();
+    }
+    let configured =
+        (!settings.model_dir.trim().is_empty()).then(|| PathBuf::from(&settings.model_dir));
+    let dir = model_dir(configured.as_deref());
+    let present = [WEIGHTS_FILE, TOKENIZER_FILE]
+        .iter()
+        .all(|file| dir.join(file).is_file());
+    let stages = setup.describe();
+    let stages = stages.split(';').next().unwrap_or_default();
+    if present {
+        format!("{stages}; semantic: model {MODEL_ID} in {}", dir.display())
+    } else {
+        format!(
+            "{stages}; semantic: lexical fallback (no model in {}; run `make model`)",
+            dir.display()
+        )
+    }
+}
+
 /// all-MiniLM-L6-v2 loaded in memory, ready to encode sentences on the CPU.
 pub struct Embedder {
     model: BertModel,

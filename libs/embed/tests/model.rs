@@ -134,3 +134,98 @@ fn corrupt_weights_are_an_error_not_a_panic() {
     let err = Embedder::load(Path::new(tmp.path())).expect_err("corrupt weights must not load");
     assert!(matches!(err, EmbedError::Weights { .. }), "{err:?}");
 }
+
+fn ontology() -> ontoloop_core::knowledge::Ontology {
+    ontoloop_core::knowledge::Ontology::from_json(
+        r#"{"predicates": [
+            {"name": "price", "subject_type": "plan", "object_type": "number", "unit": "EUR per seat per month",
+             "patterns": ["The {s} plan costs €{o:number} per seat per month."]},
+            {"name": "managed_by", "subject_type": "team", "object_type": "person",
+             "patterns": ["The {s} team is managed by {o}."]}
+          ],
+          "authority": {"default": 1}}"#,
+    )
+    .expect("ontology")
+}
+
+#[test]
+fn an_empty_model_folder_falls_back_to_lexical_scoring_and_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = ontoloop_core::knowledge::ExtractSettings {
+        model_dir: dir.path().display().to_string(),
+        ..Default::default()
+    };
+    let (setup, err) = ontoloop_embed::extraction_setup(settings.clone());
+    assert!(matches!(err, Some(EmbedError::Missing { .. })), "{err:?}");
+    assert!(
+        setup.describe().contains("lexical fallback"),
+        "{}",
+        setup.describe()
+    );
+    assert!(
+        ontoloop_embed::describe(&settings).contains("lexical fallback"),
+        "{}",
+        ontoloop_embed::describe(&settings)
+    );
+    // The pipeline still reads: the lexical scorer stamps its own id.
+    let ontology = setup.compile(ontology());
+    let claims = ontology.extraction().claims(
+        &ontology,
+        "You pay €12 per seat each month for the Basic plan.",
+        &ontoloop_core::knowledge::Lexicon::default(),
+    );
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    assert_eq!(claims[0].extractor, "semantic/lexical/v1");
+    assert_eq!(claims[0].object, "12");
+}
+
+#[test]
+fn with_the_model_the_semantic_stage_reads_a_synonym_the_lexical_scorer_cannot() {
+    let text = "The Falcon team is run by Mara Olsen.";
+    let (setup, err) = ontoloop_embed::extraction_setup(Default::default());
+    assert!(
+        err.is_none(),
+        "the model is fetched by `make model`: {err:?}"
+    );
+    let ontology = setup.compile(ontology());
+    let claims = ontology.extraction().claims(
+        &ontology,
+        text,
+        &ontoloop_core::knowledge::Lexicon::default(),
+    );
+    let found: Vec<(&str, &str, &str, &str)> = claims
+        .iter()
+        .map(|c| {
+            (
+                c.extractor.as_str(),
+                c.predicate.as_str(),
+                c.subject.name(),
+                c.object.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        vec![(
+            "semantic/all-MiniLM-L6-v2/v1",
+            "managed_by",
+            "Falcon team",
+            "Mara Olsen"
+        )]
+    );
+    let lexical = ontology_lexical();
+    assert!(
+        lexical
+            .extraction()
+            .claims(
+                &lexical,
+                text,
+                &ontoloop_core::knowledge::Lexicon::default()
+            )
+            .is_empty()
+    );
+}
+
+fn ontology_lexical() -> ontoloop_core::knowledge::Ontology {
+    ontoloop_core::knowledge::ExtractionSetup::new(Default::default(), None).compile(ontology())
+}

@@ -290,13 +290,18 @@ pub fn plate(plate: &v1::PlateResponse, json: bool) -> anyhow::Result<()> {
 }
 
 /// Prints the report as text lines or as `{"services":[...]}`.
-pub fn status(report: &[ServiceStatus], json: bool) -> anyhow::Result<()> {
+pub fn status(report: &[ServiceStatus], extraction: &str, json: bool) -> anyhow::Result<()> {
     if json {
         #[derive(serde::Serialize)]
         struct Report<'a> {
             services: &'a [ServiceStatus],
+            extraction: &'a str,
         }
-        println!("{}", serde_json::to_string(&Report { services: report })?);
+        let report = Report {
+            services: report,
+            extraction,
+        };
+        println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
     for service in report {
@@ -311,6 +316,7 @@ pub fn status(report: &[ServiceStatus], json: bool) -> anyhow::Result<()> {
             ),
         }
     }
+    println!("extraction {extraction}");
     Ok(())
 }
 

@@ -176,11 +176,26 @@ fn linked_names(
             .filter_map(|p| p.fixed_subject.clone()),
     );
     names.extend(extra.iter().map(|(name, _)| name.clone()));
+    // A name is found by its words or by its key ("Kestrel mission" is asked as "Kestrel"),
+    // except a predicate's fixed subject, whose key is a common word ("Refund policy").
+    let normaliser = graph.normaliser();
+    let fixed: BTreeSet<String> = ontology
+        .predicates()
+        .iter()
+        .filter_map(|p| p.fixed_subject.as_deref())
+        .map(|name| normaliser.key(name))
+        .collect();
     let mut found: Vec<String> = names
         .into_iter()
         .filter(|name| {
-            let needle = words_plain(name).join(" ");
-            !needle.is_empty() && haystack.contains(&format!(" {needle} "))
+            let key = normaliser.key(name);
+            let mut needles = vec![words_plain(name).join(" ")];
+            if !fixed.contains(&key) {
+                needles.push(words_plain(&key).join(" "));
+            }
+            needles
+                .iter()
+                .any(|needle| !needle.is_empty() && haystack.contains(&format!(" {needle} ")))
         })
         .collect();
     found.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));

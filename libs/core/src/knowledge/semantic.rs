@@ -281,6 +281,8 @@ pub(crate) fn mentions(
                 to += 1;
             } else if let Some(noun) = normaliser.type_of(&name) {
                 types = BTreeSet::from([noun]);
+            } else if let Some(noun) = from.checked_sub(1).and_then(noun_at) {
+                types = BTreeSet::from([noun]);
             }
             found.push(Mention {
                 from,
@@ -310,6 +312,11 @@ pub(crate) fn mentions(
             } else {
                 i
             };
+            // "Crew Amber", "team Helix": a type noun before the name types it.
+            let (from, leading) = match noun_at(from) {
+                Some(noun) if to - from > 1 => (from + 1, Some(noun)),
+                _ => (from, from.checked_sub(1).and_then(noun_at)),
+            };
             let noun = noun_at(to);
             let lone_first_word = from == 0 && to - from == 1 && noun.is_none();
             if (first_is_starter && from == i) || lone_first_word {
@@ -317,11 +324,11 @@ pub(crate) fn mentions(
                 continue;
             }
             let mut name = join(&tokens[from..to]);
-            let mut types = BTreeSet::new();
+            let mut types: BTreeSet<String> = leading.into_iter().collect();
             let mut end = to;
             if let Some(noun) = noun {
                 name = format!("{name} {}", tokens[to].text);
-                types.insert(noun);
+                types = BTreeSet::from([noun]);
                 end += 1;
             } else if trailing_common_noun(tokens, to) {
                 // "owns Routing engine." — a capitalised word and a common noun ending the clause.
@@ -527,6 +534,21 @@ const CUE_PAIRS: &[(&str, &str, Refusal)] = &[
     ("next", "year", Refusal::Future),
     ("next", "release", Refusal::Future),
 ];
+
+/// Phrases that say a thing changed its name (general English).
+const RENAME_CUES: &[&str] = &[
+    "renamed",
+    "formerly",
+    "used to be called",
+    "was called",
+    "now called",
+    "now known as",
+    "previously known as",
+    "new name",
+];
+
+/// Of those, the ones that name the old name first ("Y was renamed X").
+const OLD_NAME_FIRST: &[&str] = &["renamed", "now called", "now known as"];
 
 /// Why the sentence asserts no current fact, if it does not. `past_allowed` lets past-tense
 /// cues through (a rename says what something used to be called).
@@ -792,7 +814,12 @@ pub(crate) fn claims_by_meaning(
             Scorer::Encoder { .. } if fit < FULL_FIT => MIN_COSINE_UNTYPED,
             _ => minimum,
         };
-        if score < minimum && !descriptive {
+        // A rename says so in so many words ("renamed", "formerly", "used to be called").
+        let renamed = rename && {
+            let lower = sentence.to_lowercase();
+            RENAME_CUES.iter().any(|cue| lower.contains(cue))
+        };
+        if score < minimum && !descriptive && !renamed {
             continue;
         }
         let total = score + 0.05 * fit;
@@ -852,9 +879,7 @@ fn fill(
         }
         // "Y was renamed X" / "Y is now called X" name the old one first.
         let lower = sentence.to_lowercase();
-        let old_first = ["renamed", "now called", "now known as", "new name"]
-            .iter()
-            .any(|cue| lower.contains(cue));
+        let old_first = OLD_NAME_FIRST.iter().any(|cue| lower.contains(cue));
         let (new, old) = if old_first {
             (&mentions[1], &mentions[0])
         } else {
@@ -1091,6 +1116,28 @@ mod tests {
                 ("Helix team", Some("team")),
                 ("Routing engine", Some("service"))
             ]
+        );
+    }
+
+    #[test]
+    fn a_type_noun_before_a_name_types_it() {
+        let ontology = sample();
+        let normaliser = NameNormaliser::new(ontology.type_nouns());
+        let toks = tokens("Team Helix reports to the board, and so does team Atlas.");
+        let found = mentions(
+            &toks,
+            &Lexicon::default(),
+            &normaliser,
+            &ontology.type_nouns(),
+            &BTreeSet::new(),
+        );
+        let names: Vec<(&str, Option<&str>)> = found
+            .iter()
+            .map(|m| (m.name.as_str(), m.types.iter().next().map(String::as_str)))
+            .collect();
+        assert_eq!(
+            names,
+            vec![("Helix", Some("team")), ("Atlas", Some("team"))]
         );
     }
 

@@ -1,4 +1,5 @@
-//! `ontoloop status`: each service's gRPC health, one line per service.
+//! `ontoloop status`: each service's gRPC health, one line per service, and how text is read
+//! (the extraction stages, and whether the semantic stage finds its model).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Print `{"services":[{"name","addr","status"}]}`.
+    /// Print `{"services":[{"name","addr","status"}],"extraction":"..."}`.
     #[arg(long)]
     json: bool,
     /// Ask only this service (repeatable): retrieval, firewall, telemetry or analyst.
@@ -30,7 +31,8 @@ impl Args {
         let kinds = ontoloop::status::select(&self.services)?;
         let timeout = Duration::from_secs(self.timeout_secs);
         let report = ontoloop::status::check(&session.settings, &kinds, timeout).await;
-        print::status(&report, self.json)?;
+        let extraction = ontoloop_embed::describe(&session.settings.extract);
+        print::status(&report, &extraction, self.json)?;
         Ok(if report.iter().all(|s| s.status == "SERVING") {
             ExitCode::SUCCESS
         } else {
