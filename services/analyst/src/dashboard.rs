@@ -12,14 +12,15 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
-use ontoloop_core::Caller;
+use ontoloop_core::{Caller, ErrorCode, ServiceError};
 use ontoloop_runtime::Context;
 use ontoloop_store::UpdateRecord;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::knowledge::KnowledgeWriter;
-use crate::review::{Decision, ReviewError, Reviews};
+use crate::refusal::Refusal;
+use crate::review::{Decision, Reviews};
 
 const PAGE: &str = include_str!("../assets/dashboard.html");
 
@@ -60,8 +61,18 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
-fn caller(tenant: &str, principal: &str) -> Result<Caller, String> {
-    Caller::new(tenant, principal).map_err(|err| err.to_string())
+/// A failed API call: the error's message, with the HTTP status of its code.
+fn failure(err: impl ServiceError) -> Response {
+    let status = match err.error_code() {
+        ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
+        ErrorCode::FailedPrecondition => StatusCode::CONFLICT,
+        ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Unimplemented => StatusCode::NOT_IMPLEMENTED,
+        ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, err.to_string())
 }
 
 fn unavailable(err: impl std::fmt::Display) -> Response {
@@ -91,9 +102,9 @@ fn update_json(update: &UpdateRecord) -> Value {
 }
 
 async fn queue(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match caller(&who.tenant, &who.reviewer) {
+    let caller = match Caller::new(&who.tenant, &who.reviewer) {
         Ok(caller) => caller,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
+        Err(err) => return failure(err),
     };
     match state.ctx.store.review_queue(caller.tenant(), 200).await {
         Ok(updates) => Json(json!({
@@ -121,9 +132,9 @@ struct DecideBody {
 }
 
 async fn decide(State(state): State<Arc<Dashboard>>, Json(body): Json<DecideBody>) -> Response {
-    let caller = match caller(&body.tenant, &body.reviewer) {
+    let caller = match Caller::new(&body.tenant, &body.reviewer) {
         Ok(caller) => caller,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
+        Err(err) => return failure(err),
     };
     let Some(decision) = Decision::from_name(&body.decision) else {
         return error(
@@ -151,16 +162,14 @@ async fn decide(State(state): State<Arc<Dashboard>>, Json(body): Json<DecideBody
             "already_decided": decided.already_decided,
         }))
         .into_response(),
-        Err(err @ ReviewError::NotFound(_)) => error(StatusCode::NOT_FOUND, err.to_string()),
-        Err(err @ ReviewError::Invalid { .. }) => error(StatusCode::BAD_REQUEST, err.to_string()),
-        Err(err @ ReviewError::Unavailable(_)) => unavailable(err),
+        Err(err) => failure(err),
     }
 }
 
 async fn patterns(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match caller(&who.tenant, &who.reviewer) {
+    let caller = match Caller::new(&who.tenant, &who.reviewer) {
         Ok(caller) => caller,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
+        Err(err) => return failure(err),
     };
     match crate::patterns::with_status(&state.ctx, caller.tenant(), Utc::now()).await {
         Ok(found) => Json(json!({
@@ -197,7 +206,7 @@ pub struct Region {
 }
 
 /// Freshness by region of the tenant's graph.
-pub async fn regions(writer: &KnowledgeWriter, tenant: &str) -> Result<Vec<Region>, String> {
+pub async fn regions(writer: &KnowledgeWriter, tenant: &str) -> Result<Vec<Region>, Refusal> {
     let now = Utc::now();
     Ok(writer
         .read(tenant, |_, graph, pages| {
@@ -237,9 +246,9 @@ pub async fn regions(writer: &KnowledgeWriter, tenant: &str) -> Result<Vec<Regio
 }
 
 async fn freshness(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match caller(&who.tenant, &who.reviewer) {
+    let caller = match Caller::new(&who.tenant, &who.reviewer) {
         Ok(caller) => caller,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
+        Err(err) => return failure(err),
     };
     match regions(&state.writer, caller.tenant()).await {
         Ok(regions) => Json(json!({
@@ -257,9 +266,9 @@ async fn freshness(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) 
 }
 
 async fn decisions(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match caller(&who.tenant, &who.reviewer) {
+    let caller = match Caller::new(&who.tenant, &who.reviewer) {
         Ok(caller) => caller,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
+        Err(err) => return failure(err),
     };
     match state.ctx.store.decisions(caller.tenant(), 50).await {
         Ok(found) => Json(json!({

@@ -15,16 +15,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::Severity;
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::patterns::{ObservedSignal, PatternKind, fold};
 use ontoloop_core::proposals::{FoundDoc, draft_updates};
+use ontoloop_core::{During, Severity};
 use ontoloop_runtime::Context;
-use ontoloop_store::{PatternStatus, UpdateRecord, UpdateSource, update_status};
+use ontoloop_store::{PatternStatus, StoreError, UpdateRecord, UpdateSource, update_status};
 use tokio::sync::Mutex;
 
 use crate::knowledge::KnowledgeWriter;
-use crate::review::{Reviews, update_id};
+use crate::refusal::Refusal;
+use crate::review::{ReviewError, Reviews, update_id};
 
 /// A connected source of truth the analyst can search for a missing entity.
 #[async_trait::async_trait]
@@ -108,6 +109,23 @@ impl SourceAdapter for DirectoryAdapter {
     }
 }
 
+/// Why a pattern could not be acted on yet; a later signal of the pattern tries again.
+#[derive(Debug, thiserror::Error)]
+enum HealError {
+    /// The graph could not be read, or what was found not applied to it.
+    #[error(transparent)]
+    Graph(#[from] Refusal),
+    /// Updates are drafted against the tenant's ontology, which it does not have yet.
+    #[error("tenant {0} has no ontology yet")]
+    NoOntology(String),
+    /// The store could not be read.
+    #[error(transparent)]
+    Store(#[from] During<StoreError>),
+    /// A drafted update could not be routed.
+    #[error(transparent)]
+    Review(#[from] ReviewError),
+}
+
 /// How far a pattern has been acted on in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
@@ -176,8 +194,12 @@ impl Healer {
     /// intake) calls for it. Failures are logged: a signal is never refused because healing did
     /// not work.
     pub async fn on_signal(&self, body: &[u8]) {
-        let Some((tenant, signal, severity)) = crate::patterns::parse_signal(body) else {
-            return;
+        let (tenant, signal, severity) = match crate::patterns::parse_signal(body) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot act on a message of the signals queue");
+                return;
+            }
         };
         ontoloop_observability::metrics::global().add(
             "ontoloop_analyst_signals_total",
@@ -266,7 +288,7 @@ impl Healer {
         tenant: &str,
         signal: &ObservedSignal,
         key: &str,
-    ) -> Result<PatternStatus, String> {
+    ) -> Result<PatternStatus, HealError> {
         let now = Utc::now();
         let mut read = 0;
         let mut origins = Vec::new();
@@ -319,7 +341,7 @@ impl Healer {
         tenant: &str,
         signal: &ObservedSignal,
         key: &str,
-    ) -> Result<PatternStatus, String> {
+    ) -> Result<PatternStatus, HealError> {
         let found = self.find(tenant, &signal.subject).await;
         let kind = PatternKind::MissingEntity.name().to_owned();
         let pattern_id = format!("{kind}:{key}");
@@ -332,14 +354,14 @@ impl Healer {
                 draft_updates(ontology, graph, key, &docs, &domains, now)
             })
             .await?
-            .ok_or_else(|| format!("tenant {tenant} has no ontology yet"))?;
+            .ok_or_else(|| HealError::NoOntology(tenant.to_owned()))?;
         let window = self.ctx.settings.signals.window();
         let (radius, queries) = self
             .ctx
             .store
             .signal_queries(tenant, key, now - window, 10)
             .await
-            .map_err(|err| format!("read the affected queries: {err}"))?;
+            .map_err(|err| During::new("read the affected queries", err))?;
         let mut proposed = 0;
         for draft in drafts {
             let origin = found
@@ -382,12 +404,7 @@ impl Healer {
                 queued_at: now,
                 applied_at: None,
             };
-            if self
-                .reviews
-                .submit(update)
-                .await
-                .map_err(|err| err.to_string())?
-            {
+            if self.reviews.submit(update).await? {
                 proposed += 1;
             }
         }
@@ -415,7 +432,7 @@ impl Healer {
         tenant: &str,
         kind: PatternKind,
         key: &str,
-    ) -> Result<PatternStatus, String> {
+    ) -> Result<PatternStatus, HealError> {
         let (mode, action) = if kind == PatternKind::Contradiction {
             ("rebuild", "rebuilt the graph from every current page")
         } else {

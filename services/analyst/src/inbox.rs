@@ -23,7 +23,7 @@ pub async fn record_batch(
                 valid.push((message.id.clone(), body));
                 outcomes.push(Handled::Done);
             }
-            Err(reason) => outcomes.push(Handled::Reject(reason)),
+            Err(reason) => outcomes.push(Handled::Reject(reason.to_string())),
         }
     }
     match store
@@ -56,16 +56,28 @@ pub async fn record_batch(
     }
 }
 
-fn parse_body(body: &[u8]) -> Result<String, String> {
-    let text = std::str::from_utf8(body).map_err(|err| format!("body is not UTF-8: {err}"))?;
+/// Why a message body can never be processed.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The bytes are not text.
+    #[error("body is not UTF-8: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    /// The text does not parse.
+    #[error("body is not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    /// A JSON value, but not the object every message is.
+    #[error("body is JSON but not an object")]
+    NotObject,
+}
+
+fn parse_body(body: &[u8]) -> Result<String, BodyError> {
+    let text = std::str::from_utf8(body)?;
     // Checked without building the value: only its shape matters here.
-    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-        Err(err) => Err(format!("body is not JSON: {err}")),
-        Ok(_) if !text.trim_start().starts_with('{') => {
-            Err("body is JSON but not an object".to_owned())
-        }
-        Ok(_) => Ok(text.to_owned()),
+    serde_json::from_str::<serde::de::IgnoredAny>(text)?;
+    if !text.trim_start().starts_with('{') {
+        return Err(BodyError::NotObject);
     }
+    Ok(text.to_owned())
 }
 
 #[cfg(test)]
@@ -76,10 +88,13 @@ mod tests {
     fn only_json_objects_are_accepted() {
         assert!(parse_body(br#"{"type":"doc.upsert"}"#).is_ok());
         let reason = parse_body(b"[1,2]").expect_err("array");
-        assert!(reason.contains("not an object"));
+        assert!(matches!(reason, BodyError::NotObject), "{reason}");
+        assert_eq!(reason.to_string(), "body is JSON but not an object");
         let reason = parse_body(b"{oops").expect_err("broken json");
-        assert!(reason.contains("not JSON"));
+        assert!(matches!(reason, BodyError::NotJson(_)), "{reason}");
+        assert!(reason.to_string().starts_with("body is not JSON: "));
         let reason = parse_body(&[0xff, 0xfe]).expect_err("not utf-8");
-        assert!(reason.contains("UTF-8"));
+        assert!(matches!(reason, BodyError::NotUtf8(_)), "{reason}");
+        assert!(reason.to_string().starts_with("body is not UTF-8: "));
     }
 }

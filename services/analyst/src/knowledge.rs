@@ -63,9 +63,12 @@ impl KnowledgeWriter {
     }
 
     /// Applies an event the analyst itself decided on (a healing action), as one commit.
-    pub async fn apply_own(&self, envelope: &EventEnvelope) -> Result<(), String> {
-        envelope.event.validate().map_err(|err| err.to_string())?;
-        self.apply(envelope, None).await.map_err(Refusal::reason)
+    pub async fn apply_own(&self, envelope: &EventEnvelope) -> Result<(), Refusal> {
+        envelope
+            .event
+            .validate()
+            .map_err(|err| Refusal::Invalid(err.to_string()))?;
+        self.apply(envelope, None).await
     }
 
     /// Tenants whose knowledge this writer holds.
@@ -76,18 +79,15 @@ impl KnowledgeWriter {
     }
 
     /// Runs `read` over the tenant's current knowledge (loaded if not cached or out of date);
-    /// `None` when the tenant has no ontology yet.
+    /// `None` when the tenant has no ontology yet. Fails when the store or the stored knowledge
+    /// cannot be read.
     pub async fn read<T>(
         &self,
         tenant: &str,
         read: impl FnOnce(&Ontology, &Graph, &[PageVersion]) -> T,
-    ) -> Result<Option<T>, String> {
+    ) -> Result<Option<T>, Refusal> {
         let mut tenants = self.tenants.lock().await;
-        let stored_version = self
-            .store
-            .knowledge_version(tenant)
-            .await
-            .map_err(|err| err.to_string())?;
+        let stored_version = self.store.knowledge_version(tenant).await?;
         if stored_version == 0 {
             // Nothing stored: no ontology, and nothing to keep (a reader naming a tenant that
             // does not exist must not grow the cache).
@@ -97,7 +97,7 @@ impl KnowledgeWriter {
             .get(tenant)
             .is_some_and(|k| k.version == stored_version);
         if !cached {
-            let loaded = self.load(tenant).await.map_err(Refusal::reason)?;
+            let loaded = self.load(tenant).await?;
             tenants.insert(tenant.to_owned(), loaded);
         }
         let Some(knowledge) = tenants.get(tenant) else {

@@ -19,6 +19,8 @@ pub mod review;
 pub mod supervise;
 mod wire;
 
+pub use refusal::Refusal;
+
 use std::sync::Arc;
 use std::time::Duration;
 

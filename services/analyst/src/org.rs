@@ -96,8 +96,7 @@ impl OrgWriter {
                     Ok(loaded) => {
                         self.records.lock().await.insert(tenant, loaded);
                     }
-                    Err(refusal) => {
-                        let reason = refusal.reason();
+                    Err(reason) => {
                         tracing::debug!(tenant = %tenant, reason = %reason, "cannot warm HR records");
                     }
                 }

@@ -23,7 +23,8 @@ pub async fn patterns(
     let signals: Vec<ObservedSignal> = recorded
         .iter()
         .filter_map(|m| {
-            let (owner, mut signal, _) = parse_signal(m.body.as_bytes())?;
+            // A message that is not a signal was reported when it was taken in (the healer).
+            let (owner, mut signal, _) = parse_signal(m.body.as_bytes()).ok()?;
             if signal.at == DateTime::<Utc>::MIN_UTC {
                 signal.at = m.received_at;
             }
@@ -60,13 +61,25 @@ pub async fn with_status(
         .collect())
 }
 
-/// A signal message's tenant and content, if the body is one. The subject is what the pattern
-/// kind is about: the relationship for a missing relationship, the sector for a stale sector,
-/// else the entity (each falling back to the others). A body without a time gets `MIN_UTC`; one
-/// without the severity the intake computed counts as low.
-pub fn parse_signal(body: &[u8]) -> Option<(String, ObservedSignal, Severity)> {
-    let body: SignalBody<'_> = serde_json::from_slice(body).ok()?;
-    let kind = SignalType::from_name(&body.kind)?;
+/// Why a message on the signals queue is not a signal.
+#[derive(Debug, thiserror::Error)]
+pub enum SignalError {
+    /// Not the shape of a signal, or a type or severity no signal has.
+    #[error("not a signal: {0}")]
+    Malformed(#[from] serde_json::Error),
+    /// A signal about nothing.
+    #[error("a signal names no entity, relationship or sector")]
+    NoSubject,
+}
+
+/// A signal message's tenant and content. The subject is what the pattern kind is about: the
+/// relationship for a missing relationship, the sector for a stale sector, else the entity (each
+/// falling back to the others). A body without a time gets `MIN_UTC`; one without the severity
+/// the intake computed counts as low. A type or severity no signal has is an error, never a
+/// signal dropped or counted as another.
+pub fn parse_signal(body: &[u8]) -> Result<(String, ObservedSignal, Severity), SignalError> {
+    let body: SignalBody<'_> = serde_json::from_slice(body)?;
+    let kind = body.kind;
     let field = |value: &Option<Cow<'_, str>>| {
         value
             .as_deref()
@@ -85,15 +98,14 @@ pub fn parse_signal(body: &[u8]) -> Option<(String, ObservedSignal, Severity)> {
         PatternKind::MissingEntity | PatternKind::Contradiction => {
             entity.or(relationship).or(sector)
         }
-    }?;
+    }
+    .ok_or(SignalError::NoSubject)?;
     let agent = field(&body.agent_id).unwrap_or_else(|| "unknown".to_owned());
     let at = field(&body.at)
         .and_then(|at| DateTime::parse_from_rfc3339(&at).ok())
         .map_or(DateTime::<Utc>::MIN_UTC, |at| at.with_timezone(&Utc));
-    let severity = field(&body.severity)
-        .and_then(|s| Severity::from_name(&s))
-        .unwrap_or(Severity::Low);
-    Some((
+    let severity = body.severity.unwrap_or(Severity::Low);
+    Ok((
         body.tenant.into_owned(),
         ObservedSignal {
             kind,
@@ -110,8 +122,8 @@ pub fn parse_signal(body: &[u8]) -> Option<(String, ObservedSignal, Severity)> {
 struct SignalBody<'a> {
     #[serde(borrow)]
     tenant: Cow<'a, str>,
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: SignalType,
     #[serde(default, borrow)]
     entity: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -122,6 +134,50 @@ struct SignalBody<'a> {
     agent_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     at: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    severity: Option<Cow<'a, str>>,
+    #[serde(default)]
+    severity: Option<Severity>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_body_is_read_or_refused_with_the_reason() {
+        let (tenant, signal, severity) = parse_signal(
+            br#"{"tenant":"acme","type":"relationship_unknown","entity":"Kite",
+                 "relationship":"owned_by","severity":"high"}"#,
+        )
+        .expect("a signal");
+        assert_eq!(
+            (
+                tenant.as_str(),
+                signal.kind,
+                signal.subject.as_str(),
+                severity
+            ),
+            (
+                "acme",
+                SignalType::RelationshipUnknown,
+                "owned_by",
+                Severity::High
+            )
+        );
+        let (_, _, severity) =
+            parse_signal(br#"{"tenant":"acme","type":"entity_missing","entity":"Kite"}"#)
+                .expect("a signal without a severity");
+        assert_eq!(severity, Severity::Low);
+        let typo = parse_signal(br#"{"tenant":"acme","type":"entity_misssing","entity":"Kite"}"#)
+            .expect_err("no such type");
+        assert!(matches!(typo, SignalError::Malformed(_)), "{typo}");
+        assert!(typo.to_string().contains("entity_misssing"), "{typo}");
+        let severity = parse_signal(
+            br#"{"tenant":"acme","type":"entity_missing","entity":"Kite","severity":"urgent"}"#,
+        )
+        .expect_err("no such severity");
+        assert!(matches!(severity, SignalError::Malformed(_)), "{severity}");
+        let nothing = parse_signal(br#"{"tenant":"acme","type":"entity_missing","entity":" "}"#)
+            .expect_err("no subject");
+        assert!(matches!(nothing, SignalError::NoSubject), "{nothing}");
+    }
 }

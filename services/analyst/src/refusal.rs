@@ -6,21 +6,15 @@
 use ontoloop_runtime::Handled;
 use ontoloop_store::{Store, StoreError};
 
-/// Why an event could not be applied.
-pub(crate) enum Refusal {
+/// Why an event could not be applied (or a tenant's knowledge read); it displays as the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
     /// It can never apply: dead-letter it.
+    #[error("{0}")]
     Invalid(String),
     /// Try again (store trouble or a concurrent writer).
+    #[error("{0}")]
     Passing(String),
-}
-
-impl Refusal {
-    /// The reason, whichever kind of refusal it is.
-    pub(crate) fn reason(self) -> String {
-        match self {
-            Refusal::Invalid(reason) | Refusal::Passing(reason) => reason,
-        }
-    }
 }
 
 impl From<StoreError> for Refusal {

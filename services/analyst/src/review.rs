@@ -8,9 +8,13 @@ use std::time::Instant;
 use chrono::Utc;
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::supervisor::{Category, Proposal, ReviewReason, Route, Verdict};
-use ontoloop_store::{DecideOutcome, DecisionRecord, Store, UpdateRecord, update_status};
+use ontoloop_core::{During, ErrorCode, ServiceError};
+use ontoloop_store::{
+    DecideOutcome, DecisionRecord, Store, StoreError, UpdateRecord, update_status,
+};
 
 use crate::knowledge::KnowledgeWriter;
+use crate::refusal::Refusal;
 use crate::supervise::Supervision;
 
 /// A reviewer's decision.
@@ -63,18 +67,22 @@ pub enum ReviewError {
         /// Why.
         reason: String,
     },
-    /// The store or the graph could not be written; try again.
-    #[error("{0}")]
-    Unavailable(String),
+    /// The store could not be read or written; try again.
+    #[error(transparent)]
+    Store(#[from] During<StoreError>),
+    /// The graph could not be read or the update applied to it. An approval stays recorded and
+    /// its apply is tried again, so this is a passing failure too, whatever the refusal.
+    #[error(transparent)]
+    Graph(During<Refusal>),
 }
 
-impl ontoloop_core::ServiceError for ReviewError {
-    fn error_code(&self) -> ontoloop_core::ErrorCode {
-        use ontoloop_core::ErrorCode;
+impl ServiceError for ReviewError {
+    fn error_code(&self) -> ErrorCode {
         match self {
             ReviewError::NotFound(_) => ErrorCode::NotFound,
             ReviewError::Invalid { .. } => ErrorCode::InvalidArgument,
-            ReviewError::Unavailable(_) => ErrorCode::Unavailable,
+            ReviewError::Store(err) => err.error_code(),
+            ReviewError::Graph(_) => ErrorCode::Unavailable,
         }
     }
 }
@@ -147,7 +155,7 @@ impl Reviews {
             .store
             .propose_update(&update)
             .await
-            .map_err(|err| ReviewError::Unavailable(format!("store the proposal: {err}")))?;
+            .map_err(|err| During::new("store the proposal", err))?;
         if !fresh {
             return Ok(false);
         }
@@ -199,7 +207,7 @@ impl Reviews {
             .store
             .decide(tenant, update_id.trim(), &record)
             .await
-            .map_err(|err| ReviewError::Unavailable(format!("record the decision: {err}")))?;
+            .map_err(|err| During::new("record the decision", err))?;
         let update = match outcome {
             DecideOutcome::NotFound => return Err(ReviewError::NotFound(update_id.to_owned())),
             DecideOutcome::AlreadyDecided(status) => {
@@ -274,7 +282,7 @@ impl Reviews {
                 })
             })
             .await
-            .map_err(ReviewError::Unavailable)?
+            .map_err(|err| ReviewError::Graph(During::new("read the graph", err)))?
             .unwrap_or(false);
         if !already {
             let envelope = EventEnvelope {
@@ -288,15 +296,16 @@ impl Reviews {
                     value,
                 },
             };
-            self.writer.apply_own(&envelope).await.map_err(|reason| {
-                ReviewError::Unavailable(format!("apply the update: {reason}"))
-            })?;
+            self.writer
+                .apply_own(&envelope)
+                .await
+                .map_err(|err| ReviewError::Graph(During::new("apply the update", err)))?;
         }
         let marked = self
             .store
             .mark_applied(&update.id, Utc::now())
             .await
-            .map_err(|err| ReviewError::Unavailable(format!("mark the update applied: {err}")))?;
+            .map_err(|err| During::new("mark the update applied", err))?;
         if marked {
             ontoloop_observability::metrics::global().add(
                 "ontoloop_analyst_updates_applied_total",

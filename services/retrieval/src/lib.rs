@@ -104,17 +104,10 @@ impl Retrieval {
         else {
             return Ok(None);
         };
-        if let Some((kind, subject, relationship)) = plate::wire::answer_signal(&answer) {
-            let question = Question {
-                entity: subject,
-                path: vec![relationship.to_owned()],
-                text: request.text.clone(),
-            };
-            let asked = Asked::abstained(
-                question,
-                answer.render(&view.org, &view.product),
-                kind == "relationship_unknown",
-            );
+        let revealed = plate::wire::org_asked(&answer, &request.text, || {
+            answer.render(&view.org, &view.product)
+        });
+        if let Some(asked) = revealed {
             self.report(caller, &asked).await;
         }
         Ok(Some(plate::wire::org_answer(&answer, &view, applied)))

@@ -59,11 +59,15 @@ pub struct Asked {
 }
 
 impl Asked {
-    /// An abstention on `question` for `reason`, reported as ontoloop reports one;
-    /// `entity_known` says whether the graph knows the question's entity.
-    pub fn abstained(question: Question, reason: String, entity_known: bool) -> Self {
+    /// An abstention on `question` for `reason`, reported as ontoloop reports one: a `kind`
+    /// failure signal (an abstention that followed no hop of the graph cannot tell the kind from
+    /// the answer, so the one who abstained says it).
+    pub fn abstained(question: Question, reason: String, kind: SignalType) -> Self {
+        let signals = Some(vec![Revealed {
+            kind,
+            detail: reason.clone(),
+        }]);
         let answer = Answer::combine(Vec::new(), Some(reason));
-        let signals = Some(signals(&answer, entity_known));
         Self {
             question,
             answer,
@@ -145,7 +149,7 @@ pub fn unlinked(text: String, why: &Unmapped, design: Design) -> Asked {
     let mut asked = Asked::abstained(
         question,
         format!("cannot map the question onto the graph: {why}"),
-        false,
+        SignalType::EntityMissing,
     );
     if design != Design::Ontoloop {
         asked.signals = None;
@@ -308,5 +312,28 @@ mod tests {
         );
         let baseline = unlinked("Is it raining?".into(), &Unmapped::NoPredicate, Design::Rag);
         assert_eq!(baseline.signals, None);
+    }
+
+    #[test]
+    fn an_abstention_reports_the_kind_its_author_names() {
+        let question = Question {
+            entity: "Ledger API".into(),
+            path: vec!["owned_by".into()],
+            text: "Who owns the Ledger API?".into(),
+        };
+        let asked = Asked::abstained(
+            question,
+            "no owner is recorded".into(),
+            SignalType::RelationshipUnknown,
+        );
+        assert_eq!(asked.answer.status, AnswerStatus::Abstained);
+        assert_eq!(asked.answer.abstain_reason, "no owner is recorded");
+        assert_eq!(
+            asked.signals,
+            Some(vec![Revealed {
+                kind: SignalType::RelationshipUnknown,
+                detail: "no owner is recorded".into(),
+            }])
+        );
     }
 }

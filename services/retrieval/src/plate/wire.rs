@@ -1,7 +1,10 @@
-//! Wire forms of plates, org answers and project context graphs.
+//! Wire forms of plates, org answers (with what an org answer tells the analyst) and project
+//! context graphs.
 
 use std::time::Duration;
 
+use ontoloop_core::SignalType;
+use ontoloop_core::knowledge::ask::{Asked, Question};
 use ontoloop_org::ask::OrgAnswer;
 use ontoloop_org::filters::Plate;
 use ontoloop_proto::convert::timestamp;
@@ -68,16 +71,29 @@ pub fn plate_response(plate: &Plate, view: &TenantView, tenant: &str) -> pb::Pla
     }
 }
 
-/// What an org answer tells the analyst, if anything: a signal type and its subject.
-pub fn answer_signal(answer: &OrgAnswer) -> Option<(&'static str, String, &'static str)> {
-    match answer {
-        OrgAnswer::UnknownPerson(name) => Some(("entity_missing", name.clone(), "")),
-        OrgAnswer::UnknownEntity(name) => Some(("entity_missing", name.clone(), "")),
-        OrgAnswer::Owner { entity, team: None } => {
-            Some(("relationship_unknown", entity.clone(), "owned_by"))
+/// What an org answer to the question `text` tells the analyst, if anything, as an abstention
+/// whose reason is the answer's `sentence` (rendered only then): nobody by the name asked is a
+/// missing entity, an entity with no owning team an unknown relationship.
+pub fn org_asked(
+    answer: &OrgAnswer,
+    text: &str,
+    sentence: impl FnOnce() -> String,
+) -> Option<Asked> {
+    let (kind, subject, relationship) = match answer {
+        OrgAnswer::UnknownPerson(name) | OrgAnswer::UnknownEntity(name) => {
+            (SignalType::EntityMissing, name, "")
         }
-        _ => None,
-    }
+        OrgAnswer::Owner { entity, team: None } => {
+            (SignalType::RelationshipUnknown, entity, "owned_by")
+        }
+        _ => return None,
+    };
+    let question = Question {
+        entity: subject.clone(),
+        path: vec![relationship.to_owned()],
+        text: text.to_owned(),
+    };
+    Some(Asked::abstained(question, sentence(), kind))
 }
 
 /// An answer from the org and product graphs, citing the HR records or the product docs at the
@@ -203,4 +219,45 @@ pub fn closed_response(project: &str, closed: bool) -> pb::ProjectContextRespons
 /// Seconds as a duration, refusing zero.
 pub fn extension(secs: u64) -> Option<Duration> {
     (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(answer: &OrgAnswer) -> Option<Vec<SignalType>> {
+        let asked = org_asked(answer, "who owns it?", || "the answer".to_owned())?;
+        asked
+            .signals
+            .map(|signals| signals.iter().map(|s| s.kind).collect())
+    }
+
+    #[test]
+    fn an_org_answer_reveals_the_kind_of_what_the_graphs_lack() {
+        let unowned = OrgAnswer::Owner {
+            entity: "ledger-api".into(),
+            team: None,
+        };
+        assert_eq!(kinds(&unowned), Some(vec![SignalType::RelationshipUnknown]));
+        let asked = org_asked(&unowned, "Who owns the Ledger API?", || "no owner".into())
+            .expect("an owner without a team is reported");
+        assert_eq!(
+            (asked.question.entity.as_str(), asked.question.path.clone()),
+            ("ledger-api", vec!["owned_by".to_owned()])
+        );
+        assert_eq!(asked.question.text, "Who owns the Ledger API?");
+        assert_eq!(
+            kinds(&OrgAnswer::UnknownPerson("Ada".into())),
+            Some(vec![SignalType::EntityMissing])
+        );
+        assert_eq!(
+            kinds(&OrgAnswer::UnknownEntity("Kite".into())),
+            Some(vec![SignalType::EntityMissing])
+        );
+        let owned = OrgAnswer::Owner {
+            entity: "ledger-api".into(),
+            team: Some("payments".into()),
+        };
+        assert_eq!(kinds(&owned), None);
+    }
 }
