@@ -74,9 +74,90 @@ pub struct Report {
     /// Claims per label.
     #[serde(skip)]
     pub counts: BTreeMap<String, u64>,
+    /// The same labelled claims written in the world's own phrasings, validated as text.
+    pub paraphrased: Paraphrased,
     /// Mistakes, for the text report.
     #[serde(skip)]
     pub mistakes: Vec<String>,
+}
+
+/// The labelled claims that have a phrasing in the world's pages (one subject, predicate and
+/// object), each written in a sentence of the pages that states the same predicate in other
+/// words than its template, and validated as answer text.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Paraphrased {
+    /// Confusion table over the paraphrased claims.
+    pub confusion: Confusion,
+    /// Paraphrased sentences sent.
+    pub sentences: u64,
+    /// Of those, how many the firewall turned into a checkable claim.
+    pub checkable: u64,
+}
+
+/// Sentences of the world's pages that state a predicate in a phrasing other than its template,
+/// with the subject and object as they are written there: `(predicate, sentence, subject,
+/// object)`.
+fn phrasings(
+    ontology: &Ontology,
+    scenario: &Scenario,
+) -> BTreeMap<String, Vec<(String, String, String)>> {
+    let mut found: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
+    for entry in &scenario.timeline {
+        let TimelineKind::DocUpsert { body, .. } = &entry.kind else {
+            continue;
+        };
+        for c in extract_claims(ontology, body) {
+            let by_template = c.extractor == ontoloop_core::knowledge::extract::RULE_SET;
+            if by_template
+                || c.kind != ontoloop_core::knowledge::PredicateKind::Slot
+                || matches!(c.subject, ontoloop_core::knowledge::ClaimSubject::Fixed(_))
+                || !c.sentence.contains(c.subject.name())
+                || !c.sentence.contains(&c.object)
+            {
+                continue;
+            }
+            let list = found.entry(c.predicate.clone()).or_default();
+            let phrasing = (
+                c.sentence.clone(),
+                c.subject.name().to_owned(),
+                c.object.clone(),
+            );
+            if !list.contains(&phrasing) {
+                list.push(phrasing);
+            }
+        }
+    }
+    found
+}
+
+/// `claim` written in the `n`th phrasing of its predicate, if it has one.
+fn paraphrase(
+    phrasings: &BTreeMap<String, Vec<(String, String, String)>>,
+    claim: &v1::Claim,
+    n: usize,
+) -> Option<String> {
+    if !claim.chain.is_empty() {
+        return None;
+    }
+    let list = phrasings.get(&claim.predicate)?;
+    let (sentence, subject, object) = list.get(n % list.len())?;
+    let marked =
+        sentence
+            .replacen(subject.as_str(), "\u{1}", 1)
+            .replacen(object.as_str(), "\u{2}", 1);
+    // The phrasing's type noun stays with the new name ("the Pro plan" → "the Quorvex 3 plan").
+    let mut new_subject = claim.subject.clone();
+    if let Some((_, noun)) = subject.rsplit_once(' ')
+        && noun.chars().all(char::is_lowercase)
+        && !new_subject.to_lowercase().ends_with(noun)
+    {
+        new_subject = format!("{new_subject} {noun}");
+    }
+    Some(
+        marked
+            .replace('\u{1}', &new_subject)
+            .replace('\u{2}', &claim.object),
+    )
 }
 
 fn claim(subject: &str, predicate: &str, object: &str) -> v1::Claim {
@@ -288,6 +369,7 @@ pub async fn run(
         confusion: Confusion::default(),
         latency_us: Latency::default(),
         counts: BTreeMap::new(),
+        paraphrased: Paraphrased::default(),
         mistakes: Vec::new(),
     };
     for item in &set {
@@ -329,6 +411,47 @@ pub async fn run(
                 report
                     .mistakes
                     .push(format!("{label:?} claim passed: {:?}", item.claim));
+            }
+        }
+    }
+    // The same claims in the world's own phrasings, as answer text.
+    let (setup, _) = ontoloop_embed::extraction_setup(Default::default());
+    let ontology = setup.compile(world.ontology()?);
+    let phrasings = phrasings(&ontology, scenario);
+    for (n, item) in set.iter().enumerate() {
+        let Some(text) = paraphrase(&phrasings, &item.claim, n) else {
+            continue;
+        };
+        let response = clients
+            .firewall
+            .validate(v1::ValidateRequest {
+                caller: client::caller(&caller),
+                input: Some(v1::validate_request::Input::Text(text.clone())),
+                ..Default::default()
+            })
+            .await
+            .context("validate a paraphrased claim")?
+            .into_inner();
+        let p = &mut report.paraphrased;
+        p.sentences += 1;
+        let checkable = response.coverage.as_ref().is_some_and(|c| c.checkable > 0);
+        p.checkable += u64::from(checkable);
+        let blocked = response.overall == v1::Verdict::Block as i32;
+        match (item.label, blocked) {
+            (Label::True, false) => p.confusion.true_pass += 1,
+            (Label::True, true) => {
+                p.confusion.false_block += 1;
+                report
+                    .mistakes
+                    .push(format!("true paraphrase blocked: {text}"));
+            }
+            (_, true) => p.confusion.true_block += 1,
+            (label, false) => {
+                p.confusion.false_pass += 1;
+                report.mistakes.push(format!(
+                    "{label:?} paraphrase passed{}: {text}",
+                    if checkable { "" } else { " (unrecognised)" }
+                ));
             }
         }
     }
@@ -412,6 +535,18 @@ impl Report {
             "stale/draft/invented",
             c.false_pass,
             c.true_block
+        ));
+        let p = &self.paraphrased;
+        out.push_str(&format!(
+            "\nthe same claims in the pages' own phrasings, as text: {} sentences, {} checkable\n{:<22} {:>8} {:>8}\n{:<22} {:>8} {:>8}\n",
+            p.sentences,
+            p.checkable,
+            "true claims",
+            p.confusion.true_pass,
+            p.confusion.false_block,
+            "stale/draft/invented",
+            p.confusion.false_pass,
+            p.confusion.true_block
         ));
         out.push_str(&format!(
             "\nten-claim answer latency (µs)   p50      p99\n  in process               {:>7}  {:>7}\n  loopback gRPC            {:>7}  {:>7}\n",
