@@ -1,6 +1,9 @@
 //! A sandbox that runs the whole system for tests: all four services, in one process, through
-//! the same `serve_all` that `ontoloop up` uses (by way of `ontoloop::up::Local`), on whatever store and queue the settings name.
-//! Tests get a shutdown trigger and [`wait_until`] instead of sleeps.
+//! the same `serve_all` that `ontoloop up` uses (by way of `ontoloop::up::Local`), on whatever
+//! store and queue the settings name: the embedded default ([`Sandbox::embedded`]) or the
+//! machine's PostgreSQL and RabbitMQ ([`Sandbox::on_servers`]). Tests talk to it through
+//! [`Clients`] with a wire [`caller`], and get a shutdown trigger and [`wait_until`] instead of
+//! sleeps.
 
 pub mod browser;
 
@@ -11,31 +14,15 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use ontoloop::up::Local;
 use ontoloop_core::ServiceKind;
+use ontoloop_proto::v1;
+use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
+use ontoloop_proto::v1::firewall_service_client::FirewallServiceClient;
+use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
+use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_runtime::Context;
 use ontoloop_settings::{Loader, Settings};
-use sea_orm::{ConnectionTrait, Database};
-
-/// The machine's PostgreSQL, as an administrator connection URL (`ONTOLOOP_TEST_DATABASE_URL`).
-pub fn pg_admin_url() -> String {
-    std::env::var("ONTOLOOP_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// The machine's RabbitMQ (`ONTOLOOP_TEST_AMQP_URL`).
-pub fn amqp_url() -> String {
-    std::env::var("ONTOLOOP_TEST_AMQP_URL")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
-}
-
-/// A queue-name prefix no other test or system uses, so tests sharing RabbitMQ never take each
-/// other's messages (`queue.namespace`).
-pub fn amqp_namespace(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("test-{test}-{}-{nanos}.", std::process::id())
-}
+pub use ontoloop_testkit::servers::{PgDatabase, amqp_namespace, amqp_url};
+use tonic::transport::{Channel, Endpoint};
 
 /// Settings for a test: defaults, no process environment, these overrides.
 pub fn settings(overrides: &[(&str, &str)]) -> Settings {
@@ -46,47 +33,156 @@ pub fn settings(overrides: &[(&str, &str)]) -> Settings {
     loader.load().expect("test settings are valid")
 }
 
-/// A PostgreSQL database created for one test and dropped by [`PgDatabase::drop_now`].
-pub struct PgDatabase {
-    name: String,
-    /// URL of the new database.
-    pub url: String,
+/// Settings for the machine's servers: `database` as the store, RabbitMQ under a namespace of
+/// its own for `test` as the queue, then `overrides`.
+pub fn server_settings(database: &PgDatabase, test: &str, overrides: &[(&str, &str)]) -> Settings {
+    let (amqp, namespace) = (amqp_url(), amqp_namespace(test));
+    let mut all = vec![
+        ("store.url", database.url.as_str()),
+        ("queue.url", amqp.as_str()),
+        ("queue.namespace", namespace.as_str()),
+    ];
+    all.extend_from_slice(overrides);
+    settings(&all)
 }
 
-impl PgDatabase {
-    /// Creates an empty database with a unique name.
-    pub async fn create() -> anyhow::Result<Self> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let name = format!("ontoloop_sys_{}_{nanos}", std::process::id());
-        let admin = Database::connect(pg_admin_url())
-            .await
-            .context("connect to PostgreSQL as administrator")?;
-        admin
-            .execute_unprepared(&format!("CREATE DATABASE {name}"))
-            .await
-            .context("create the test database")?;
-        admin.close().await.ok();
-        let base = pg_admin_url();
-        let cut = base.rfind('/').context("admin URL names no database")?;
-        Ok(Self {
-            url: format!("{}/{name}", &base[..cut]),
-            name,
-        })
+/// Project records the analyst discovers missing knowledge in, in a temporary directory.
+pub struct Records {
+    _dir: tempfile::TempDir,
+    sources: String,
+}
+
+impl Records {
+    /// Writes each `(file, text)` in `tenant`'s folder.
+    pub fn new(tenant: &str, files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let folder = dir.path().join(tenant);
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        for (file, text) in files {
+            std::fs::write(folder.join(file), text).expect("write a project record");
+        }
+        let sources = dir.path().display().to_string();
+        Self { _dir: dir, sources }
     }
 
-    /// Drops the database, closing whatever still uses it.
-    pub async fn drop_now(self) -> anyhow::Result<()> {
-        let admin = Database::connect(pg_admin_url()).await?;
-        admin
-            .execute_unprepared(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .await?;
-        Ok(())
+    /// Settings overrides: the analyst reads these records (`analyst.sources_dir`), then
+    /// `overrides`.
+    pub fn and<'a>(&'a self, overrides: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut all = vec![("analyst.sources_dir", self.sources.as_str())];
+        all.extend_from_slice(overrides);
+        all
+    }
+}
+
+/// A caller on the wire: `principal` of `tenant`.
+pub fn caller(tenant: &str, principal: &str) -> Option<v1::Caller> {
+    Some(v1::Caller {
+        tenant: tenant.into(),
+        principal: principal.into(),
+    })
+}
+
+/// An ontology-set event carrying `json`.
+pub fn ontology(json: &str) -> v1::event::Kind {
+    v1::event::Kind::OntologySet(v1::OntologySet {
+        ontology_json: json.into(),
+    })
+}
+
+/// A page upsert: `id` (also its title) from `origin`, readable by `acl` (everyone when empty),
+/// with an extraction `confidence` (0: none given).
+pub fn doc(id: &str, origin: &str, body: &str, acl: &[&str], confidence: f64) -> v1::event::Kind {
+    v1::event::Kind::DocUpsert(v1::DocUpsert {
+        doc_id: id.into(),
+        title: id.into(),
+        origin: origin.into(),
+        body: body.into(),
+        acl: acl.iter().map(|s| s.to_string()).collect(),
+        hold: false,
+        confidence,
+    })
+}
+
+/// Clients of the four services of a [`Sandbox`], on channels that connect on first use.
+/// Cloning is cheap: clones share the channels.
+#[derive(Clone)]
+pub struct Clients {
+    /// Retrieval: Ask, Lookup, Plate, project contexts.
+    pub retrieval: RetrievalServiceClient<Channel>,
+    /// The semantic firewall.
+    pub firewall: FirewallServiceClient<Channel>,
+    /// The intake of events and signals.
+    pub telemetry: TelemetryServiceClient<Channel>,
+    /// The analyst: patterns, reviews, maintenance runs.
+    pub analyst: AnalystServiceClient<Channel>,
+}
+
+impl Clients {
+    /// Pushes one event through the intake as `principal` of `tenant`; its sequence, which a
+    /// later request can wait for (`min_sequence`).
+    pub async fn push(
+        &self,
+        tenant: &str,
+        principal: &str,
+        kind: v1::event::Kind,
+    ) -> Result<u64, tonic::Status> {
+        self.telemetry
+            .clone()
+            .push_event(v1::Event {
+                caller: caller(tenant, principal),
+                kind: Some(kind),
+                ..Default::default()
+            })
+            .await
+            .map(|ack| ack.into_inner().sequence)
+    }
+
+    /// Polls `request` until it is answered with `value` or `timeout` passes; true when it was.
+    pub async fn wait_for_answer(
+        &self,
+        request: v1::LookupRequest,
+        value: &str,
+        timeout: Duration,
+    ) -> bool {
+        wait_until(timeout, || {
+            let mut retrieval = self.retrieval.clone();
+            let request = request.clone();
+            async move {
+                retrieval
+                    .lookup(request)
+                    .await
+                    .is_ok_and(|a| a.into_inner().value == value)
+            }
+        })
+        .await
+    }
+
+    /// Every pattern the analyst holds for `tenant`, as `principal` sees them.
+    pub async fn patterns(&self, tenant: &str, principal: &str) -> Vec<v1::Pattern> {
+        self.analyst
+            .clone()
+            .list_patterns(v1::ListPatternsRequest {
+                caller: caller(tenant, principal),
+                limit: 0,
+            })
+            .await
+            .expect("patterns")
+            .into_inner()
+            .patterns
+    }
+
+    /// Pushes events in order (each must be accepted); the last one's sequence.
+    pub async fn push_all(
+        &self,
+        tenant: &str,
+        principal: &str,
+        kinds: impl IntoIterator<Item = v1::event::Kind>,
+    ) -> u64 {
+        let mut last = 0;
+        for kind in kinds {
+            last = self.push(tenant, principal, kind).await.expect("push");
+        }
+        last
     }
 }
 
@@ -95,6 +191,8 @@ pub struct Sandbox {
     local: Local,
     /// The shared context (store and queue) the services run on.
     pub ctx: Context,
+    /// The embedded store's directory, removed after shutdown.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Sandbox {
@@ -103,7 +201,52 @@ impl Sandbox {
     pub async fn start(settings: Settings) -> anyhow::Result<Self> {
         let local = Local::start(settings).await?;
         let ctx = local.ctx.clone();
-        Ok(Self { local, ctx })
+        Ok(Self {
+            local,
+            ctx,
+            _dir: None,
+        })
+    }
+
+    /// The embedded default with `overrides`: a SQLite store in a temporary directory (kept until
+    /// the sandbox is dropped) and the in-process queue.
+    pub async fn embedded(overrides: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}/ontoloop.db?mode=rwc", dir.path().display());
+        let mut all = vec![("store.url", url.as_str())];
+        all.extend_from_slice(overrides);
+        let mut sandbox = Self::start(settings(&all))
+            .await
+            .expect("the embedded system starts");
+        sandbox._dir = Some(dir);
+        sandbox
+    }
+
+    /// On the machine's servers ([`server_settings`]): a fresh PostgreSQL database, which the
+    /// test drops, and RabbitMQ under a namespace of its own for `test`.
+    pub async fn on_servers(test: &str, overrides: &[(&str, &str)]) -> (Self, PgDatabase) {
+        let database = PgDatabase::create().await.expect("PostgreSQL answers");
+        let sandbox = Self::start(server_settings(&database, test, overrides))
+            .await
+            .expect("the system starts on PostgreSQL and RabbitMQ");
+        (sandbox, database)
+    }
+
+    /// A channel to a service, connecting on first use.
+    pub fn channel(&self, kind: ServiceKind) -> Channel {
+        Endpoint::from_shared(self.endpoint(kind))
+            .expect("a valid endpoint")
+            .connect_lazy()
+    }
+
+    /// Clients of the four services.
+    pub fn clients(&self) -> Clients {
+        Clients {
+            retrieval: RetrievalServiceClient::new(self.channel(ServiceKind::Retrieval)),
+            firewall: FirewallServiceClient::new(self.channel(ServiceKind::Firewall)),
+            telemetry: TelemetryServiceClient::new(self.channel(ServiceKind::Telemetry)),
+            analyst: AnalystServiceClient::new(self.channel(ServiceKind::Analyst)),
+        }
     }
 
     /// The address a service listens on.

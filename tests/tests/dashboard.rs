@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
-use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_tests::browser::{Browser, artifact_path};
-use ontoloop_tests::{Sandbox, settings, wait_until};
+use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -25,54 +23,28 @@ fn row(id: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_approves_and_rejects_in_the_browser() {
-    let dir = tempfile::tempdir().expect("temp dir");
     let tenant = "acme";
-    let records = dir.path().join("records");
-    std::fs::create_dir_all(records.join(tenant)).expect("mkdir");
-    std::fs::write(
-        records.join(tenant).join("kite.md"),
-        "# Project Kite\nProject Kite has a budget of 40000.\n",
-    )
-    .expect("write");
-    std::fs::write(
-        records.join(tenant).join("lark.md"),
-        "# Project Lark\nProject Lark has a budget of 900.\n",
-    )
-    .expect("write");
-    let store = format!("sqlite://{}/ontoloop.db?mode=rwc", dir.path().display());
-    let sources = records.display().to_string();
-    let sandbox = Sandbox::start(settings(&[
-        ("store.url", &store),
-        ("analyst.sources_dir", &sources),
-        ("supervisor.seed", "11"),
-    ]))
-    .await
-    .expect("system starts");
-    let channel = |kind| {
-        tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-            .expect("endpoint")
-            .connect_lazy()
-    };
-    let mut telemetry = TelemetryServiceClient::new(channel(ServiceKind::Telemetry));
-    let mut retrieval = RetrievalServiceClient::new(channel(ServiceKind::Retrieval));
-    let caller = |principal: &str| {
-        Some(v1::Caller {
-            tenant: tenant.into(),
-            principal: principal.into(),
-        })
-    };
-    let pushed = telemetry
-        .push_event(v1::Event {
-            caller: caller("ops"),
-            kind: Some(v1::event::Kind::OntologySet(v1::OntologySet {
-                ontology_json: ONTOLOGY.into(),
-            })),
-            ..Default::default()
-        })
+    let records = Records::new(
+        tenant,
+        &[
+            (
+                "kite.md",
+                "# Project Kite\nProject Kite has a budget of 40000.\n",
+            ),
+            (
+                "lark.md",
+                "# Project Lark\nProject Lark has a budget of 900.\n",
+            ),
+        ],
+    );
+    let sandbox = Sandbox::embedded(&records.and(&[("supervisor.seed", "11")])).await;
+    let c = sandbox.clients();
+    let (mut telemetry, mut retrieval) = (c.telemetry.clone(), c.retrieval.clone());
+    let caller = |principal: &str| ontoloop_tests::caller(tenant, principal);
+    let pushed = c
+        .push(tenant, "ops", ontology(ONTOLOGY))
         .await
-        .expect("push")
-        .into_inner()
-        .sequence;
+        .expect("push");
     let lookup = |project: &str| v1::LookupRequest {
         caller: caller("alice"),
         entity: project.into(),

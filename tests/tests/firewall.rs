@@ -5,11 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ontoloop_core::{ServiceKind, topics};
+use ontoloop_core::topics;
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::firewall_service_client::FirewallServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_tests::{PgDatabase, Sandbox, settings, wait_until};
+use ontoloop_tests::{PgDatabase, Sandbox, caller, doc, ontology, settings, wait_until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 use tonic::transport::Channel;
@@ -22,55 +21,10 @@ const ONTOLOGY: &str = r#"{"predicates":[
 
 const T: &str = "acme";
 
-fn caller(principal: &str) -> Option<v1::Caller> {
-    Some(v1::Caller {
-        tenant: T.into(),
-        principal: principal.into(),
-    })
-}
-
-fn channel(sandbox: &Sandbox, kind: ServiceKind) -> Channel {
-    tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-        .expect("endpoint")
-        .connect_lazy()
-}
-
-async fn push(telemetry: &mut TelemetryServiceClient<Channel>, kind: v1::event::Kind) -> u64 {
-    telemetry
-        .push_event(v1::Event {
-            caller: caller("integration"),
-            kind: Some(kind),
-            ..Default::default()
-        })
-        .await
-        .expect("push")
-        .into_inner()
-        .sequence
-}
-
-fn doc(id: &str, origin: &str, body: &str, acl: &[&str], confidence: f64) -> v1::event::Kind {
-    v1::event::Kind::DocUpsert(v1::DocUpsert {
-        doc_id: id.into(),
-        title: id.into(),
-        origin: origin.into(),
-        body: body.into(),
-        acl: acl.iter().map(|s| s.to_string()).collect(),
-        hold: false,
-        confidence,
-    })
-}
-
 /// Loads a small world and waits until it is applied.
 async fn load(sandbox: &Sandbox) {
-    let mut telemetry = TelemetryServiceClient::new(channel(sandbox, ServiceKind::Telemetry));
-    push(
-        &mut telemetry,
-        v1::event::Kind::OntologySet(v1::OntologySet {
-            ontology_json: ONTOLOGY.into(),
-        }),
-    )
-    .await;
-    for kind in [
+    let events = [
+        ontology(ONTOLOGY),
         doc(
             "pricing",
             "pricing-page",
@@ -134,27 +88,19 @@ async fn load(sandbox: &Sandbox) {
             &["cfo"],
             0.0,
         ),
-    ] {
-        push(&mut telemetry, kind).await;
-    }
-    let last = push(
-        &mut telemetry,
         doc("empty", "wiki", "Nothing to see.", &[], 0.0),
-    )
-    .await;
+    ];
+    let last = sandbox.clients().push_all(T, "integration", events).await;
     let store = sandbox.ctx.store.clone();
     let applied = ontoloop_runtime::wait_for_sequence(&store, last, Duration::from_secs(20)).await;
     assert!(applied.is_ok(), "{applied:?}");
 }
 
-async fn embedded(extra: &[(&str, &str)]) -> (Sandbox, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}/f.db?mode=rwc", dir.path().display());
-    let mut overrides = vec![("store.url", url.as_str())];
-    overrides.extend_from_slice(extra);
-    let sandbox = Sandbox::start(settings(&overrides)).await.expect("sandbox");
+/// The embedded system with the small world loaded.
+async fn embedded(overrides: &[(&str, &str)]) -> Sandbox {
+    let sandbox = Sandbox::embedded(overrides).await;
     load(&sandbox).await;
-    (sandbox, dir)
+    sandbox
 }
 
 async fn text(
@@ -165,7 +111,7 @@ async fn text(
 ) -> Result<v1::ValidateResponse, tonic::Status> {
     firewall
         .validate(v1::ValidateRequest {
-            caller: caller(principal),
+            caller: caller(T, principal),
             input: Some(v1::validate_request::Input::Text(text.into())),
             context: Some(v1::ValidationContext {
                 domain: String::new(),
@@ -183,8 +129,8 @@ fn codes(verdict: &v1::ClaimVerdict) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_invariants_hold_and_the_honest_gaps_show() {
-    let (sandbox, _dir) = embedded(&[]).await;
-    let mut fw = FirewallServiceClient::new(channel(&sandbox, ServiceKind::Firewall));
+    let sandbox = embedded(&[]).await;
+    let mut fw = sandbox.clients().firewall;
     let std = v1::RiskLevel::Unspecified;
 
     // Supported, current, multi-sourced: passes; an unrecognised sentence passes unchecked and
@@ -313,7 +259,7 @@ async fn the_invariants_hold_and_the_honest_gaps_show() {
     };
     let r = fw
         .validate(v1::ValidateRequest {
-            caller: caller("alice"),
+            caller: caller(T, "alice"),
             input: Some(v1::validate_request::Input::Claims(v1::ClaimList {
                 claims: vec![chain],
             })),
@@ -342,8 +288,8 @@ async fn the_invariants_hold_and_the_honest_gaps_show() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raising_the_configured_threshold_blocks_a_claim_that_passed() {
-    let (sandbox, _dir) = embedded(&[("firewall.confidence_standard", "0.9")]).await;
-    let mut fw = FirewallServiceClient::new(channel(&sandbox, ServiceKind::Firewall));
+    let sandbox = embedded(&[("firewall.confidence_standard", "0.9")]).await;
+    let mut fw = sandbox.clients().firewall;
     let r = text(
         &mut fw,
         "alice",
@@ -359,8 +305,8 @@ async fn raising_the_configured_threshold_blocks_a_claim_that_passed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_in_gets_a_clear_status() {
-    let (sandbox, _dir) = embedded(&[]).await;
-    let mut fw = FirewallServiceClient::new(channel(&sandbox, ServiceKind::Firewall));
+    let sandbox = embedded(&[]).await;
+    let mut fw = sandbox.clients().firewall;
     let err = text(&mut fw, "alice", "   ", v1::RiskLevel::Unspecified)
         .await
         .expect_err("empty");
@@ -376,7 +322,7 @@ async fn garbage_in_gets_a_clear_status() {
         err.message()
     );
     let claims = |c: v1::Claim| v1::ValidateRequest {
-        caller: caller("alice"),
+        caller: caller(T, "alice"),
         input: Some(v1::validate_request::Input::Claims(v1::ClaimList {
             claims: vec![c],
         })),
@@ -409,7 +355,7 @@ async fn garbage_in_gets_a_clear_status() {
     assert!(err.message().contains("colour"));
     let err = fw
         .validate(v1::ValidateRequest {
-            caller: caller("alice"),
+            caller: caller(T, "alice"),
             ..Default::default()
         })
         .await
@@ -417,7 +363,7 @@ async fn garbage_in_gets_a_clear_status() {
     assert!(err.message().contains("input"));
     let err = fw
         .validate(v1::ValidateRequest {
-            caller: caller("alice"),
+            caller: caller(T, "alice"),
             input: Some(v1::validate_request::Input::Text("x.".into())),
             context: Some(v1::ValidationContext {
                 domain: String::new(),
@@ -451,7 +397,7 @@ async fn when_the_graph_cannot_be_read_every_claim_is_blocked() {
     .await
     .expect("sandbox");
     load(&sandbox).await;
-    let mut fw = FirewallServiceClient::new(channel(&sandbox, ServiceKind::Firewall));
+    let mut fw = sandbox.clients().firewall;
     let ok = "Payments service is owned by the Atlas team.";
     assert_eq!(
         text(&mut fw, "alice", ok, v1::RiskLevel::Unspecified)
@@ -527,13 +473,13 @@ async fn fake_model(content: &'static str) -> (String, tokio::task::JoinHandle<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_optional_model_extractor_checks_sentences_the_patterns_miss() {
     let (url, server) = fake_model(r#"[{"subject":"Payments service","predicate":"owned_by","object":"Atlas","sentence":"Atlas runs the Payments service."}]"#).await;
-    let (sandbox, _dir) = embedded(&[
+    let sandbox = embedded(&[
         ("firewall.llm.enabled", "true"),
         ("firewall.llm.base_url", &url),
         ("firewall.llm.timeout_ms", "5000"),
     ])
     .await;
-    let mut fw = FirewallServiceClient::new(channel(&sandbox, ServiceKind::Firewall));
+    let mut fw = sandbox.clients().firewall;
     let r = text(
         &mut fw,
         "alice",
@@ -573,10 +519,7 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
         .expect("clients");
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(
-            local.ctx.store.clone(),
-            local.ctx.extraction.clone(),
-        ),
+        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
     )
     .expect("validator");
     let report = ontoloop::bench::firewall::run(&world, clients, &validator, 20, 2, &mut |_| {})

@@ -5,11 +5,8 @@
 
 use std::time::Duration;
 
-use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
-use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_tests::{Sandbox, settings, wait_until};
+use ontoloop_tests::{Sandbox, ontology, wait_until};
 
 const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"owned_by","subject_type":"project","object_type":"team","patterns":["{s} is owned by the {o} team."]}],
@@ -28,45 +25,17 @@ fn doc(body: &str, hold: bool) -> v1::event::Kind {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn critical_region_patterns_are_repaired_or_rebuilt_at_once() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}/ontoloop.db?mode=rwc", dir.path().display());
-    let sandbox = Sandbox::start(settings(&[("store.url", &url)]))
-        .await
-        .expect("system starts");
-    let channel = |kind| {
-        tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-            .expect("endpoint")
-            .connect_lazy()
-    };
-    let mut telemetry = TelemetryServiceClient::new(channel(ServiceKind::Telemetry));
-    let mut analyst = AnalystServiceClient::new(channel(ServiceKind::Analyst));
-    let caller = |principal: &str| {
-        Some(v1::Caller {
-            tenant: "acme".into(),
-            principal: principal.into(),
-        })
-    };
+    let sandbox = Sandbox::embedded(&[]).await;
+    let c = sandbox.clients();
+    let (mut telemetry, analyst) = (c.telemetry.clone(), c.analyst.clone());
+    let caller = |principal: &str| ontoloop_tests::caller("acme", principal);
     let events = [
-        v1::event::Kind::OntologySet(v1::OntologySet {
-            ontology_json: ONTOLOGY.into(),
-        }),
+        ontology(ONTOLOGY),
         doc("Project Wren is owned by the Helix team.", false),
         // A newer version stored but not read: the graph lags its page.
         doc("Project Wren is owned by the Birch team.", true),
     ];
-    let mut last = 0;
-    for kind in events {
-        last = telemetry
-            .push_event(v1::Event {
-                caller: caller("ops"),
-                kind: Some(kind),
-                ..Default::default()
-            })
-            .await
-            .expect("push")
-            .into_inner()
-            .sequence;
-    }
+    let last = c.push_all("acme", "ops", events).await;
     let runs = |min_sequence: u64| {
         let mut analyst = analyst.clone();
         async move {
@@ -134,15 +103,7 @@ async fn critical_region_patterns_are_repaired_or_rebuilt_at_once() {
         "the repair read only the changed page: {repair:?}"
     );
 
-    let patterns = analyst
-        .list_patterns(v1::ListPatternsRequest {
-            caller: caller("ops"),
-            limit: 0,
-        })
-        .await
-        .expect("patterns")
-        .into_inner()
-        .patterns;
+    let patterns = c.patterns("acme", "ops").await;
     let status = |kind: &str| {
         patterns
             .iter()

@@ -5,77 +5,27 @@
 
 use std::time::Duration;
 
-use ontoloop_core::ServiceKind;
 use ontoloop_core::topics;
 use ontoloop_proto::v1;
-use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
-use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_queue::{Message, REASON_HEADER};
-use ontoloop_tests::{Sandbox, settings, wait_until};
+use ontoloop_tests::{Clients, Sandbox, caller, ontology, wait_until};
 use tonic::Code;
-use tonic::transport::Channel;
 
 const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"price","subject_type":"plan","object_type":"number","patterns":["The {s} plan costs €{o:number} per month."]},
   {"name":"owned_by","subject_type":"service","object_type":"team","patterns":["{s} is owned by the {o} team."]}],
   "authority":{"record":4,"pricing-page":3,"wiki":2,"default":1}}"#;
 
-struct Clients {
-    telemetry: TelemetryServiceClient<Channel>,
-    retrieval: RetrievalServiceClient<Channel>,
-    analyst: AnalystServiceClient<Channel>,
-}
-
-async fn clients(sandbox: &Sandbox) -> Clients {
-    let channel = |kind| {
-        tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-            .expect("endpoint")
-            .connect_lazy()
-    };
-    Clients {
-        telemetry: TelemetryServiceClient::new(channel(ServiceKind::Telemetry)),
-        retrieval: RetrievalServiceClient::new(channel(ServiceKind::Retrieval)),
-        analyst: AnalystServiceClient::new(channel(ServiceKind::Analyst)),
-    }
-}
-
-fn caller(tenant: &str, principal: &str) -> Option<v1::Caller> {
-    Some(v1::Caller {
-        tenant: tenant.into(),
-        principal: principal.into(),
-    })
-}
-
 fn doc(id: &str, origin: &str, body: &str, acl: &[&str]) -> v1::event::Kind {
-    v1::event::Kind::DocUpsert(v1::DocUpsert {
-        doc_id: id.into(),
-        title: id.into(),
-        origin: origin.into(),
-        body: body.into(),
-        acl: acl.iter().map(|s| s.to_string()).collect(),
-        hold: false,
-        confidence: 0.0,
-    })
+    ontoloop_tests::doc(id, origin, body, acl, 0.0)
 }
 
-async fn push(
-    c: &mut Clients,
-    tenant: &str,
-    kind: v1::event::Kind,
-) -> Result<v1::EventAck, tonic::Status> {
-    c.telemetry
-        .push_event(v1::Event {
-            caller: caller(tenant, "integration"),
-            kind: Some(kind),
-            ..Default::default()
-        })
-        .await
-        .map(|r| r.into_inner())
+async fn push(c: &Clients, tenant: &str, kind: v1::event::Kind) -> Result<u64, tonic::Status> {
+    c.push(tenant, "integration", kind).await
 }
 
 async fn lookup(
-    c: &mut Clients,
+    c: &Clients,
     tenant: &str,
     principal: &str,
     entity: &str,
@@ -83,6 +33,7 @@ async fn lookup(
     min_sequence: u64,
 ) -> Result<v1::Answer, tonic::Status> {
     c.retrieval
+        .clone()
         .lookup(v1::LookupRequest {
             caller: caller(tenant, principal),
             entity: entity.into(),
@@ -94,45 +45,32 @@ async fn lookup(
         .map(|r| r.into_inner())
 }
 
-async fn embedded() -> (Sandbox, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}/k.db?mode=rwc", dir.path().display());
-    (
-        Sandbox::start(settings(&[("store.url", &url)]))
-            .await
-            .expect("sandbox"),
-        dir,
+/// The pricing page, saying what the Pro plan costs.
+fn pricing(euros: u32) -> v1::event::Kind {
+    doc(
+        "pricing",
+        "pricing-page",
+        &format!("The Pro plan costs €{euros} per month."),
+        &[],
     )
+}
+
+/// The embedded system with the ontology set for `tenant`.
+async fn with_ontology(tenant: &str) -> (Sandbox, Clients) {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let c = sandbox.clients();
+    push(&c, tenant, ontology(ONTOLOGY))
+        .await
+        .expect("ontology");
+    (sandbox, c)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_pushed_is_answered_with_provenance_right_after() {
-    let (sandbox, _dir) = embedded().await;
-    let mut c = clients(&sandbox).await;
     let t = "acme";
-    push(
-        &mut c,
-        t,
-        v1::event::Kind::OntologySet(v1::OntologySet {
-            ontology_json: ONTOLOGY.into(),
-        }),
-    )
-    .await
-    .expect("ontology");
-    let seq = push(
-        &mut c,
-        t,
-        doc(
-            "pricing",
-            "pricing-page",
-            "The Pro plan costs €49 per month.",
-            &[],
-        ),
-    )
-    .await
-    .expect("doc")
-    .sequence;
-    let answer = lookup(&mut c, t, "alice", "Pro plan", "price", seq)
+    let (sandbox, c) = with_ontology(t).await;
+    let seq = push(&c, t, pricing(49)).await.expect("doc");
+    let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
         .await
         .expect("answer");
     assert_eq!(answer.value, "49");
@@ -150,20 +88,8 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
     );
 
     // The same body again is not a new version.
-    let again = push(
-        &mut c,
-        t,
-        doc(
-            "pricing",
-            "pricing-page",
-            "The Pro plan costs €49 per month.",
-            &[],
-        ),
-    )
-    .await
-    .expect("doc")
-    .sequence;
-    let answer = lookup(&mut c, t, "alice", "pro", "price", again)
+    let again = push(&c, t, pricing(49)).await.expect("doc");
+    let answer = lookup(&c, t, "alice", "pro", "price", again)
         .await
         .expect("answer");
     assert!(
@@ -173,20 +99,8 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
     );
 
     // A new version is read right after it is pushed; the old value stays in history.
-    let seq = push(
-        &mut c,
-        t,
-        doc(
-            "pricing",
-            "pricing-page",
-            "The Pro plan costs €59 per month.",
-            &[],
-        ),
-    )
-    .await
-    .expect("doc")
-    .sequence;
-    let answer = lookup(&mut c, t, "alice", "PRO", "price", seq)
+    let seq = push(&c, t, pricing(59)).await.expect("doc");
+    let answer = lookup(&c, t, "alice", "PRO", "price", seq)
         .await
         .expect("answer");
     assert_eq!(answer.value, "59");
@@ -194,14 +108,13 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
 
     // A lower-authority page that still says the old value does not win, and does not hedge.
     let seq = push(
-        &mut c,
+        &c,
         t,
         doc("wiki-faq", "wiki", "The Pro plan costs €49 per month.", &[]),
     )
     .await
-    .expect("doc")
-    .sequence;
-    let answer = lookup(&mut c, t, "alice", "Pro", "price", seq)
+    .expect("doc");
+    let answer = lookup(&c, t, "alice", "Pro", "price", seq)
         .await
         .expect("answer");
     assert_eq!(
@@ -211,7 +124,7 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
 
     // A system-of-record value outranks every page, whatever spelling it uses.
     let seq = push(
-        &mut c,
+        &c,
         t,
         v1::event::Kind::RecordSet(v1::RecordSet {
             source: "record:billing".into(),
@@ -221,9 +134,8 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
         }),
     )
     .await
-    .expect("record")
-    .sequence;
-    let answer = lookup(&mut c, t, "alice", "Pro", "price", seq)
+    .expect("record");
+    let answer = lookup(&c, t, "alice", "Pro", "price", seq)
         .await
         .expect("answer");
     assert_eq!(answer.value, "64");
@@ -232,6 +144,7 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
     // The maintenance runs are listed with their cost.
     let runs = c
         .analyst
+        .clone()
         .list_maintenance_runs(v1::ListMaintenanceRunsRequest {
             caller: caller(t, "ops"),
             min_sequence: seq,
@@ -256,31 +169,22 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
-    let (sandbox, _dir) = embedded().await;
-    let mut c = clients(&sandbox).await;
+    let sandbox = Sandbox::embedded(&[]).await;
+    let c = sandbox.clients();
     let t = "acme";
     // Before any ontology, knowledge events are refused with a reason, not lost silently.
-    let early = push(&mut c, t, doc("a", "wiki", "x", &[]))
+    let early = push(&c, t, doc("a", "wiki", "x", &[]))
         .await
-        .expect("accepted by the intake")
-        .sequence;
-    let err = lookup(&mut c, t, "alice", "Pro", "price", early)
+        .expect("accepted by the intake");
+    let err = lookup(&c, t, "alice", "Pro", "price", early)
         .await
         .expect_err("refused");
     assert_eq!(err.code(), Code::FailedPrecondition);
     assert!(err.message().contains("ontology"), "{}", err.message());
 
-    push(
-        &mut c,
-        t,
-        v1::event::Kind::OntologySet(v1::OntologySet {
-            ontology_json: ONTOLOGY.into(),
-        }),
-    )
-    .await
-    .expect("ontology");
+    push(&c, t, ontology(ONTOLOGY)).await.expect("ontology");
     let bad = push(
-        &mut c,
+        &c,
         t,
         v1::event::Kind::RecordSet(v1::RecordSet {
             source: "record:billing".into(),
@@ -290,28 +194,15 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
         }),
     )
     .await
-    .expect("the intake cannot know the ontology")
-    .sequence;
-    let good = push(
-        &mut c,
-        t,
-        doc(
-            "pricing",
-            "pricing-page",
-            "The Pro plan costs €49 per month.",
-            &[],
-        ),
-    )
-    .await
-    .expect("doc")
-    .sequence;
-    let err = lookup(&mut c, t, "alice", "Pro", "price", bad)
+    .expect("the intake cannot know the ontology");
+    let good = push(&c, t, pricing(49)).await.expect("doc");
+    let err = lookup(&c, t, "alice", "Pro", "price", bad)
         .await
         .expect_err("refused event");
     assert_eq!(err.code(), Code::FailedPrecondition);
     assert!(err.message().contains("colour"), "{}", err.message());
     assert_eq!(
-        lookup(&mut c, t, "alice", "Pro", "price", good)
+        lookup(&c, t, "alice", "Pro", "price", good)
             .await
             .expect("applied")
             .value,
@@ -349,13 +240,13 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
     drop(dead);
 
     // Malformed events never reach the queue: the intake names the field.
-    let err = push(&mut c, t, doc("", "wiki", "x", &[]))
+    let err = push(&c, t, doc("", "wiki", "x", &[]))
         .await
         .expect_err("no doc id");
     assert_eq!(err.code(), Code::InvalidArgument);
     assert!(err.message().contains("doc_id"), "{}", err.message());
     let err = push(
-        &mut c,
+        &c,
         t,
         v1::event::Kind::GraphMaintain(v1::GraphMaintain {
             mode: "sometimes".into(),
@@ -365,7 +256,7 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
     .expect_err("bad mode");
     assert!(err.message().contains("mode"), "{}", err.message());
     let err = push(
-        &mut c,
+        &c,
         t,
         v1::event::Kind::OntologySet(v1::OntologySet {
             ontology_json: "{".into(),
@@ -393,15 +284,10 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
         .publish(topics::EVENTS, Message::with_id("raw-2", raw))
         .await
         .expect("publish");
-    let c2 = clients(&sandbox).await;
     let applied = wait_until(Duration::from_secs(10), || {
-        let mut c = Clients {
-            telemetry: c2.telemetry.clone(),
-            retrieval: c2.retrieval.clone(),
-            analyst: c2.analyst.clone(),
-        };
+        let c = c.clone();
         async move {
-            lookup(&mut c, "acme", "alice", "Billing", "owned_by", 0)
+            lookup(&c, "acme", "alice", "Billing", "owned_by", 0)
                 .await
                 .is_ok_and(|a| a.value == "Orion")
         }
@@ -452,20 +338,10 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
-    let (sandbox, _dir) = embedded().await;
-    let mut c = clients(&sandbox).await;
     let t = "acme";
-    push(
-        &mut c,
-        t,
-        v1::event::Kind::OntologySet(v1::OntologySet {
-            ontology_json: ONTOLOGY.into(),
-        }),
-    )
-    .await
-    .expect("ontology");
+    let (sandbox, c) = with_ontology(t).await;
     let seq = push(
-        &mut c,
+        &c,
         t,
         doc(
             "board",
@@ -475,19 +351,18 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
         ),
     )
     .await
-    .expect("doc")
-    .sequence;
-    let hidden = lookup(&mut c, t, "alice", "Secret", "price", seq)
+    .expect("doc");
+    let hidden = lookup(&c, t, "alice", "Secret", "price", seq)
         .await
         .expect("answer");
     assert_eq!(hidden.status, v1::AnswerStatus::Abstained as i32);
     assert!(hidden.evidence.is_empty() && hidden.value.is_empty());
-    let seen = lookup(&mut c, t, "cfo", "Secret", "price", seq)
+    let seen = lookup(&c, t, "cfo", "Secret", "price", seq)
         .await
         .expect("answer");
     assert_eq!(seen.value, "999");
     // Another tenant sees nothing of this one.
-    let err = lookup(&mut c, "globex", "cfo", "Secret", "price", 0)
+    let err = lookup(&c, "globex", "cfo", "Secret", "price", 0)
         .await
         .expect_err("no ontology there");
     assert_eq!(err.code(), Code::FailedPrecondition);
@@ -495,6 +370,7 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
     // Questions the ontology cannot map abstain with the reason; bad requests name the field.
     let answer = c
         .retrieval
+        .clone()
         .ask(v1::AskRequest {
             caller: caller(t, "alice"),
             text: "Is it raining in Izmir?".into(),
@@ -509,12 +385,13 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
         "{}",
         answer.abstain_reason
     );
-    let err = lookup(&mut c, t, "alice", "Secret", "colour", 0)
+    let err = lookup(&c, t, "alice", "Secret", "colour", 0)
         .await
         .expect_err("unknown predicate");
     assert_eq!(err.code(), Code::InvalidArgument);
     let err = c
         .retrieval
+        .clone()
         .ask(v1::AskRequest {
             caller: caller(t, "alice"),
             text: " ".into(),
@@ -523,7 +400,7 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
         .await
         .expect_err("empty question");
     assert!(err.message().contains("text"));
-    let err = lookup(&mut c, t, "alice", "Secret", "price", 999_999)
+    let err = lookup(&c, t, "alice", "Secret", "price", 999_999)
         .await
         .expect_err("unknown sequence");
     assert_eq!(err.code(), Code::NotFound);
@@ -544,28 +421,23 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
     assert!(signalled, "abstentions publish signals");
 
     // An idempotency key makes a retried push a duplicate.
-    let first = c
-        .telemetry
-        .push_event(v1::Event {
-            caller: caller(t, "hr"),
-            idempotency_key: "k-1".into(),
-            kind: Some(doc("x", "wiki", "y", &[])),
-            ..Default::default()
-        })
-        .await
-        .expect("push")
-        .into_inner();
-    let second = c
-        .telemetry
-        .push_event(v1::Event {
-            caller: caller(t, "hr"),
-            idempotency_key: "k-1".into(),
-            kind: Some(doc("x", "wiki", "y", &[])),
-            ..Default::default()
-        })
-        .await
-        .expect("push")
-        .into_inner();
+    let keyed = || {
+        let mut telemetry = c.telemetry.clone();
+        async move {
+            telemetry
+                .push_event(v1::Event {
+                    caller: caller(t, "hr"),
+                    idempotency_key: "k-1".into(),
+                    kind: Some(doc("x", "wiki", "y", &[])),
+                    ..Default::default()
+                })
+                .await
+                .expect("push")
+                .into_inner()
+        }
+    };
+    let first = keyed().await;
+    let second = keyed().await;
     assert_eq!((second.sequence, second.duplicate), (first.sequence, true));
     sandbox.shutdown().await.expect("clean shutdown");
 }

@@ -5,12 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
-use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
-use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
+use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 
 const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"owned_by","subject_type":"project","object_type":"team","patterns":["{s} is owned by the {o} team."]},
@@ -19,46 +15,27 @@ const ONTOLOGY: &str = r#"{"predicates":[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_project_is_discovered_and_answered_with_provenance() {
-    let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let records = tempfile::tempdir().expect("temp dir");
     let tenant = format!("loop{}", std::process::id());
-    std::fs::create_dir_all(records.path().join(&tenant)).expect("mkdir");
-    std::fs::write(
-        records.path().join(&tenant).join("kite.md"),
-        "# Project Kite\nProject Kite is our drone survey pilot. Project Kite is owned by the Atlas team.\n",
+    let records = Records::new(
+        &tenant,
+        &[(
+            "kite.md",
+            "# Project Kite\nProject Kite is our drone survey pilot. Project Kite is owned by the Atlas team.\n",
+        )],
+    );
+    let (sandbox, database) = Sandbox::on_servers(
+        "loop",
+        &records.and(&[
+            // This test shows the heal-at-once path; `review.rs` shows proposals below it.
+            ("analyst.propose_at", "critical"),
+        ]),
     )
-    .expect("write a project record");
-    let amqp = amqp_url();
-    let namespace = amqp_namespace("loop");
-    let sources = records.path().display().to_string();
-    let sandbox = Sandbox::start(settings(&[
-        ("store.url", &database.url),
-        ("queue.url", &amqp),
-        ("queue.namespace", &namespace),
-        ("analyst.sources_dir", &sources),
-        // This test shows the heal-at-once path; `review.rs` shows proposals below it.
-        ("analyst.propose_at", "critical"),
-    ]))
-    .await
-    .expect("system starts");
-    let channel = |kind| {
-        tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-            .expect("endpoint")
-            .connect_lazy()
-    };
-    let mut telemetry = TelemetryServiceClient::new(channel(ServiceKind::Telemetry));
-    let mut retrieval = RetrievalServiceClient::new(channel(ServiceKind::Retrieval));
-    let analyst = AnalystServiceClient::new(channel(ServiceKind::Analyst));
-    let caller = |principal: &str| {
-        Some(v1::Caller {
-            tenant: tenant.clone(),
-            principal: principal.into(),
-        })
-    };
+    .await;
+    let c = sandbox.clients();
+    let (mut telemetry, mut retrieval) = (c.telemetry.clone(), c.retrieval.clone());
+    let caller = |principal: &str| ontoloop_tests::caller(&tenant, principal);
     let setup = [
-        v1::event::Kind::OntologySet(v1::OntologySet {
-            ontology_json: ONTOLOGY.into(),
-        }),
+        ontology(ONTOLOGY),
         v1::event::Kind::DocUpsert(v1::DocUpsert {
             doc_id: "portfolio".into(),
             title: "Portfolio".into(),
@@ -67,19 +44,7 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
             ..Default::default()
         }),
     ];
-    let mut last = 0;
-    for kind in setup {
-        last = telemetry
-            .push_event(v1::Event {
-                caller: caller("ops"),
-                kind: Some(kind),
-                ..Default::default()
-            })
-            .await
-            .expect("push")
-            .into_inner()
-            .sequence;
-    }
+    let last = c.push_all(&tenant, "ops", setup).await;
     let lookup = |principal: &str, min_sequence: u64| v1::LookupRequest {
         caller: caller(principal),
         entity: "Project Kite".into(),
@@ -125,18 +90,9 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
     }
 
     // The next ask succeeds, with provenance pointing at the project record.
-    let retrieval_poll = retrieval.clone();
-    let healed = wait_until(Duration::from_secs(30), || {
-        let mut client = retrieval_poll.clone();
-        let request = lookup("agent-0", 0);
-        async move {
-            client
-                .lookup(request)
-                .await
-                .is_ok_and(|a| a.into_inner().value == "Atlas")
-        }
-    })
-    .await;
+    let healed = c
+        .wait_for_answer(lookup("agent-0", 0), "Atlas", Duration::from_secs(30))
+        .await;
     let latency = started.elapsed();
     assert!(healed, "the analyst healed the missing project");
     println!(
@@ -153,18 +109,7 @@ async fn a_missing_project_is_discovered_and_answered_with_provenance() {
     assert_eq!(answer.evidence[0].origin, "project-record");
 
     // One pattern, across spellings, from every agent; critical, so healed at once.
-    let list = || {
-        let mut analyst = analyst.clone();
-        let caller = caller("reviewer");
-        async move {
-            analyst
-                .list_patterns(v1::ListPatternsRequest { caller, limit: 0 })
-                .await
-                .expect("patterns")
-                .into_inner()
-                .patterns
-        }
-    };
+    let list = || c.patterns(&tenant, "reviewer");
     let healed = wait_until(Duration::from_secs(30), || async {
         list()
             .await

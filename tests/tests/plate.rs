@@ -13,20 +13,19 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use ontoloop_core::{ServiceKind, topics};
+use ontoloop_core::topics;
 use ontoloop_org::Caller;
 use ontoloop_org::filters::{PlateContext, PlateSettings};
 use ontoloop_org::hr::{HrEvent, apply};
 use ontoloop_org::items::WorkItem;
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_testkit::generate::{World, WorldSpec, generate};
 use ontoloop_testkit::oracle::oracle_plate;
 use ontoloop_testkit::plate::{
     Graphs, matches_oracle, oracle_for, plate_request, random_user, random_users,
 };
-use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
+use ontoloop_tests::{Clients, Sandbox, caller, settings, wait_until};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -34,7 +33,6 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 type Retrieval = RetrievalServiceClient<Channel>;
-type Telemetry = TelemetryServiceClient<Channel>;
 
 /// The large world: one tenant (`tenant-0`) of 10,000 people and 100,000 items.
 fn large_world(items: usize) -> World {
@@ -68,32 +66,17 @@ fn plate_settings() -> PlateSettings {
     settings(&[]).plate
 }
 
-async fn clients(sandbox: &Sandbox) -> (Retrieval, Telemetry) {
-    let retrieval = RetrievalServiceClient::connect(sandbox.endpoint(ServiceKind::Retrieval))
-        .await
-        .expect("connect retrieval");
-    let telemetry = TelemetryServiceClient::connect(sandbox.endpoint(ServiceKind::Telemetry))
-        .await
-        .expect("connect telemetry");
-    (retrieval, telemetry)
-}
-
-fn wire(tenant: &str, principal: &str) -> Option<v1::Caller> {
-    Some(v1::Caller {
-        tenant: tenant.to_owned(),
-        principal: principal.to_owned(),
-    })
-}
-
-/// Plates of `users` random users of the world's first tenant equal the oracle's.
-async fn plates_equal_the_oracle(retrieval: &Retrieval, world: &World, users: usize, seed: u64) {
-    let tenant = &world.tenants[0];
-    let settings = plate_settings();
-    let callers = random_users(users, seed, tenant);
-    let results: Vec<(Caller, v1::PlateResponse)> = futures::stream::iter(callers)
+/// The plates of `callers` at the world's instant with `limit` items, four requests at a time.
+async fn plates(
+    retrieval: &Retrieval,
+    world: &World,
+    callers: Vec<Caller>,
+    limit: u32,
+) -> Vec<(Caller, v1::PlateResponse)> {
+    futures::stream::iter(callers)
         .map(|caller| {
             let mut client = retrieval.clone();
-            let request = plate_request(&caller, world.now, 0);
+            let request = plate_request(&caller, world.now, limit);
             async move {
                 let plate = client.plate(request).await.expect("plate").into_inner();
                 (caller, plate)
@@ -101,7 +84,15 @@ async fn plates_equal_the_oracle(retrieval: &Retrieval, world: &World, users: us
         })
         .buffered(4)
         .collect()
-        .await;
+        .await
+}
+
+/// Plates of `users` random users of the world's first tenant equal the oracle's.
+async fn plates_equal_the_oracle(retrieval: &Retrieval, world: &World, users: usize, seed: u64) {
+    let tenant = &world.tenants[0];
+    let settings = plate_settings();
+    let callers = random_users(users, seed, tenant);
+    let results = plates(retrieval, world, callers, 0).await;
     let (mut nonempty, mut reasons) = (0, HashSet::new());
     for (caller, got) in &results {
         let want = oracle_for(world, tenant, caller, None, &settings);
@@ -150,18 +141,7 @@ async fn probes_never_leak(retrieval: &Retrieval, worlds: &[&World], probes: usi
             Caller::new(&probed.tenants[0].tenant, principal.principal()).expect("caller")
         })
         .collect();
-    let results: Vec<(Caller, v1::PlateResponse)> = futures::stream::iter(callers)
-        .map(|caller| {
-            let mut client = retrieval.clone();
-            let request = plate_request(&caller, worlds[0].now, u32::MAX);
-            async move {
-                let plate = client.plate(request).await.expect("plate").into_inner();
-                (caller, plate)
-            }
-        })
-        .buffered(4)
-        .collect()
-        .await;
+    let results = plates(retrieval, worlds[0], callers, u32::MAX).await;
     let (mut shown, mut via_hierarchy, mut via_dependency) = (0, 0, 0);
     for (caller, plate) in &results {
         let tenant = caller.tenant();
@@ -226,7 +206,7 @@ async fn ask(retrieval: &Retrieval, tenant: &str, text: &str, min_sequence: u64)
     let mut client = retrieval.clone();
     client
         .ask(v1::AskRequest {
-            caller: wire(tenant, "agent"),
+            caller: caller(tenant, "agent"),
             text: text.to_owned(),
             min_sequence,
             ..Default::default()
@@ -240,21 +220,8 @@ fn manager_in(answer: &v1::Answer) -> &str {
     answer.hops.first().map_or("", |hop| hop.value.as_str())
 }
 
-async fn push(
-    telemetry: &Telemetry,
-    tenant: &str,
-    kind: v1::event::Kind,
-) -> Result<u64, tonic::Status> {
-    let mut client = telemetry.clone();
-    client
-        .push_event(v1::Event {
-            caller: wire(tenant, "hr-system"),
-            at: None,
-            idempotency_key: String::new(),
-            kind: Some(kind),
-        })
-        .await
-        .map(|ack| ack.into_inner().sequence)
+async fn push(c: &Clients, tenant: &str, kind: v1::event::Kind) -> Result<u64, tonic::Status> {
+    c.push(tenant, "hr-system", kind).await
 }
 
 fn transfer(person: &str, team: &str, manager: &str) -> v1::event::Kind {
@@ -271,12 +238,8 @@ fn transfer(person: &str, team: &str, manager: &str) -> v1::event::Kind {
 /// the other, and returns each event-to-visible latency (the first pays for the analyst's first
 /// read of the HR records); afterwards the plates of everyone involved equal the oracle on the
 /// changed records.
-async fn transfers_are_visible(
-    retrieval: &Retrieval,
-    telemetry: &Telemetry,
-    world: &World,
-    count: usize,
-) -> Vec<Duration> {
+async fn transfers_are_visible(c: &Clients, world: &World, count: usize) -> Vec<Duration> {
+    let retrieval = &c.retrieval;
     let tenant = &world.tenants[0];
     let top = tenant
         .org
@@ -302,13 +265,9 @@ async fn transfers_are_visible(
         assert_eq!(before.status, v1::AnswerStatus::Answered as i32);
 
         let started = Instant::now();
-        let seq = push(
-            telemetry,
-            &tenant.tenant,
-            transfer(&mover.id, &mover.team, &top.id),
-        )
-        .await
-        .expect("transfer accepted");
+        let seq = push(c, &tenant.tenant, transfer(&mover.id, &mover.team, &top.id))
+            .await
+            .expect("transfer accepted");
         let latency = loop {
             let answer = ask(retrieval, &tenant.tenant, &question, 0).await;
             if manager_in(&answer) == top.id {
@@ -397,15 +356,12 @@ async fn warm_up(retrieval: &Retrieval, worlds: &[&World]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plates_equal_the_oracle_never_leak_and_follow_a_transfer() {
     let started = Instant::now();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}/plate.db?mode=rwc", dir.path().display());
-    let sandbox = Sandbox::start(settings(&[("store.url", &url)]))
-        .await
-        .expect("system starts");
+    let sandbox = Sandbox::embedded(&[]).await;
     let (large, second) = (large_world(100_000), second_world());
     let worlds = [&large, &second];
     load(&sandbox, &worlds).await;
-    let (retrieval, telemetry) = clients(&sandbox).await;
+    let c = sandbox.clients();
+    let retrieval = c.retrieval.clone();
     warm_up(&retrieval, &worlds).await;
     println!("generated, loaded and warmed up in {:?}", started.elapsed());
 
@@ -415,7 +371,7 @@ async fn plates_equal_the_oracle_never_leak_and_follow_a_transfer() {
     let phase = Instant::now();
     probes_never_leak(&retrieval, &worlds, 10_000).await;
     println!("10,000 permission probes ({:?})", phase.elapsed());
-    let latencies = transfers_are_visible(&retrieval, &telemetry, &large, 3).await;
+    let latencies = transfers_are_visible(&c, &large, 3).await;
     report_latencies(&latencies, "SQLite, in-process queue");
     sandbox.shutdown().await.expect("clean shutdown");
     println!("whole test {:?}", started.elapsed());
@@ -424,22 +380,14 @@ async fn plates_equal_the_oracle_never_leak_and_follow_a_transfer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_and_rabbitmq_plates_equal_the_oracle_and_a_transfer_is_visible() {
     let started = Instant::now();
-    let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let namespace = amqp_namespace("plate");
-    let amqp = amqp_url();
-    let sandbox = Sandbox::start(settings(&[
-        ("store.url", &database.url),
-        ("queue.url", &amqp),
-        ("queue.namespace", &namespace),
-    ]))
-    .await
-    .expect("system starts");
+    let (sandbox, database) = Sandbox::on_servers("plate", &[]).await;
     let large = large_world(20_000);
     load(&sandbox, &[&large]).await;
-    let (retrieval, telemetry) = clients(&sandbox).await;
+    let c = sandbox.clients();
+    let retrieval = c.retrieval.clone();
     warm_up(&retrieval, &[&large]).await;
     plates_equal_the_oracle(&retrieval, &large, 200, 12).await;
-    let latencies = transfers_are_visible(&retrieval, &telemetry, &large, 3).await;
+    let latencies = transfers_are_visible(&c, &large, 3).await;
     report_latencies(&latencies, "PostgreSQL, RabbitMQ");
     sandbox.shutdown().await.expect("clean shutdown");
     database.drop_now().await.expect("drop the test database");
@@ -448,11 +396,7 @@ async fn on_postgres_and_rabbitmq_plates_equal_the_oracle_and_a_transfer_is_visi
 
 #[tokio::test]
 async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}/small.db?mode=rwc", dir.path().display());
-    let sandbox = Sandbox::start(settings(&[("store.url", &url)]))
-        .await
-        .expect("system starts");
+    let sandbox = Sandbox::embedded(&[]).await;
     let world = generate(&WorldSpec {
         seed: 5,
         tenants: 1,
@@ -462,7 +406,8 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
         ..WorldSpec::default()
     });
     load(&sandbox, &[&world]).await;
-    let (retrieval, telemetry) = clients(&sandbox).await;
+    let c = sandbox.clients();
+    let retrieval = c.retrieval.clone();
     let tenant = world.tenants[0].tenant.clone();
 
     // A docs push: a new service owned by team-0001 that depends on svc-0000, and an undescribed
@@ -480,7 +425,7 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
         ),
     ];
     let seq = push(
-        &telemetry,
+        &c,
         &tenant,
         v1::event::Kind::DocsPush(v1::DocsPush {
             changed_files: contents.iter().map(|(path, _)| path.clone()).collect(),
@@ -517,7 +462,7 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
     // A work item through the intake lands on its assignee's plate.
     let assignee = "p00042";
     push(
-        &telemetry,
+        &c,
         &tenant,
         v1::event::Kind::WorkItem(v1::WorkItemUpsert {
             item_id: "INC-1".into(),
@@ -534,7 +479,7 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
     .await
     .expect("item accepted");
     let request = v1::PlateRequest {
-        caller: wire(&tenant, assignee),
+        caller: caller(&tenant, assignee),
         ..Default::default()
     };
     let last = std::sync::Mutex::new(v1::PlateResponse::default());
@@ -564,7 +509,7 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
         .clone();
     let skip = manager.manager.clone().unwrap_or_default();
     let hired = push(
-        &telemetry,
+        &c,
         &tenant,
         v1::event::Kind::Hr(v1::HrEvent {
             r#type: v1::HrEventType::EmployeeHired as i32,
@@ -587,7 +532,7 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
     .await;
     assert_eq!(manager_in(&answer), manager.id);
     let left = push(
-        &telemetry,
+        &c,
         &tenant,
         v1::event::Kind::Hr(v1::HrEvent {
             r#type: v1::HrEventType::EmployeeTerminated as i32,
@@ -601,13 +546,13 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
     assert_eq!(manager_in(&answer), skip);
 
     // An event the records refuse settles as failed, with the reason.
-    let refused = push(&telemetry, &tenant, transfer("p-new", "no-such-team", ""))
+    let refused = push(&c, &tenant, transfer("p-new", "no-such-team", ""))
         .await
         .expect("accepted at the intake");
     let mut client = retrieval.clone();
     let status = client
         .ask(v1::AskRequest {
-            caller: wire(&tenant, "agent"),
+            caller: caller(&tenant, "agent"),
             text: "Who does p-new report to?".into(),
             min_sequence: refused,
             ..Default::default()
@@ -629,7 +574,7 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
 
     // A project's context graph: opened from its team, extended, closed.
     let project = |action: v1::ProjectAction, extend_secs: u64| v1::ProjectContextRequest {
-        caller: wire(&tenant, "p00001"),
+        caller: caller(&tenant, "p00001"),
         project: "books".into(),
         action: action as i32,
         team: "team-0001".into(),

@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
-use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
-use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
-use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
+use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 use sea_orm::{ConnectionTrait, Database, Statement};
 
 const ONTOLOGY: &str = r#"{"predicates":[
@@ -22,68 +19,43 @@ const ONTOLOGY: &str = r#"{"predicates":[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_supervisor_routes_updates_and_reviewers_decide_them_once() {
-    let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let records = tempfile::tempdir().expect("temp dir");
     let tenant = format!("review{}", std::process::id());
-    let dir = records.path().join(&tenant);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(
-        dir.join("kite.md"),
-        "# Project Kite\nProject Kite is owned by the Atlas team. Project Kite has a budget of 40000.\n",
+    let records = Records::new(
+        &tenant,
+        &[
+            (
+                "kite.md",
+                "# Project Kite\nProject Kite is owned by the Atlas team. Project Kite has a budget of 40000.\n",
+            ),
+            // Two records that disagree on the launch window: a high-variance update.
+            (
+                "kite-plan.md",
+                "# Kite plan\nProject Kite launches in March.\n",
+            ),
+            (
+                "kite-memo.md",
+                "# Kite memo\nProject Kite launches in June.\n",
+            ),
+        ],
+    );
+    let (sandbox, database) = Sandbox::on_servers(
+        "review",
+        &records.and(&[
+            // Nothing ordinary is sampled, so what reaches the queue is there by rule.
+            ("supervisor.base_rate", "0"),
+            ("supervisor.min_rate", "0"),
+            ("supervisor.seed", "7"),
+        ]),
     )
-    .expect("write");
-    // Two records that disagree on the launch window: a high-variance update.
-    std::fs::write(
-        dir.join("kite-plan.md"),
-        "# Kite plan\nProject Kite launches in March.\n",
-    )
-    .expect("write");
-    std::fs::write(
-        dir.join("kite-memo.md"),
-        "# Kite memo\nProject Kite launches in June.\n",
-    )
-    .expect("write");
-    let amqp = amqp_url();
-    let namespace = amqp_namespace("review");
-    let sources = records.path().display().to_string();
-    let sandbox = Sandbox::start(settings(&[
-        ("store.url", &database.url),
-        ("queue.url", &amqp),
-        ("queue.namespace", &namespace),
-        ("analyst.sources_dir", &sources),
-        // Nothing ordinary is sampled, so what reaches the queue is there by rule.
-        ("supervisor.base_rate", "0"),
-        ("supervisor.min_rate", "0"),
-        ("supervisor.seed", "7"),
-    ]))
-    .await
-    .expect("system starts");
-    let channel = |kind| {
-        tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-            .expect("endpoint")
-            .connect_lazy()
-    };
-    let mut telemetry = TelemetryServiceClient::new(channel(ServiceKind::Telemetry));
-    let mut retrieval = RetrievalServiceClient::new(channel(ServiceKind::Retrieval));
-    let mut analyst = AnalystServiceClient::new(channel(ServiceKind::Analyst));
-    let caller = |principal: &str| {
-        Some(v1::Caller {
-            tenant: tenant.clone(),
-            principal: principal.into(),
-        })
-    };
-    let pushed = telemetry
-        .push_event(v1::Event {
-            caller: caller("ops"),
-            kind: Some(v1::event::Kind::OntologySet(v1::OntologySet {
-                ontology_json: ONTOLOGY.into(),
-            })),
-            ..Default::default()
-        })
+    .await;
+    let c = sandbox.clients();
+    let (mut telemetry, mut retrieval, analyst) =
+        (c.telemetry.clone(), c.retrieval.clone(), c.analyst.clone());
+    let caller = |principal: &str| ontoloop_tests::caller(&tenant, principal);
+    let pushed = c
+        .push(&tenant, "ops", ontology(ONTOLOGY))
         .await
-        .expect("push")
-        .into_inner()
-        .sequence;
+        .expect("push");
 
     // The ontology is in place before anyone asks.
     retrieval
@@ -122,18 +94,9 @@ async fn the_supervisor_routes_updates_and_reviewers_decide_them_once() {
     };
 
     // The ordinary update (owner) was applied without a human.
-    let client = retrieval.clone();
-    let owner_applied = wait_until(Duration::from_secs(30), || {
-        let mut client = client.clone();
-        let request = lookup("owned_by");
-        async move {
-            client
-                .lookup(request)
-                .await
-                .is_ok_and(|a| a.into_inner().value == "Atlas")
-        }
-    })
-    .await;
+    let owner_applied = c
+        .wait_for_answer(lookup("owned_by"), "Atlas", Duration::from_secs(30))
+        .await;
     if !owner_applied {
         eprintln!(
             "DEBUG updates {:?}",
@@ -313,15 +276,7 @@ async fn the_supervisor_routes_updates_and_reviewers_decide_them_once() {
     assert_eq!((general.approvals, general.rejections), (0, 1));
 
     // The pattern says what was done.
-    let patterns = analyst
-        .list_patterns(v1::ListPatternsRequest {
-            caller: caller("rita"),
-            limit: 0,
-        })
-        .await
-        .expect("patterns")
-        .into_inner()
-        .patterns;
+    let patterns = c.patterns(&tenant, "rita").await;
     let kite = patterns
         .iter()
         .find(|p| p.key == "project kite")

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use ontoloop_core::{ServiceKind, topics};
 use ontoloop_proto::v1;
 use ontoloop_queue::{Message, REASON_HEADER};
-use ontoloop_tests::{Sandbox, settings, wait_until};
+use ontoloop_tests::{Sandbox, wait_until};
 use tonic::Code;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -18,32 +18,12 @@ use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 
-async fn embedded() -> (Sandbox, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}/ontoloop.db?mode=rwc", dir.path().display());
-    let sandbox = Sandbox::start(settings(&[("store.url", &url)]))
-        .await
-        .expect("sandbox starts");
-    (sandbox, dir)
-}
-
-async fn channel(sandbox: &Sandbox, kind: ServiceKind) -> tonic::transport::Channel {
-    tonic::transport::Endpoint::from_shared(sandbox.endpoint(kind))
-        .expect("valid endpoint")
-        .connect()
-        .await
-        .expect("connect")
-}
-
 fn caller() -> Option<v1::Caller> {
-    Some(v1::Caller {
-        tenant: "acme".into(),
-        principal: "alice".into(),
-    })
+    ontoloop_tests::caller("acme", "alice")
 }
 
 async fn health(sandbox: &Sandbox, kind: ServiceKind) -> i32 {
-    let mut client = HealthClient::new(channel(sandbox, kind).await);
+    let mut client = HealthClient::new(sandbox.channel(kind));
     client
         .check(HealthCheckRequest {
             service: kind.grpc_name().into(),
@@ -55,7 +35,7 @@ async fn health(sandbox: &Sandbox, kind: ServiceKind) -> i32 {
 }
 
 async fn reflected_services(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String> {
-    let mut client = ServerReflectionClient::new(channel(sandbox, kind).await);
+    let mut client = ServerReflectionClient::new(sandbox.channel(kind));
     let request = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
@@ -76,7 +56,7 @@ async fn reflected_services(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String>
 
 #[tokio::test]
 async fn every_service_serves_health_and_reflection() {
-    let (sandbox, _dir) = embedded().await;
+    let sandbox = Sandbox::embedded(&[]).await;
     for kind in ServiceKind::ALL {
         assert_eq!(
             health(&sandbox, kind).await,
@@ -109,15 +89,9 @@ fn assert_needs_caller(result: Result<impl std::fmt::Debug, tonic::Status>, what
 
 #[tokio::test]
 async fn empty_tenants_get_honest_answers_and_every_request_needs_a_caller() {
-    use v1::analyst_service_client::AnalystServiceClient;
-    use v1::firewall_service_client::FirewallServiceClient;
-    use v1::retrieval_service_client::RetrievalServiceClient;
-    use v1::telemetry_service_client::TelemetryServiceClient;
-
-    let (sandbox, _dir) = embedded().await;
-    let mut retrieval = RetrievalServiceClient::connect(sandbox.endpoint(ServiceKind::Retrieval))
-        .await
-        .expect("connect");
+    let sandbox = Sandbox::embedded(&[]).await;
+    let clients = sandbox.clients();
+    let mut retrieval = clients.retrieval.clone();
     let ask = v1::AskRequest {
         caller: caller(),
         text: "How much is Pro?".into(),
@@ -179,9 +153,7 @@ async fn empty_tenants_get_honest_answers_and_every_request_needs_a_caller() {
         "Plate",
     );
 
-    let mut firewall = FirewallServiceClient::connect(sandbox.endpoint(ServiceKind::Firewall))
-        .await
-        .expect("connect");
+    let mut firewall = clients.firewall.clone();
     let validate = v1::ValidateRequest {
         caller: caller(),
         input: Some(v1::validate_request::Input::Text("Pro costs 49.".into())),
@@ -205,9 +177,7 @@ async fn empty_tenants_get_honest_answers_and_every_request_needs_a_caller() {
         "Validate",
     );
 
-    let mut telemetry = TelemetryServiceClient::connect(sandbox.endpoint(ServiceKind::Telemetry))
-        .await
-        .expect("connect");
+    let mut telemetry = clients.telemetry.clone();
     // Signals are validated field by field (the intake itself is tested in signals.rs).
     let status = telemetry
         .report_signal(v1::Signal {
@@ -251,9 +221,7 @@ async fn empty_tenants_get_honest_answers_and_every_request_needs_a_caller() {
         "PushEvent",
     );
 
-    let mut analyst = AnalystServiceClient::connect(sandbox.endpoint(ServiceKind::Analyst))
-        .await
-        .expect("connect");
+    let mut analyst = clients.analyst.clone();
     let next = analyst
         .next_review(v1::NextReviewRequest {
             caller: caller(),
@@ -309,7 +277,7 @@ async fn empty_tenants_get_honest_answers_and_every_request_needs_a_caller() {
 
 #[tokio::test]
 async fn shutdown_stops_every_service() {
-    let (sandbox, _dir) = embedded().await;
+    let sandbox = Sandbox::embedded(&[]).await;
     let addrs: Vec<_> = ServiceKind::ALL.iter().map(|k| sandbox.addr(*k)).collect();
     sandbox.shutdown().await.expect("clean shutdown");
     for addr in addrs {
@@ -323,7 +291,7 @@ async fn shutdown_stops_every_service() {
 
 #[tokio::test]
 async fn the_analyst_records_signals_and_dead_letters_bad_ones() {
-    let (sandbox, _dir) = embedded().await;
+    let sandbox = Sandbox::embedded(&[]).await;
     let queue = sandbox.ctx.queue.clone();
     let store = sandbox.ctx.store.clone();
     queue

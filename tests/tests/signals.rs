@@ -3,19 +3,16 @@
 
 use std::time::Duration;
 
-use ontoloop_core::{ServiceKind, topics};
+use ontoloop_core::topics;
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_tests::{Sandbox, settings, wait_until};
+use ontoloop_tests::{Sandbox, caller, wait_until};
 use tonic::Code;
 use tonic::transport::Channel;
 
 fn signal(agent: &str, key: &str, entity: &str) -> v1::Signal {
     v1::Signal {
-        caller: Some(v1::Caller {
-            tenant: "acme".into(),
-            principal: agent.into(),
-        }),
+        caller: caller("acme", agent),
         r#type: v1::SignalType::EntityMissing as i32,
         query: format!("What is {entity}?"),
         entity: entity.into(),
@@ -25,16 +22,10 @@ fn signal(agent: &str, key: &str, entity: &str) -> v1::Signal {
     }
 }
 
-async fn embedded() -> (Sandbox, tempfile::TempDir, TelemetryServiceClient<Channel>) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}/s.db?mode=rwc", dir.path().display());
-    let sandbox = Sandbox::start(settings(&[("store.url", &url)]))
-        .await
-        .expect("sandbox");
-    let channel = tonic::transport::Endpoint::from_shared(sandbox.endpoint(ServiceKind::Telemetry))
-        .expect("endpoint")
-        .connect_lazy();
-    (sandbox, dir, TelemetryServiceClient::new(channel))
+async fn embedded() -> (Sandbox, TelemetryServiceClient<Channel>) {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let telemetry = sandbox.clients().telemetry;
+    (sandbox, telemetry)
 }
 
 async fn severity(client: &mut TelemetryServiceClient<Channel>, s: v1::Signal) -> (bool, i32) {
@@ -48,7 +39,7 @@ async fn severity(client: &mut TelemetryServiceClient<Channel>, s: v1::Signal) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn severity_grows_with_frequency_and_spread_and_retries_count_once() {
-    let (sandbox, _dir, mut client) = embedded().await;
+    let (sandbox, mut client) = embedded().await;
     assert_eq!(
         severity(&mut client, signal("a1", "k1", "Project Kite")).await,
         (false, v1::Severity::Low as i32)
@@ -130,23 +121,7 @@ async fn severity_grows_with_frequency_and_spread_and_retries_count_once() {
     assert!(arrived, "16 distinct signals recorded by the analyst");
 
     // The analyst groups them into patterns, across spellings.
-    let analyst_channel =
-        tonic::transport::Endpoint::from_shared(sandbox.endpoint(ServiceKind::Analyst))
-            .expect("endpoint")
-            .connect_lazy();
-    let mut analyst = v1::analyst_service_client::AnalystServiceClient::new(analyst_channel);
-    let patterns = analyst
-        .list_patterns(v1::ListPatternsRequest {
-            caller: Some(v1::Caller {
-                tenant: "acme".into(),
-                principal: "reviewer".into(),
-            }),
-            limit: 0,
-        })
-        .await
-        .expect("patterns")
-        .into_inner()
-        .patterns;
+    let patterns = sandbox.clients().patterns("acme", "reviewer").await;
     let summary: Vec<(&str, &str, u64, u64, i32)> = patterns
         .iter()
         .map(|p| {
@@ -190,7 +165,7 @@ async fn severity_grows_with_frequency_and_spread_and_retries_count_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_signals_name_the_field() {
-    let (sandbox, _dir, mut client) = embedded().await;
+    let (sandbox, mut client) = embedded().await;
     let cases: Vec<(v1::Signal, &str)> = vec![
         (
             v1::Signal {

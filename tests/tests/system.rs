@@ -8,21 +8,14 @@ use std::time::Duration;
 
 use ontoloop_core::{ServiceKind, topics};
 use ontoloop_queue::{AmqpQueue, Message, Queue, REASON_HEADER};
-use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, settings, wait_until};
+use ontoloop_tests::{PgDatabase, Sandbox, server_settings, settings, wait_until};
 
 const BURST: usize = 300;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
     let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let amqp = amqp_url();
-    let namespace = amqp_namespace("system");
-    let system_settings = settings(&[
-        ("store.url", &database.url),
-        ("queue.url", &amqp),
-        ("queue.namespace", &namespace),
-        ("queue.prefetch", "16"),
-    ]);
+    let system_settings = server_settings(&database, "system", &[("queue.prefetch", "16")]);
     let sandbox = Sandbox::start(system_settings.clone())
         .await
         .expect("system starts");
@@ -38,7 +31,7 @@ async fn the_whole_system_runs_on_postgres_and_rabbitmq() {
     assert!(report.iter().all(|s| s.status == "SERVING"), "{report:?}");
 
     // An integration publishes straight to RabbitMQ, as the docs describe.
-    let integration = AmqpQueue::connect(&amqp, &system_settings.queue)
+    let integration = AmqpQueue::connect(&system_settings.queue.url, &system_settings.queue)
         .await
         .expect("broker answers");
     let run = format!("{:x}", std::process::id());

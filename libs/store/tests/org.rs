@@ -9,12 +9,8 @@ use ontoloop_org::product::Fact;
 use ontoloop_settings::Loader;
 use ontoloop_store::{OrgCommit, Store, StoreError, change_kind};
 use ontoloop_testkit::generate::{WorldSpec, generate};
-use sea_orm::{ConnectionTrait, Database};
-
-fn admin_url() -> String {
-    std::env::var("ONTOLOOP_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
+use ontoloop_testkit::load::load;
+use ontoloop_testkit::servers::PgDatabase;
 
 async fn open(url: &str) -> Store {
     let settings = Loader::new()
@@ -34,25 +30,11 @@ async fn round_trip(store: &Store) {
         items: 3_000,
         ..WorldSpec::default()
     });
-    for tenant in &world.tenants {
-        let items: Vec<_> = world
-            .items
-            .iter()
-            .filter(|i| i.tenant == tenant.tenant)
-            .cloned()
-            .collect();
-        let version = store
-            .replace_org(
-                &tenant.tenant,
-                &tenant.org,
-                "generated",
-                &tenant.facts,
-                &items,
-            )
-            .await
-            .expect("bulk load");
-        assert_eq!(version, 1);
-    }
+    let loaded = load(store, &world).await.expect("bulk load");
+    assert!(
+        loaded.iter().all(|(.., version)| *version == 1),
+        "{loaded:?}"
+    );
     let first = &world.tenants[0];
     let snapshot = store
         .load_org_snapshot(&first.tenant)
@@ -62,12 +44,7 @@ async fn round_trip(store: &Store) {
     let records = OrgRecords::new(snapshot.org.people, snapshot.org.teams).expect("valid");
     assert_eq!(records, first.org, "HR records read back unchanged");
     assert_eq!(snapshot.facts, first.facts, "facts keep their order");
-    let mut want: Vec<_> = world
-        .items
-        .iter()
-        .filter(|i| i.tenant == first.tenant)
-        .cloned()
-        .collect();
+    let mut want = world.items_of(&first.tenant);
     want.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(
         snapshot.items, want,
@@ -189,25 +166,9 @@ async fn sqlite_org_round_trip() {
 
 #[tokio::test]
 async fn postgres_org_round_trip() {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let name = format!("ontoloop_org_{}_{nanos}", std::process::id());
-    let admin = Database::connect(admin_url())
-        .await
-        .expect("PostgreSQL answers");
-    admin
-        .execute_unprepared(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create test database");
-    let base = admin_url();
-    let cut = base.rfind('/').expect("admin url names a database");
-    let store = open(&format!("{}/{name}", &base[..cut])).await;
+    let database = PgDatabase::create().await.expect("PostgreSQL answers");
+    let store = open(&database.url).await;
     round_trip(&store).await;
     store.close().await.ok();
-    admin
-        .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .await
-        .expect("drop test database");
+    database.drop_now().await.expect("drop test database");
 }

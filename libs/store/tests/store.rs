@@ -5,12 +5,7 @@
 use chrono::{TimeZone, Utc};
 use ontoloop_settings::{Loader, StoreSettings};
 use ontoloop_store::{Backend, Store, StoreError};
-use sea_orm::{ConnectionTrait, Database};
-
-fn admin_url() -> String {
-    std::env::var("ONTOLOOP_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
+use ontoloop_testkit::servers::PgDatabase;
 
 fn settings_for(url: &str) -> StoreSettings {
     Loader::new()
@@ -22,55 +17,6 @@ fn settings_for(url: &str) -> StoreSettings {
         .load()
         .expect("settings")
         .store
-}
-
-/// A throwaway PostgreSQL database; dropped by `finish`.
-struct PgDatabase {
-    name: String,
-    url: String,
-}
-
-impl PgDatabase {
-    async fn create() -> Self {
-        let name = format!(
-            "ontoloop_test_{:x}",
-            std::process::id() as u64 * 1_000_003 + nanos()
-        );
-        let admin = Database::connect(admin_url())
-            .await
-            .expect("PostgreSQL answers");
-        admin
-            .execute_unprepared(&format!("CREATE DATABASE {name}"))
-            .await
-            .expect("create test database");
-        admin.close().await.ok();
-        let base = admin_url();
-        let url = match base.rfind('/') {
-            Some(i) => format!("{}/{name}", &base[..i]),
-            None => panic!("admin url has no database part: {base}"),
-        };
-        Self { name, url }
-    }
-
-    async fn finish(self) {
-        let admin = Database::connect(admin_url())
-            .await
-            .expect("PostgreSQL answers");
-        admin
-            .execute_unprepared(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .await
-            .expect("drop test database");
-    }
-}
-
-fn nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or_default()
 }
 
 async fn migrations_go_up_and_down(store: &Store) {
@@ -154,7 +100,7 @@ async fn sqlite_migrations_and_round_trip() {
 
 #[tokio::test]
 async fn postgres_migrations_and_round_trip() {
-    let database = PgDatabase::create().await;
+    let database = PgDatabase::create().await.expect("PostgreSQL answers");
     let store = Store::connect(&settings_for(&database.url))
         .await
         .expect("connect postgres");
@@ -162,7 +108,7 @@ async fn postgres_migrations_and_round_trip() {
     migrations_go_up_and_down(&store).await;
     messages_round_trip_once(&store).await;
     store.close().await.expect("close");
-    database.finish().await;
+    database.drop_now().await.expect("drop test database");
 }
 
 #[tokio::test]

@@ -75,6 +75,15 @@ impl World {
     pub fn tenant(&self, tenant: &str) -> Option<&TenantWorld> {
         self.tenants.iter().find(|t| t.tenant == tenant)
     }
+
+    /// The items of one tenant, in the world's order (what a bulk load of the tenant writes).
+    pub fn items_of(&self, tenant: &str) -> Vec<WorkItem> {
+        self.items
+            .iter()
+            .filter(|item| item.tenant == tenant)
+            .cloned()
+            .collect()
+    }
 }
 
 const FIRST: [&str; 24] = [

@@ -1,5 +1,6 @@
 //! The library half of `ontoloop gen-org`: generate a seeded organisation and load it into the
-//! store (the plate benchmark and the system tests load theirs the same way).
+//! store with the test kit's loader (the plate benchmark and the system tests load theirs the
+//! same way).
 
 use std::time::Instant;
 
@@ -8,6 +9,10 @@ use ontoloop_settings::Settings;
 use ontoloop_store::Store;
 use ontoloop_testkit::generate::{World, WorldSpec, generate};
 use serde::Serialize;
+
+/// Loads every tenant of a world into a store: the test kit's loader, which the plate benchmark
+/// and the system tests use too.
+pub use ontoloop_testkit::load::load;
 
 /// What `gen-org` generates.
 #[derive(Debug, Clone)]
@@ -47,41 +52,6 @@ pub fn world(spec: &GenSpec) -> World {
         items: spec.items,
         ..WorldSpec::default()
     })
-}
-
-/// Loads every tenant of `world` into `store`, replacing what the tenant had (HR records,
-/// generated product facts, work items); running services pick the new version up.
-pub async fn load(
-    store: &Store,
-    world: &World,
-) -> anyhow::Result<Vec<(String, usize, usize, usize, i64)>> {
-    let mut loaded = Vec::new();
-    for tenant in &world.tenants {
-        let items: Vec<_> = world
-            .items
-            .iter()
-            .filter(|item| item.tenant == tenant.tenant)
-            .cloned()
-            .collect();
-        let version = store
-            .replace_org(
-                &tenant.tenant,
-                &tenant.org,
-                "generated",
-                &tenant.facts,
-                &items,
-            )
-            .await
-            .with_context(|| format!("load tenant {}", tenant.tenant))?;
-        loaded.push((
-            tenant.tenant.clone(),
-            tenant.org.people().len(),
-            items.len(),
-            tenant.facts.len(),
-            version,
-        ));
-    }
-    Ok(loaded)
 }
 
 /// Generates a world and loads it into the store the settings name.

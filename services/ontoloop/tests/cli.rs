@@ -2,84 +2,35 @@
 //! from another, SIGTERM (what Ctrl-C's SIGINT also does) stops everything cleanly; bad settings
 //! fail at start-up naming the key.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use ontoloop_testkit::process::{Up, ports_env};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ontoloop");
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn env_for(dir: &std::path::Path) -> Vec<(String, String)> {
-    vec![
-        (
-            "ONTOLOOP__STORE__URL".into(),
-            format!("sqlite://{}/data/ontoloop.db?mode=rwc", dir.display()),
-        ),
-        (
-            "ONTOLOOP__SERVICES__RETRIEVAL_PORT".into(),
-            free_port().to_string(),
-        ),
-        (
-            "ONTOLOOP__SERVICES__FIREWALL_PORT".into(),
-            free_port().to_string(),
-        ),
-        (
-            "ONTOLOOP__SERVICES__TELEMETRY_PORT".into(),
-            free_port().to_string(),
-        ),
-        (
-            "ONTOLOOP__SERVICES__ANALYST_PORT".into(),
-            free_port().to_string(),
-        ),
-        (
-            "ONTOLOOP__SERVICES__HTTP_PORTS".into(),
-            (0..4)
-                .map(|_| free_port().to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-    ]
+    let mut env = vec![(
+        "ONTOLOOP__STORE__URL".to_owned(),
+        format!("sqlite://{}/data/ontoloop.db?mode=rwc", dir.display()),
+    )];
+    env.extend(ports_env());
+    env
 }
 
 #[test]
 fn up_status_and_a_clean_stop() {
     let dir = tempfile::tempdir().expect("temp dir");
     let env = env_for(dir.path());
-    let mut up = Command::new(BIN)
-        .arg("up")
+    let mut up = Command::new(BIN);
+    up.arg("up")
         .envs(env.iter().cloned())
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ontoloop up");
-    let stdout = up.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut printed = Vec::new();
-    while !printed.iter().any(|l: &String| l.starts_with("ready")) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => printed.push(line),
-            Err(_) => {
-                let _ = up.kill();
-                panic!("ontoloop up never said ready: {printed:?}");
-            }
-        }
-    }
+        .env_remove("RUST_LOG");
+    let Up {
+        child: mut up,
+        lines: rx,
+        printed,
+    } = Up::start(up);
     for name in ["retrieval", "firewall", "telemetry", "analyst"] {
         assert!(
             printed

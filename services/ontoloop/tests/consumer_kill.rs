@@ -3,28 +3,17 @@
 //! Every signal is recorded exactly once, and the new analyst runs the effect only of those the
 //! killed one had not recorded: the redelivered ones are recognised, not applied twice.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use ontoloop_core::topics;
 use ontoloop_queue::{AmqpQueue, Message, Queue};
+use ontoloop_testkit::process::{Up, ports_env};
+use ontoloop_testkit::servers::{amqp_namespace, amqp_url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ontoloop");
 const SIGNALS: u64 = 10_000;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn amqp_url() -> String {
-    std::env::var("ONTOLOOP_TEST_AMQP_URL")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
-}
 
 fn settings(store: &str, namespace: &str) -> ontoloop_settings::Settings {
     ontoloop_settings::Loader::new()
@@ -41,16 +30,12 @@ fn settings(store: &str, namespace: &str) -> ontoloop_settings::Settings {
 async fn killing_the_consumer_mid_stream_loses_and_repeats_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store_url = format!("sqlite://{}/kill.db?mode=rwc", dir.path().display());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let namespace = format!("killtest-{}-{nanos}.", std::process::id());
+    let namespace = amqp_namespace("kill");
     let settings = settings(&store_url, &namespace);
 
     // The first analyst: a whole `ontoloop up` process, to be killed without warning.
-    let ports: Vec<String> = (0..4).map(|_| free_port().to_string()).collect();
-    let mut first = Command::new(BIN)
+    let mut first = Command::new(BIN);
+    first
         .arg("up")
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -58,42 +43,9 @@ async fn killing_the_consumer_mid_stream_loses_and_repeats_nothing() {
         .env("ONTOLOOP__QUEUE__URL", amqp_url())
         .env("ONTOLOOP__QUEUE__NAMESPACE", &namespace)
         .env("ONTOLOOP__QUEUE__PREFETCH", "256")
-        .env(
-            "ONTOLOOP__SERVICES__RETRIEVAL_PORT",
-            free_port().to_string(),
-        )
-        .env("ONTOLOOP__SERVICES__FIREWALL_PORT", free_port().to_string())
-        .env(
-            "ONTOLOOP__SERVICES__TELEMETRY_PORT",
-            free_port().to_string(),
-        )
-        .env("ONTOLOOP__SERVICES__ANALYST_PORT", free_port().to_string())
-        .env("ONTOLOOP__SERVICES__HTTP_PORTS", ports.join(","))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ontoloop up");
-    let stdout = first.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) if line.starts_with("ready") => break,
-            Ok(_) => {}
-            Err(_) => {
-                let _ = first.kill();
-                panic!("ontoloop up never said ready");
-            }
-        }
-    }
+        .envs(ports_env());
+    // Kept whole until the end: its stdout is read for as long as it runs.
+    let mut first = Up::start(first);
 
     let store = ontoloop_store::Store::connect(&settings.store)
         .await
@@ -146,8 +98,8 @@ async fn killing_the_consumer_mid_stream_loses_and_repeats_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    first.kill().expect("SIGKILL the first analyst");
-    first.wait().expect("reap it");
+    first.child.kill().expect("SIGKILL the first analyst");
+    first.child.wait().expect("reap it");
     let at_kill = store.inbox_count(topics::SIGNALS).await.expect("count");
     assert!(
         at_kill < SIGNALS,

@@ -1,0 +1,82 @@
+//! The machine's servers for tests that need real ones: PostgreSQL (a fresh database per test,
+//! dropped by [`PgDatabase::drop_now`]), RabbitMQ (a queue namespace per test) and free loopback
+//! ports. The URLs come from `ONTOLOOP_TEST_DATABASE_URL` and `ONTOLOOP_TEST_AMQP_URL`, with the
+//! local defaults `.ci/run` starts.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sea_orm::{ConnectionTrait, Database, DbErr};
+
+/// The machine's PostgreSQL, as an administrator connection URL (`ONTOLOOP_TEST_DATABASE_URL`).
+pub fn pg_admin_url() -> String {
+    std::env::var("ONTOLOOP_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The machine's RabbitMQ (`ONTOLOOP_TEST_AMQP_URL`).
+pub fn amqp_url() -> String {
+    std::env::var("ONTOLOOP_TEST_AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+/// A queue-name prefix no other test or system uses, so tests sharing RabbitMQ never take each
+/// other's messages (`queue.namespace`).
+pub fn amqp_namespace(test: &str) -> String {
+    format!("test-{test}-{}-{}.", std::process::id(), nanos())
+}
+
+/// A loopback port free when asked (for settings that take a fixed port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A PostgreSQL database created for one test and dropped by [`PgDatabase::drop_now`].
+pub struct PgDatabase {
+    name: String,
+    /// URL of the new database.
+    pub url: String,
+}
+
+impl PgDatabase {
+    /// Creates an empty database with a unique name on the machine's PostgreSQL.
+    pub async fn create() -> Result<Self, DbErr> {
+        let base = pg_admin_url();
+        let cut = base
+            .rfind('/')
+            .ok_or_else(|| DbErr::Custom(format!("admin URL names no database: {base}")))?;
+        let name = format!("ontoloop_test_{}_{}", std::process::id(), nanos());
+        let admin = Database::connect(&base).await?;
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE {name}"))
+            .await?;
+        admin.close().await.ok();
+        Ok(Self {
+            url: format!("{}/{name}", &base[..cut]),
+            name,
+        })
+    }
+
+    /// Drops the database, closing whatever still uses it.
+    pub async fn drop_now(self) -> Result<(), DbErr> {
+        let admin = Database::connect(pg_admin_url()).await?;
+        admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .await?;
+        admin.close().await.ok();
+        Ok(())
+    }
+}
+
+/// Nanoseconds since the epoch: with the process id, a name no other run uses.
+fn nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
