@@ -40,7 +40,7 @@ browser:
 model:
 	@scripts/fetch-model.sh
 
-## bench: the drift benchmark (both modes) and the firewall benchmark on every world in
+## bench: the drift benchmark (both modes), the firewall and extraction benchmarks on every world in
 ## ../shared/bench, then the signals benchmark through RabbitMQ, in a release build (latency
 ## figures mean nothing in a debug build)
 WORLDS ?= $(wildcard ../shared/bench/*.world.json)
@@ -54,6 +54,7 @@ bench: model
 	    $(RELEASE_BIN) bench drift --world $$world --mode $$mode || exit 1; echo; \
 	  done; \
 	  $(RELEASE_BIN) bench firewall --world $$world || exit 1; echo; \
+	  $(RELEASE_BIN) bench extract --world $$world || exit 1; echo; \
 	done
 	@scripts/ensure-services.sh
 	$(RELEASE_BIN) bench signals --signals 100000 --amqp-url '$(AMQP_URL)'

@@ -38,6 +38,7 @@ const CACHE_ENTRIES: usize = 50_000;
 pub struct CachedEncoder {
     inner: Box<dyn SentenceEncoder>,
     cache: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    encoded: std::sync::atomic::AtomicU64,
 }
 
 impl CachedEncoder {
@@ -46,7 +47,13 @@ impl CachedEncoder {
         Self {
             inner,
             cache: std::sync::Mutex::new(std::collections::HashMap::new()),
+            encoded: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How many texts it has sent to the model (cache misses), since it was made.
+    pub fn model_texts(&self) -> u64 {
+        self.encoded.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many vectors it holds.
@@ -72,6 +79,8 @@ impl SentenceEncoder for CachedEncoder {
             .map(|(t, _)| *t)
             .collect();
         if !missing.is_empty() {
+            self.encoded
+                .fetch_add(missing.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let fresh = self.inner.encode(&missing)?;
             if fresh.len() != missing.len() {
                 return Err(EncodeError(format!(

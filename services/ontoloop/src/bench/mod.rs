@@ -1,6 +1,7 @@
 //! `ontoloop bench ...`: benchmarks that drive the real services over gRPC.
 
 pub mod drift;
+pub mod extract;
 pub mod firewall;
 pub mod plate;
 pub mod signals;

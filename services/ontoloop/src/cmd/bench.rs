@@ -1,4 +1,4 @@
-//! `ontoloop bench plate|signals|firewall|drift`: the benchmarks, each on a system of its own
+//! `ontoloop bench plate|signals|firewall|drift|extract`: the benchmarks, each on a system of its own
 //! (SQLite in a temporary directory and, but for signals, the in-process queue) unless told
 //! otherwise.
 
@@ -69,6 +69,16 @@ pub enum Command {
         #[arg(long, default_value_t = 2000)]
         rounds: usize,
     },
+    /// Sentences per second of each extraction stage on a world's pages, and two full rebuilds
+    /// of its graph (the second with the sentence encoder's cache warm: no model calls).
+    Extract {
+        /// The world file.
+        #[arg(long)]
+        world: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay every scenario of a world file through the services and grade every answer.
     Drift {
         /// The world file (format ontoloop.world/v1).
@@ -136,6 +146,22 @@ impl Command {
             } => {
                 let session = Session::load(config, &[])?;
                 bench_firewall(session.settings, &world, json, rounds).await?;
+            }
+            Command::Extract { world, json } => {
+                let session = Session::load(config, &[])?;
+                let world = read_world(&world)?;
+                let dir = session.settings.extract.model_dir.trim().to_owned();
+                let dir = (!dir.is_empty()).then(|| PathBuf::from(dir));
+                let report = tokio::task::spawn_blocking(move || {
+                    ontoloop::bench::extract::run(&world, dir.as_deref()).map(|r| (r, world))
+                })
+                .await
+                .context("run the extraction benchmark")??;
+                if json {
+                    println!("{}", serde_json::to_string(&report.0)?);
+                } else {
+                    print!("{}", report.0.to_text(&report.1));
+                }
             }
             Command::Drift {
                 world,
