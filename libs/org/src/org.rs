@@ -595,5 +595,4 @@ mod tests {
         .expect("transfer applies");
         assert_ne!(org.fingerprint(), OrgGraph::build(&moved).fingerprint());
     }
-
 }

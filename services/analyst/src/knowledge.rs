@@ -8,9 +8,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{
-    ExtractionSetup,
-    Changes, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion, estimate_tokens,
-    pages_to_read,
+    Changes, ExtractionSetup, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion,
+    estimate_tokens, pages_to_read,
 };
 use ontoloop_core::topics;
 use ontoloop_queue::Message;
@@ -46,7 +45,7 @@ pub struct KnowledgeWriter {
 }
 
 impl KnowledgeWriter {
-        /// A writer over `store`; every ontology it parses reads text with `extraction`.
+    /// A writer over `store`; every ontology it parses reads text with `extraction`.
     pub fn new(store: Store, extraction: ExtractionSetup) -> Self {
         Self {
             extraction,
@@ -210,13 +209,13 @@ impl KnowledgeWriter {
 fn step(
     knowledge: &mut TenantKnowledge,
     envelope: &EventEnvelope,
-        commit: &mut KnowledgeCommit,
+    commit: &mut KnowledgeCommit,
     extraction: &ExtractionSetup,
 ) -> Result<(), Refusal> {
     let at = envelope.at;
     let seq = envelope.seq.unwrap_or_default();
     if let Event::OntologySet { ontology } = &envelope.event {
-                let parsed = Ontology::from_value(ontology.clone())
+        let parsed = Ontology::from_value(ontology.clone())
             .map_err(|err| Refusal::Invalid(err.to_string()))?;
         let parsed = extraction.compile(parsed);
         let text =

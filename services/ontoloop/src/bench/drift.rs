@@ -10,8 +10,8 @@ use anyhow::Context as _;
 use ontoloop_core::Caller;
 use ontoloop_core::events::Event;
 use ontoloop_core::knowledge::designs::Design;
-use ontoloop_testkit::world::{Grade, Scenario, TimelineKind, World, grade};
 use ontoloop_proto::v1;
+use ontoloop_testkit::world::{Grade, Scenario, TimelineKind, World, grade};
 use serde::Serialize;
 
 use crate::client::{self, Clients};
