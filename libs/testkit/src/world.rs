@@ -121,6 +121,21 @@ pub enum TimelineKind {
     },
 }
 
+impl Scenario {
+    /// The scenario's page versions in timeline order: `(doc_id, origin, body)`.
+    pub fn pages(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.timeline.iter().filter_map(|entry| match &entry.kind {
+            TimelineKind::DocUpsert {
+                doc_id,
+                origin,
+                body,
+                ..
+            } => Some((doc_id.as_str(), origin.as_str(), body.as_str())),
+            _ => None,
+        })
+    }
+}
+
 impl TimelineKind {
     /// The event this entry pushes; `hold` leaves a page unread until maintenance.
     pub fn event(&self, hold: bool) -> Option<Event> {

@@ -12,7 +12,7 @@ use ontoloop_core::knowledge::encoder::{CachedEncoder, SentenceEncoder};
 use ontoloop_core::knowledge::{
     ExtractSettings, ExtractionSetup, Graph, Lexicon, Ontology, PageVersion, Stage, split_sentences,
 };
-use ontoloop_testkit::world::{TimelineKind, World};
+use ontoloop_testkit::world::World;
 use serde::Serialize;
 
 /// One stage's throughput.
@@ -57,19 +57,9 @@ pub fn run(world: &World, model_dir: Option<&std::path::Path>) -> anyhow::Result
     let ontology = world.ontology()?;
     let mut bodies: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut current: BTreeMap<String, (String, String)> = BTreeMap::new();
-    for scenario in &world.parsed {
-        for entry in &scenario.timeline {
-            if let TimelineKind::DocUpsert {
-                doc_id,
-                origin,
-                body,
-                ..
-            } = &entry.kind
-            {
-                bodies.insert(body.clone(), (doc_id.clone(), origin.clone()));
-                current.insert(doc_id.clone(), (origin.clone(), body.clone()));
-            }
-        }
+    for (doc_id, origin, body) in world.parsed.iter().flat_map(|s| s.pages()) {
+        bodies.insert(body.to_owned(), (doc_id.to_owned(), origin.to_owned()));
+        current.insert(doc_id.to_owned(), (origin.to_owned(), body.to_owned()));
     }
     let embedder = ontoloop_embed::Embedder::load_default(model_dir).ok();
     let model = embedder.is_some();

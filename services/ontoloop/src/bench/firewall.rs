@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::{Ontology, extract_claims, same_value};
 use ontoloop_proto::v1;
-use ontoloop_testkit::world::{Scenario, TimelineKind, World};
+use ontoloop_testkit::world::{Scenario, World};
 use serde::Serialize;
 
 use crate::client::{self, Clients};
@@ -102,10 +102,7 @@ fn phrasings(
     scenario: &Scenario,
 ) -> BTreeMap<String, Vec<(String, String, String)>> {
     let mut found: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
-    for entry in &scenario.timeline {
-        let TimelineKind::DocUpsert { body, .. } = &entry.kind else {
-            continue;
-        };
+    for (_, _, body) in scenario.pages() {
         for c in extract_claims(ontology, body) {
             let by_template = c.extractor == ontoloop_core::knowledge::extract::RULE_SET;
             if by_template
@@ -282,20 +279,10 @@ pub async fn labelled_set(
         });
     }
     // Drafts: what low-authority pages state, where it differs from the current value.
-    let mut pages: BTreeMap<String, (String, String)> = BTreeMap::new();
-    {
-        for entry in &scenario.timeline {
-            if let TimelineKind::DocUpsert {
-                doc_id,
-                origin,
-                body,
-                ..
-            } = &entry.kind
-            {
-                pages.insert(doc_id.clone(), (origin.clone(), body.clone()));
-            }
-        }
-    }
+    let pages: BTreeMap<&str, (&str, &str)> = scenario
+        .pages()
+        .map(|(doc_id, origin, body)| (doc_id, (origin, body)))
+        .collect();
     for (_, body) in pages
         .values()
         .filter(|(origin, _)| ontology.authority(origin) < hedge_below_authority)
