@@ -7,8 +7,13 @@
 //! the answer policy. It must never send anything but the answer text and the ontology's
 //! predicates: no facts, no entities, no tenant or caller data.
 //!
+//! `ModelClient` is the extraction pipeline's `model` stage over the same endpoint: core's
+//! `ClaimModel`, batched, schema-constrained and cached (see `model`).
+//!
 //! Plain HTTP only: there is no TLS client here, so an `https://` endpoint needs a
 //! TLS-terminating proxy in front of it for now.
+
+mod model;
 
 use std::error::Error as _;
 use std::fmt::{self, Write as _};
@@ -28,6 +33,8 @@ use serde_json::{Map, Value};
 /// Where and how to call the model: the `[firewall.llm]` settings (`api_key` empty for none;
 /// `enabled` is the caller's business).
 pub use ontoloop_core::knowledge::firewall::LlmSettings;
+
+pub use model::{ClientUsage, ModelClient};
 
 /// Extracts claims from answer texts by asking an OpenAI-compatible model.
 pub struct LlmExtractor {

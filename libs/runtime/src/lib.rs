@@ -75,20 +75,18 @@ impl Context {
 }
 
 /// The extraction setup the settings ask for. A semantic stage whose model folder lacks the
-/// model scores lexically: said once here, at start-up, and by `ontoloop status`.
+/// model scores lexically: said once here, at start-up, and by `ontoloop status`. The `model`
+/// stage gets its client (`ontoloop-llm`) when `[extract.model]` is enabled and `stages` names
+/// it; a client that cannot be built leaves the stage off, said here.
 pub async fn load_extraction(settings: &Settings) -> ExtractionSetup {
     let extract = settings.extract.clone();
     let loaded =
         tokio::task::spawn_blocking(move || ontoloop_embed::extraction_setup(extract)).await;
-    match loaded {
-        Ok((setup, None)) => {
-            tracing::info!(extraction = %setup.describe(), "text extraction ready");
-            setup
-        }
+    let setup = match loaded {
+        Ok((setup, None)) => setup,
         Ok((setup, Some(err))) => {
             tracing::warn!(
                 error = %err,
-                extraction = %setup.describe(),
                 "sentence-encoder model not loaded; the semantic stage scores lexically"
             );
             setup
@@ -97,7 +95,20 @@ pub async fn load_extraction(settings: &Settings) -> ExtractionSetup {
             tracing::warn!(error = %err, "loading the sentence encoder failed; lexical scoring");
             ExtractionSetup::new(settings.extract.clone(), None)
         }
-    }
+    };
+    let setup = if settings.extract.model_wanted() {
+        match ontoloop_llm::ModelClient::new(settings.extract.model.clone()) {
+            Ok(client) => setup.with_model(Arc::new(client)),
+            Err(err) => {
+                tracing::warn!(error = %err, "the model stage's client failed to start; stage off");
+                setup
+            }
+        }
+    } else {
+        setup
+    };
+    tracing::info!(extraction = %setup.describe(), "text extraction ready");
+    setup
 }
 
 /// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.

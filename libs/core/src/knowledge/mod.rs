@@ -10,6 +10,7 @@ pub mod extract;
 pub mod firewall;
 pub mod graph;
 pub mod maintenance;
+pub mod model;
 pub mod names;
 pub mod ontology;
 pub mod pattern;
@@ -28,6 +29,7 @@ pub use graph::{
     readable, record_origin,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
+pub use model::{ClaimModel, ModelError, ModelUsage, Ungrounded, ground};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};

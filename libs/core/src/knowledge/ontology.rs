@@ -246,6 +246,12 @@ impl Ontology {
         self
     }
 
+    /// The same ontology read by `extraction`, a pipeline compiled for it.
+    pub(crate) fn with_compiled_extraction(mut self, extraction: Extraction) -> Self {
+        self.extraction = Arc::new(extraction);
+        self
+    }
+
     /// The extraction pipeline every reader of text uses with this ontology.
     pub fn extraction(&self) -> &Extraction {
         &self.extraction

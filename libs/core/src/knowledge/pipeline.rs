@@ -1,8 +1,9 @@
 //! The extraction pipeline: the stages that turn text into claims, in a configured order.
 //!
 //! Each stage reads what earlier stages left: `structured` (front matter, tables, `Key: value`),
-//! `patterns` (the ontology's exact templates), `semantic` (any phrasing, by meaning). Every claim
-//! carries the id of the stage that read it and the stage's confidence. The same pipeline serves
+//! `patterns` (the ontology's exact templates), `semantic` (any phrasing, by meaning), `model` (a
+//! language model's proposals, each grounded in its sentence or dropped and counted; off unless
+//! configured). Every claim carries the id of the stage that read it and the stage's confidence. The same pipeline serves
 //! page ingestion, answer-time evidence, healing sources and the firewall, because it travels
 //! with the ontology it was built for.
 
@@ -14,6 +15,8 @@ use serde::Deserialize;
 
 use super::encoder::SentenceEncoder;
 use super::extract::{Claim, claims_in_sentence, split_sentences};
+use super::firewall::LlmSettings;
+use super::model::{ClaimModel, ModelCounters, ModelUsage, ground};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 use super::semantic::{self, Lexicon, Profile, Scorer};
@@ -30,6 +33,20 @@ pub enum Stage {
     Patterns,
     /// Any phrasing, by meaning, refusing non-assertions.
     Semantic,
+    /// A language model's proposals, grounded in their sentences.
+    Model,
+}
+
+impl Stage {
+    /// The stage's name in settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Structured => "structured",
+            Stage::Patterns => "patterns",
+            Stage::Semantic => "semantic",
+            Stage::Model => "model",
+        }
+    }
 }
 
 /// Confidence each stage gives what it reads.
@@ -42,6 +59,8 @@ pub struct StageConfidence {
     pub patterns: f64,
     /// Semantic stage.
     pub semantic: f64,
+    /// Model stage.
+    pub model: f64,
 }
 
 impl Default for StageConfidence {
@@ -50,6 +69,7 @@ impl Default for StageConfidence {
             structured: 1.0,
             patterns: 1.0,
             semantic: 0.9,
+            model: 0.8,
         }
     }
 }
@@ -66,6 +86,9 @@ pub struct ExtractSettings {
     /// `config.json`); empty for the default location.
     #[serde(default)]
     pub model_dir: String,
+    /// The model stage's OpenAI-compatible endpoint (`[extract.model]`); used only when
+    /// `enabled` and `stages` names `model`.
+    pub model: LlmSettings,
 }
 
 impl Default for ExtractSettings {
@@ -74,6 +97,14 @@ impl Default for ExtractSettings {
             stages: vec![Stage::Structured, Stage::Patterns, Stage::Semantic],
             confidence: StageConfidence::default(),
             model_dir: String::new(),
+            model: LlmSettings {
+                enabled: false,
+                base_url: String::new(),
+                model: String::new(),
+                api_key: String::new(),
+                timeout_ms: 30_000,
+                prompt_version: "prompt-v1".to_owned(),
+            },
         }
     }
 }
@@ -90,7 +121,34 @@ impl ExtractSettings {
         }
         share("confidence.structured", self.confidence.structured)?;
         share("confidence.patterns", self.confidence.patterns)?;
-        share("confidence.semantic", self.confidence.semantic)
+        share("confidence.semantic", self.confidence.semantic)?;
+        share("confidence.model", self.confidence.model)?;
+        if self.model.enabled {
+            if !self.model.base_url.trim().starts_with("http://") {
+                return Err(InvalidSetting::new(
+                    "model.base_url",
+                    "must be an http:// URL",
+                ));
+            }
+            if self.model.model.trim().is_empty() {
+                return Err(InvalidSetting::new("model.model", "names no model"));
+            }
+            if self.model.timeout_ms == 0 {
+                return Err(InvalidSetting::new(
+                    "model.timeout_ms",
+                    "must be greater than zero",
+                ));
+            }
+            if self.model.prompt_version.trim().is_empty() {
+                return Err(InvalidSetting::new("model.prompt_version", "is empty"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the model stage runs: enabled and named among the stages.
+    pub fn model_wanted(&self) -> bool {
+        self.model.enabled && self.stages.contains(&Stage::Model)
     }
 
     /// Only the exact patterns (the study's extractor).
@@ -109,6 +167,8 @@ impl ExtractSettings {
 pub struct ExtractionSetup {
     settings: ExtractSettings,
     encoder: Option<Arc<dyn SentenceEncoder>>,
+    model: Option<Arc<dyn ClaimModel>>,
+    counters: Arc<ModelCounters>,
 }
 
 impl fmt::Debug for ExtractionSetup {
@@ -116,6 +176,7 @@ impl fmt::Debug for ExtractionSetup {
         f.debug_struct("ExtractionSetup")
             .field("stages", &self.settings.stages)
             .field("encoder", &self.encoder.as_ref().map(|e| e.id().to_owned()))
+            .field("model", &self.model.as_ref().map(|m| m.id().to_owned()))
             .finish()
     }
 }
@@ -123,12 +184,33 @@ impl fmt::Debug for ExtractionSetup {
 impl ExtractionSetup {
     /// Settings and an optional encoder (wrap a model in `CachedEncoder`).
     pub fn new(settings: ExtractSettings, encoder: Option<Arc<dyn SentenceEncoder>>) -> Self {
-        Self { settings, encoder }
+        Self {
+            settings,
+            encoder,
+            model: None,
+            counters: Arc::default(),
+        }
+    }
+
+    /// The same setup with a claim model for the `model` stage (without one the stage reads
+    /// nothing).
+    pub fn with_model(mut self, model: Arc<dyn ClaimModel>) -> Self {
+        self.model = Some(model);
+        self
     }
 
     /// The ontology with this setup's pipeline.
     pub fn compile(&self, ontology: Ontology) -> Ontology {
-        ontology.with_extraction(self.settings.clone(), self.encoder.clone())
+        let mut extraction =
+            Extraction::new(&ontology, self.settings.clone(), self.encoder.clone());
+        extraction.model = self.model.clone();
+        extraction.counters = Arc::clone(&self.counters);
+        ontology.with_compiled_extraction(extraction)
+    }
+
+    /// What the model stage did in every ontology this setup compiled.
+    pub fn model_usage(&self) -> ModelUsage {
+        self.counters.usage()
     }
 
     /// The settings.
@@ -139,16 +221,7 @@ impl ExtractionSetup {
     /// One line for start-up logs and `ontoloop status`: the stages and how the semantic stage
     /// scores.
     pub fn describe(&self) -> String {
-        let stages: Vec<&str> = self
-            .settings
-            .stages
-            .iter()
-            .map(|s| match s {
-                Stage::Structured => "structured",
-                Stage::Patterns => "patterns",
-                Stage::Semantic => "semantic",
-            })
-            .collect();
+        let stages: Vec<&str> = self.settings.stages.iter().map(|s| s.name()).collect();
         let semantic = match (
             &self.encoder,
             self.settings.stages.contains(&Stage::Semantic),
@@ -157,9 +230,17 @@ impl ExtractionSetup {
             (Some(encoder), true) => format!("model {}", encoder.id()),
             (None, true) => "lexical fallback (no model loaded)".to_owned(),
         };
-        format!("stages {}; semantic: {semantic}", stages.join(" → "))
+        let model = match (&self.model, self.settings.stages.contains(&Stage::Model)) {
+            (_, false) => String::new(),
+            (Some(model), true) => format!("; model: {}", model.id()),
+            (None, true) => "; model: off (no [extract.model] endpoint enabled)".to_owned(),
+        };
+        format!("stages {}; semantic: {semantic}{model}", stages.join(" → "))
     }
 }
+
+/// Sentences sent to the model in one call.
+const MODEL_BATCH: usize = 24;
 
 /// A configured pipeline, compiled for one ontology.
 pub struct Extraction {
@@ -168,6 +249,8 @@ pub struct Extraction {
     profiles: Vec<Profile>,
     normaliser: NameNormaliser,
     prototypes: OnceLock<Option<Vec<Vec<Vec<f32>>>>>,
+    model: Option<Arc<dyn ClaimModel>>,
+    counters: Arc<ModelCounters>,
 }
 
 impl fmt::Debug for Extraction {
@@ -193,6 +276,8 @@ impl Extraction {
             profiles: semantic::profiles(ontology),
             normaliser: NameNormaliser::new(ontology.type_nouns()),
             prototypes: OnceLock::new(),
+            model: None,
+            counters: Arc::default(),
         }
     }
 
@@ -204,6 +289,8 @@ impl Extraction {
             profiles: Vec::new(),
             normaliser: NameNormaliser::default(),
             prototypes: OnceLock::new(),
+            model: None,
+            counters: Arc::default(),
         }
     }
 
@@ -223,6 +310,11 @@ impl Extraction {
             Some(encoder) => format!("semantic/{}/v1", encoder.id()),
             None => semantic::LEXICAL_ID.to_owned(),
         }
+    }
+
+    /// What the model stage did (shared with the setup that compiled this pipeline).
+    pub fn model_usage(&self) -> ModelUsage {
+        self.counters.usage()
     }
 
     /// Every claim in `text`, in stage order. `known` are names the caller knows (the graph's
@@ -300,6 +392,47 @@ impl Extraction {
                             c.confidence = confidence.semantic;
                             c
                         }));
+                    }
+                }
+                Stage::Model => {
+                    let Some(model) = &self.model else {
+                        continue;
+                    };
+                    let pending: Vec<&str> = split_sentences(&rest)
+                        .into_iter()
+                        .filter(|s| {
+                            !claimed.contains(*s)
+                                && s.len() <= super::extract::MAX_SENTENCE_CHARS
+                                && s.chars().any(char::is_alphabetic)
+                        })
+                        .collect();
+                    for batch in pending.chunks(MODEL_BATCH) {
+                        self.counters.call(batch.len());
+                        // A failed call leaves its sentences unclaimed (counted, never fatal).
+                        let Ok(proposed) = model.claims(ontology, batch) else {
+                            self.counters.error();
+                            continue;
+                        };
+                        for claim in proposed {
+                            let Ok(mut claim) = ground(ontology, &self.normaliser, batch, claim)
+                            else {
+                                self.counters.triple(false);
+                                continue;
+                            };
+                            self.counters.triple(true);
+                            claim.extractor = model.id().to_owned();
+                            claim.confidence = confidence.model;
+                            let duplicate = claims.iter().any(|c| {
+                                c.sentence == claim.sentence
+                                    && c.predicate == claim.predicate
+                                    && c.subject == claim.subject
+                                    && c.object == claim.object
+                            });
+                            if !duplicate {
+                                claimed.insert(claim.sentence.clone());
+                                claims.push(claim);
+                            }
+                        }
                     }
                 }
             }

@@ -1,0 +1,380 @@
+//! The model stage's contract and its grounding: a language model proposes claims for the
+//! sentences earlier stages left, and every proposed triple is kept only if the sentence itself
+//! carries it.
+//!
+//! The core names the contract (`ClaimModel`, implemented by `ontoloop-llm` over an
+//! OpenAI-compatible endpoint) and owns the check (`ground`): the predicate must exist; the
+//! sentence must assert a current fact (`semantic::refusal`); the subject must occur in the
+//! sentence by its words or its name key (or be the predicate's fixed subject); an entity or text
+//! object must occur in it; a number object must occur in it as a number. Anything else is
+//! dropped and counted (`ModelUsage`), never stored. Nothing here does IO.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::extract::{Claim, ClaimSubject};
+use super::names::NameNormaliser;
+use super::ontology::{Ontology, PredicateKind};
+use super::semantic::{self, Refusal, tokens};
+
+/// Why the model could not be asked or its answer not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError(pub String);
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "claim model: {}", self.0)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// A model that proposes claims for sentences. Synchronous: the pipeline is; an implementation
+/// over the network bridges to its own runtime.
+pub trait ClaimModel: Send + Sync {
+    /// Stable id recorded in provenance: `model/<name>/prompt-v<n>`.
+    fn id(&self) -> &str;
+
+    /// Claims the sentences make, in the ontology's predicates. Each claim's `sentence` is the
+    /// sentence (one of `sentences`) that states it. Unchecked: the pipeline grounds them.
+    fn claims(&self, ontology: &Ontology, sentences: &[&str]) -> Result<Vec<Claim>, ModelError>;
+}
+
+/// Why a proposed triple was dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ungrounded {
+    /// The predicate is not in the ontology.
+    UnknownPredicate(String),
+    /// The claim's sentence is none of those sent.
+    UnknownSentence,
+    /// The sentence asserts no current fact.
+    Refused(Refusal),
+    /// The subject does not occur in the sentence.
+    SubjectAbsent(String),
+    /// The object does not occur in the sentence (as a number, for a number predicate).
+    ObjectAbsent(String),
+}
+
+impl fmt::Display for Ungrounded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ungrounded::UnknownPredicate(p) => write!(f, "unknown predicate {p:?}"),
+            Ungrounded::UnknownSentence => f.write_str("the sentence was not sent"),
+            Ungrounded::Refused(r) => write!(f, "the sentence asserts no current fact ({r:?})"),
+            Ungrounded::SubjectAbsent(s) => write!(f, "subject {s:?} is not in the sentence"),
+            Ungrounded::ObjectAbsent(o) => write!(f, "object {o:?} is not in the sentence"),
+        }
+    }
+}
+
+/// The claim if `sentences` carry it: its sentence one of them, its predicate the ontology's
+/// (kind and fixed subject taken from there), its subject and object in the sentence. A number
+/// object takes the sentence's spelling of the number.
+pub fn ground(
+    ontology: &Ontology,
+    normaliser: &NameNormaliser,
+    sentences: &[&str],
+    claim: Claim,
+) -> Result<Claim, Ungrounded> {
+    let Some(predicate) = ontology.predicate(&claim.predicate) else {
+        return Err(Ungrounded::UnknownPredicate(claim.predicate));
+    };
+    let said = claim.sentence.trim();
+    let sentence = sentences
+        .iter()
+        .map(|s| s.trim())
+        .find(|s| *s == said)
+        .or_else(|| {
+            let lower = said.to_lowercase();
+            (lower.len() >= 8)
+                .then(|| {
+                    sentences
+                        .iter()
+                        .map(|s| s.trim())
+                        .find(|s| s.to_lowercase().contains(&lower))
+                })
+                .flatten()
+        })
+        .ok_or(Ungrounded::UnknownSentence)?;
+    let rename = predicate.kind == PredicateKind::Rename;
+    if let Some(refused) = semantic::refusal(sentence, rename) {
+        return Err(Ungrounded::Refused(refused));
+    }
+    let subject = match &predicate.fixed_subject {
+        Some(fixed) => ClaimSubject::Fixed(fixed.clone()),
+        None => {
+            let name = claim.subject.name().trim();
+            if name.is_empty() || !mentions(normaliser, sentence, name) {
+                return Err(Ungrounded::SubjectAbsent(name.to_owned()));
+            }
+            ClaimSubject::Named(name.to_owned())
+        }
+    };
+    let object = if predicate.object_type == "number" && !rename {
+        number_in(sentence, &claim.object)
+            .ok_or_else(|| Ungrounded::ObjectAbsent(claim.object.clone()))?
+    } else {
+        let object = claim.object.trim();
+        if object.is_empty() || !mentions(normaliser, sentence, object) {
+            return Err(Ungrounded::ObjectAbsent(object.to_owned()));
+        }
+        object.to_owned()
+    };
+    Ok(Claim {
+        predicate: predicate.name.clone(),
+        kind: predicate.kind,
+        subject,
+        object,
+        sentence: sentence.to_owned(),
+        extractor: claim.extractor,
+        confidence: claim.confidence,
+    })
+}
+
+/// Lower-cased words of a text (punctuation left out).
+fn words(text: &str) -> Vec<String> {
+    tokens(text)
+        .into_iter()
+        .filter(|t| t.text.chars().next().is_some_and(char::is_alphanumeric))
+        .map(|t| t.lower)
+        .collect()
+}
+
+fn contains_run(haystack: &[String], needle: &[String]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether `sentence` names `name`: its words in a row, or a run of words with the same name key
+/// ("Pro plan" in "the Pro tier", "Pro" in "the Pro plan").
+fn mentions(normaliser: &NameNormaliser, sentence: &str, name: &str) -> bool {
+    let said = words(sentence);
+    if contains_run(&said, &words(name)) {
+        return true;
+    }
+    let key = normaliser.key(name);
+    if key.is_empty() {
+        return false;
+    }
+    if contains_run(&said, &words(&key)) {
+        return true;
+    }
+    let span = words(&key).len() + 1;
+    (0..said.len()).any(|from| {
+        (from + 1..=(from + span).min(said.len()))
+            .any(|to| normaliser.key(&said[from..to].join(" ")) == key)
+    })
+}
+
+/// The sentence's spelling of the number `object` gives (`"€49"`, `"49.0"` and `"49"` all find
+/// `49`), if the sentence states that number.
+fn number_in(sentence: &str, object: &str) -> Option<String> {
+    let wanted: f64 = numbers(object).first()?.parse().ok()?;
+    numbers(sentence)
+        .into_iter()
+        .find(|n| n.parse::<f64>().is_ok_and(|v| v == wanted))
+}
+
+/// The numbers of a text, as written (thousands commas dropped): digit runs with an inner `.`
+/// or `,` between digits.
+fn numbers(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let mut number = String::new();
+        while i < chars.len() {
+            let c = chars[i];
+            let inner = matches!(c, '.' | ',')
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                && !number.is_empty();
+            if c.is_ascii_digit() || (inner && c == '.') {
+                number.push(c);
+            } else if !inner {
+                break;
+            }
+            i += 1;
+        }
+        out.push(number);
+    }
+    out
+}
+
+/// What the model stage did, counted since start (shared by every ontology one setup compiles).
+#[derive(Debug, Default)]
+pub struct ModelCounters {
+    calls: AtomicU64,
+    errors: AtomicU64,
+    sentences: AtomicU64,
+    returned: AtomicU64,
+    dropped: AtomicU64,
+    kept: AtomicU64,
+}
+
+/// A snapshot of [`ModelCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelUsage {
+    /// Calls to the model (batches of sentences).
+    pub calls: u64,
+    /// Calls that failed (their sentences stayed unclaimed).
+    pub errors: u64,
+    /// Sentences sent.
+    pub sentences: u64,
+    /// Triples the model returned.
+    pub returned: u64,
+    /// Triples dropped by grounding.
+    pub dropped: u64,
+    /// Triples kept.
+    pub kept: u64,
+}
+
+impl ModelCounters {
+    pub(crate) fn call(&self, sentences: usize) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.sentences
+            .fetch_add(sentences as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn triple(&self, kept: bool) {
+        self.returned.fetch_add(1, Ordering::Relaxed);
+        if kept {
+            self.kept.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counts so far.
+    pub fn usage(&self) -> ModelUsage {
+        ModelUsage {
+            calls: self.calls.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            sentences: self.sentences.load(Ordering::Relaxed),
+            returned: self.returned.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            kept: self.kept.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knowledge::ontology::tests::sample;
+
+    fn proposed(predicate: &str, subject: &str, object: &str, sentence: &str) -> Claim {
+        Claim {
+            predicate: predicate.into(),
+            kind: PredicateKind::Slot,
+            subject: ClaimSubject::Named(subject.into()),
+            object: object.into(),
+            sentence: sentence.into(),
+            extractor: "model/test/prompt-v1".into(),
+            confidence: 0.8,
+        }
+    }
+
+    fn check(claim: Claim, sentences: &[&str]) -> Result<Claim, Ungrounded> {
+        let ontology = sample();
+        let normaliser = NameNormaliser::new(ontology.type_nouns());
+        ground(&ontology, &normaliser, sentences, claim)
+    }
+
+    const PRICE: &str = "You pay €49 per user each month for the Pro plan.";
+
+    #[test]
+    fn a_triple_the_sentence_carries_is_kept_with_the_sentence_spelling() {
+        let kept = check(proposed("price", "Pro plan", "€49.0", PRICE), &[PRICE]).expect("kept");
+        assert_eq!(kept.subject, ClaimSubject::Named("Pro plan".into()));
+        assert_eq!(kept.object, "49");
+        assert_eq!(kept.confidence, 0.8);
+        assert!(check(proposed("price", "pro", "49", PRICE), &[PRICE]).is_ok());
+        let fixed = "Refunds can be asked for within 1,000 days.";
+        let refund = check(proposed("refund_days", "refunds", "1000", fixed), &[fixed])
+            .expect("fixed subject");
+        assert_eq!(refund.subject, ClaimSubject::Fixed("Refund policy".into()));
+        assert_eq!(refund.object, "1000");
+    }
+
+    #[test]
+    fn invented_or_misread_triples_are_dropped() {
+        let sentences = [PRICE];
+        let cases = [
+            (
+                proposed("discount", "Pro", "49", PRICE),
+                Ungrounded::UnknownPredicate("discount".into()),
+            ),
+            (
+                proposed("price", "Enterprise", "49", PRICE),
+                Ungrounded::SubjectAbsent("Enterprise".into()),
+            ),
+            (
+                proposed("price", "Pro", "59", PRICE),
+                Ungrounded::ObjectAbsent("59".into()),
+            ),
+            (
+                proposed("price", "Pro", "49", "The Pro plan costs €49."),
+                Ungrounded::UnknownSentence,
+            ),
+            (
+                proposed("owned_by", "Pro", "Atlas", PRICE),
+                Ungrounded::ObjectAbsent("Atlas".into()),
+            ),
+        ];
+        for (claim, why) in cases {
+            assert_eq!(check(claim.clone(), &sentences), Err(why), "{claim:?}");
+        }
+    }
+
+    #[test]
+    fn non_assertions_are_dropped() {
+        for sentence in [
+            "We proposed that the Pro plan cost €59 per user per month.",
+            "The Pro plan does not cost €59 per user per month.",
+            "If approved, the Pro plan would cost €59 per user per month.",
+        ] {
+            let result = check(proposed("price", "Pro", "59", sentence), &[sentence]);
+            assert!(
+                matches!(result, Err(Ungrounded::Refused(_))),
+                "{sentence}: {result:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_as_written() {
+        assert_eq!(
+            numbers("€1,200.50 and 99.9% or 14-day"),
+            ["1200.50", "99.9", "14"]
+        );
+        assert_eq!(number_in("a 99.90% SLA", "99.9").as_deref(), Some("99.90"));
+        assert_eq!(number_in("no number", "5"), None);
+    }
+
+    #[test]
+    fn counters_count() {
+        let counters = ModelCounters::default();
+        counters.call(3);
+        counters.triple(true);
+        counters.triple(false);
+        counters.error();
+        assert_eq!(
+            counters.usage(),
+            ModelUsage {
+                calls: 1,
+                errors: 1,
+                sentences: 3,
+                returned: 2,
+                dropped: 1,
+                kept: 1
+            }
+        );
+    }
+}
