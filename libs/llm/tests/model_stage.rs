@@ -155,7 +155,8 @@ fn grounded_triples_are_kept_the_rest_counted_and_a_rebuild_pays_nothing() {
             sentences: 2,
             returned: 4,
             dropped: 3,
-            kept: 1
+            kept: 1,
+            corrected: 0
         }
     );
     assert_eq!(requests.load(Ordering::SeqCst), 1);

@@ -7,15 +7,20 @@
 //! sentence must assert a current fact (`semantic::refusal`); the subject must occur in the
 //! sentence by its words or its name key (or be the predicate's fixed subject); an entity or text
 //! object must occur in it; a number object must occur in it as a number. Anything else is
-//! dropped and counted (`ModelUsage`), never stored. Nothing here does IO.
+//! dropped and counted (`ModelUsage`), never stored. A neighbouring predicate picked by mistake
+//! (another of the same kind fits the sentence clearly better by meaning, `better_predicate`) is
+//! replaced by the better one, grounded again and counted. Nothing here does IO.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::encoder::cosine;
 use super::extract::{Claim, ClaimSubject};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
-use super::semantic::{self, Refusal, tokens};
+use super::question::{STOPWORDS, stem};
+use super::semantic::{self, Profile, Refusal, Scorer, tokens};
 
 /// Why the model could not be asked or its answer not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +136,78 @@ pub fn ground(
     })
 }
 
+/// How much better another predicate must fit for a model's choice to be dropped, per scorer.
+const LEXICAL_MARGIN: f64 = 0.1;
+const COSINE_MARGIN: f64 = 0.05;
+
+/// The predicate that fits the grounded `claim`'s sentence clearly better by meaning than the
+/// model's choice, among predicates of the same kind and object class (number, entity, text): a
+/// neighbouring predicate picked by mistake. `None` when the model's choice stands — also where
+/// the scorer knows nothing (every fit zero), and for a rename (its phrasings are checked by
+/// grounding). The caller grounds the claim again under the better predicate.
+pub(crate) fn better_predicate(
+    ontology: &Ontology,
+    profiles: &[Profile],
+    scorer: &Scorer<'_>,
+    claim: &Claim,
+) -> Option<String> {
+    let own = ontology
+        .predicates()
+        .iter()
+        .position(|p| p.name == claim.predicate)?;
+    let class =
+        |p: &super::ontology::Predicate| (p.kind, p.object_type == "number", p.object_is_entity());
+    let predicates = ontology.predicates();
+    if predicates[own].kind == PredicateKind::Rename {
+        return None;
+    }
+    let rivals: Vec<usize> = (0..predicates.len())
+        .filter(|i| *i != own && class(&predicates[*i]) == class(&predicates[own]))
+        .collect();
+    if rivals.is_empty() || profiles.len() != predicates.len() {
+        return None;
+    }
+    let (fits, margin): (Vec<f64>, f64) = match scorer {
+        Scorer::Lexical => {
+            let content: BTreeSet<String> = words(&claim.sentence)
+                .iter()
+                .map(|w| stem(w))
+                .filter(|w| !STOPWORDS.contains(&w.as_str()))
+                .collect();
+            (
+                profiles
+                    .iter()
+                    .map(|p| semantic::lexical(p, &content))
+                    .collect(),
+                LEXICAL_MARGIN,
+            )
+        }
+        Scorer::Encoder {
+            encoder,
+            prototypes,
+        } => match encoder.encode(&[claim.sentence.as_str()]) {
+            Ok(vectors) if vectors.len() == 1 => (
+                prototypes
+                    .iter()
+                    .map(|protos| {
+                        protos
+                            .iter()
+                            .map(|p| f64::from(cosine(&vectors[0], p)))
+                            .fold(f64::MIN, f64::max)
+                    })
+                    .collect(),
+                COSINE_MARGIN,
+            ),
+            // Without vectors there is no second opinion: grounding alone decides.
+            _ => return None,
+        },
+    };
+    let best = rivals
+        .into_iter()
+        .max_by(|a, b| fits[*a].total_cmp(&fits[*b]))?;
+    (fits[best] > fits[own] + margin).then(|| predicates[best].name.clone())
+}
+
 /// Lower-cased words of a text (punctuation left out).
 fn words(text: &str) -> Vec<String> {
     tokens(text)
@@ -212,6 +289,7 @@ pub struct ModelCounters {
     returned: AtomicU64,
     dropped: AtomicU64,
     kept: AtomicU64,
+    corrected: AtomicU64,
 }
 
 /// A snapshot of [`ModelCounters`].
@@ -229,6 +307,9 @@ pub struct ModelUsage {
     pub dropped: u64,
     /// Triples kept.
     pub kept: u64,
+    /// Of the triples grounded, those regrounded under a better-fitting predicate than the
+    /// model's (kept or dropped after).
+    pub corrected: u64,
 }
 
 impl ModelCounters {
@@ -240,6 +321,10 @@ impl ModelCounters {
 
     pub(crate) fn error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn corrected(&self) {
+        self.corrected.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn triple(&self, kept: bool) {
@@ -260,6 +345,7 @@ impl ModelCounters {
             returned: self.returned.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             kept: self.kept.load(Ordering::Relaxed),
+            corrected: self.corrected.load(Ordering::Relaxed),
         }
     }
 }
@@ -349,6 +435,22 @@ mod tests {
     }
 
     #[test]
+    fn a_neighbouring_predicate_is_replaced_by_the_better_fit() {
+        let ontology = sample();
+        let profiles = semantic::profiles(&ontology);
+        let better =
+            |claim: &Claim| better_predicate(&ontology, &profiles, &Scorer::Lexical, claim);
+        let sentence = "Customers may ask for a refund up to 14 days after purchase.";
+        let mut claim = proposed("refund_days", "Refund policy", "14", sentence);
+        assert_eq!(better(&claim), None);
+        claim.predicate = "price".into();
+        assert_eq!(better(&claim).as_deref(), Some("refund_days"));
+        // A sentence the scorer knows no word of leaves the model's choice alone.
+        claim.sentence = "Pro: 14.".into();
+        assert_eq!(better(&claim), None);
+    }
+
+    #[test]
     fn numbers_are_read_as_written() {
         assert_eq!(
             numbers("€1,200.50 and 99.9% or 14-day"),
@@ -373,7 +475,8 @@ mod tests {
                 sentences: 3,
                 returned: 2,
                 dropped: 1,
-                kept: 1
+                kept: 1,
+                corrected: 0
             }
         );
     }

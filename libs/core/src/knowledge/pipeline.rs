@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::encoder::SentenceEncoder;
 use super::extract::{Claim, claims_in_sentence, split_sentences};
 use super::firewall::LlmSettings;
-use super::model::{ClaimModel, ModelCounters, ModelUsage, ground};
+use super::model::{ClaimModel, ModelCounters, ModelUsage, better_predicate, ground};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 use super::semantic::{self, Lexicon, Profile, Scorer};
@@ -406,6 +406,7 @@ impl Extraction {
                                 && s.chars().any(char::is_alphabetic)
                         })
                         .collect();
+                    let scorer = self.scorer();
                     for batch in pending.chunks(MODEL_BATCH) {
                         self.counters.call(batch.len());
                         // A failed call leaves its sentences unclaimed (counted, never fatal).
@@ -414,8 +415,29 @@ impl Extraction {
                             continue;
                         };
                         for claim in proposed {
-                            let Ok(mut claim) = ground(ontology, &self.normaliser, batch, claim)
-                            else {
+                            // The model's own subject, should a better predicate need it
+                            // (grounding puts a fixed subject in its place).
+                            let proposed = claim.clone();
+                            let grounded = ground(ontology, &self.normaliser, batch, claim)
+                                .and_then(|claim| {
+                                    match better_predicate(
+                                        ontology,
+                                        &self.profiles,
+                                        &scorer,
+                                        &claim,
+                                    ) {
+                                        None => Ok(claim),
+                                        Some(better) => {
+                                            self.counters.corrected();
+                                            let claim = Claim {
+                                                predicate: better,
+                                                ..proposed
+                                            };
+                                            ground(ontology, &self.normaliser, batch, claim)
+                                        }
+                                    }
+                                });
+                            let Ok(mut claim) = grounded else {
                                 self.counters.triple(false);
                                 continue;
                             };

@@ -830,7 +830,7 @@ pub(crate) fn claims_by_meaning(
     best.map(|(_, claim)| vec![claim]).unwrap_or_default()
 }
 
-fn lexical(profile: &Profile, content: &BTreeSet<String>) -> f64 {
+pub(crate) fn lexical(profile: &Profile, content: &BTreeSet<String>) -> f64 {
     let total: f64 = profile.words.values().sum();
     if total <= 0.0 {
         return 0.0;

@@ -2,6 +2,7 @@
 
 pub mod drift;
 pub mod extract;
+pub mod fake_model;
 pub mod firewall;
 pub mod plate;
 pub mod signals;

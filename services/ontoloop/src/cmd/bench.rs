@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ontoloop::bench::drift::{self, Mode};
+use ontoloop::bench::fake_model;
 use ontoloop::client::Clients;
 use ontoloop::up::Local;
-use ontoloop_core::knowledge::ExtractSettings;
+use ontoloop_core::knowledge::{ExtractSettings, Stage};
 use ontoloop_settings::Settings;
 use ontoloop_testkit::world::World;
 
@@ -96,11 +97,20 @@ pub enum Command {
         /// Where to write the CSV of every answer (default target/bench/drift-WORLD-MODE.csv).
         #[arg(long)]
         csv: Option<PathBuf>,
-        /// Which extraction reads the pages: `patterns` (the exact templates only) or
-        /// `semantic` (structured, patterns and semantic stages); default: the configured
-        /// `[extract]` pipeline.
+        /// Which extraction reads the pages: `patterns` (the exact templates only),
+        /// `semantic` (structured, patterns and semantic stages) or `model` (structured,
+        /// patterns and the model stage, answered by a seeded fake model built from the world);
+        /// default: the configured `[extract]` pipeline.
         #[arg(long)]
         extractor: Option<String>,
+        /// With `--extractor model`: the rate (0 to 1) at which the fake model drops a fact,
+        /// respells a name, picks a neighbouring predicate or invents a value from a sentence
+        /// that asserts nothing.
+        #[arg(long, default_value_t = 0.0)]
+        extractor_noise: f64,
+        /// With `--extractor model`: the fake model's seed.
+        #[arg(long, default_value_t = 11)]
+        extractor_seed: u64,
     },
 }
 
@@ -170,19 +180,33 @@ impl Command {
                 target,
                 csv,
                 extractor,
+                extractor_noise,
+                extractor_seed,
             } => {
                 let mut session = Session::load(config, &[])?;
+                let mut fake = None;
                 match extractor.as_deref() {
                     None => {}
                     Some("patterns") => session.settings.extract = ExtractSettings::patterns_only(),
                     Some("semantic") => {
                         session.settings.extract.stages = ExtractSettings::default().stages;
                     }
-                    Some("model") => anyhow::bail!(
-                        "--extractor model: the model stage of the extraction pipeline is not built yet \
-                         (the firewall's [firewall.llm] extractor is the only model reader today)"
-                    ),
-                    Some(other) => anyhow::bail!("--extractor {other:?}: use patterns or semantic"),
+                    Some("model") if !target => {
+                        let world = read_world(&world)?;
+                        let model =
+                            fake_model::start(&world, extractor_noise, extractor_seed).await?;
+                        let extract = &mut session.settings.extract;
+                        extract.stages = vec![Stage::Structured, Stage::Patterns, Stage::Model];
+                        extract.model.enabled = true;
+                        extract.model.base_url = model.base_url.clone();
+                        extract.model.model = "fake-model".to_owned();
+                        extract.model.api_key = String::new();
+                        fake = Some(model);
+                    }
+                    Some("model") => {}
+                    Some(other) => {
+                        anyhow::bail!("--extractor {other:?}: use patterns, semantic or model")
+                    }
                 }
                 if target && extractor.is_some() {
                     anyhow::bail!("--extractor applies to the embedded system, not to --target");
@@ -193,6 +217,15 @@ impl Command {
                     other => anyhow::bail!("--mode {other:?}: use structured or nl"),
                 };
                 bench_drift(session.settings, &world, mode, json, target, csv).await?;
+                if let Some(fake) = fake {
+                    eprintln!(
+                        "bench: {} (noise {extractor_noise}, seed {extractor_seed})",
+                        fake.faults.describe()
+                    );
+                    for line in fake.faults.lines() {
+                        eprintln!("bench:   {line}");
+                    }
+                }
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -261,6 +294,23 @@ async fn bench_drift(
         progress(&format!("extraction: {extraction}"));
         let clients = Clients::from_addrs(&local.addrs).await?;
         let report = drift::run(&world, clients, mode, &mut progress).await?;
+        let extraction = if settings.extract.model_wanted() {
+            let usage = local.ctx.extraction.model_usage();
+            format!(
+                "{extraction}; model stage: {} calls, {} sentences sent, {} triples returned, \
+                 {} dropped by grounding, {} kept, {} regrounded under a better-fitting predicate, \
+                 {} failed calls",
+                usage.calls,
+                usage.sentences,
+                usage.returned,
+                usage.dropped,
+                usage.kept,
+                usage.corrected,
+                usage.errors
+            )
+        } else {
+            extraction
+        };
         local.stop().await?;
         (report, extraction)
     };
