@@ -352,8 +352,12 @@ impl ModelCounters {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::knowledge::ontology::tests::sample;
+    use crate::knowledge::pipeline::{ExtractSettings, ExtractionSetup, Stage};
+    use crate::knowledge::semantic::Lexicon;
 
     fn proposed(predicate: &str, subject: &str, object: &str, sentence: &str) -> Claim {
         Claim {
@@ -478,6 +482,135 @@ mod tests {
                 kept: 1,
                 corrected: 0
             }
+        );
+    }
+
+    /// A model with a canned answer that records what it was sent.
+    struct Canned {
+        answer: Result<Vec<Claim>, ModelError>,
+        sent: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl ClaimModel for Canned {
+        fn id(&self) -> &str {
+            "model/canned/prompt-v1"
+        }
+
+        fn claims(&self, _: &Ontology, sentences: &[&str]) -> Result<Vec<Claim>, ModelError> {
+            if let Ok(mut sent) = self.sent.lock() {
+                sent.extend(sentences.iter().map(|s| (*s).to_owned()));
+            }
+            self.answer.clone()
+        }
+    }
+
+    fn pipeline(answer: Result<Vec<Claim>, ModelError>) -> (Arc<Canned>, ExtractionSetup) {
+        let model = Arc::new(Canned {
+            answer,
+            sent: std::sync::Mutex::new(Vec::new()),
+        });
+        let settings = ExtractSettings {
+            stages: vec![Stage::Patterns, Stage::Model],
+            ..ExtractSettings::default()
+        };
+        let setup = ExtractionSetup::new(settings, None).with_model(model.clone());
+        (model, setup)
+    }
+
+    const PAGE: &str =
+        "The Pro plan costs €49 per user per month. Atlas looks after Tessaly Dock these days.";
+    const LEFT: &str = "Atlas looks after Tessaly Dock these days.";
+
+    #[test]
+    fn the_model_reads_only_what_earlier_stages_left_and_is_grounded() {
+        let mut owned = proposed("owned_by", "Tessaly Dock", "Atlas", LEFT);
+        owned.kind = PredicateKind::Slot;
+        let answer = vec![
+            owned,
+            // A sentence it was not sent.
+            proposed(
+                "price",
+                "Pro",
+                "49",
+                "The Pro plan costs €49 per user per month.",
+            ),
+        ];
+        let (model, setup) = pipeline(Ok(answer));
+        let ontology = setup.compile(sample());
+        let claims = ontology
+            .extraction()
+            .claims(&ontology, PAGE, &Lexicon::default());
+        let read: Vec<(&str, &str, &str, f64)> = claims
+            .iter()
+            .map(|c| {
+                (
+                    c.extractor.as_str(),
+                    c.predicate.as_str(),
+                    c.object.as_str(),
+                    c.confidence,
+                )
+            })
+            .collect();
+        assert_eq!(
+            read,
+            vec![
+                ("patterns/v1", "price", "49", 1.0),
+                ("model/canned/prompt-v1", "owned_by", "Atlas", 0.8),
+            ]
+        );
+        assert_eq!(*model.sent.lock().expect("sent"), vec![LEFT.to_owned()]);
+        let usage = setup.model_usage();
+        assert_eq!(
+            (
+                usage.calls,
+                usage.sentences,
+                usage.returned,
+                usage.dropped,
+                usage.kept
+            ),
+            (1, 1, 2, 1, 1)
+        );
+        assert!(
+            setup
+                .describe()
+                .ends_with("; model: model/canned/prompt-v1"),
+            "{}",
+            setup.describe()
+        );
+    }
+
+    #[test]
+    fn a_failed_call_leaves_its_sentences_unclaimed_and_is_counted() {
+        let (_, setup) = pipeline(Err(ModelError("connection refused".into())));
+        let ontology = setup.compile(sample());
+        let claims = ontology
+            .extraction()
+            .claims(&ontology, PAGE, &Lexicon::default());
+        assert_eq!(claims.len(), 1);
+        assert_eq!(claims[0].extractor, "patterns/v1");
+        assert_eq!(setup.model_usage().errors, 1);
+    }
+
+    #[test]
+    fn model_settings_are_checked_when_enabled() {
+        let mut settings = ExtractSettings::default();
+        assert!(!settings.model_wanted());
+        settings.model.enabled = true;
+        settings.model.base_url = "https://api.example.com/v1".into();
+        settings.model.model = "m".into();
+        assert_eq!(
+            settings.validate().map_err(|e| e.key),
+            Err("model.base_url")
+        );
+        settings.model.base_url = "http://127.0.0.1:8000/v1".into();
+        assert!(settings.validate().is_ok());
+        assert!(!settings.model_wanted(), "enabled but not staged");
+        settings.stages.push(Stage::Model);
+        assert!(settings.model_wanted());
+        settings.confidence.model = 2.0;
+        assert_eq!(
+            settings.validate().map_err(|e| e.key),
+            Err("confidence.model")
         );
     }
 }
