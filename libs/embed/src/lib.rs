@@ -104,11 +104,33 @@ pub fn extraction_setup(settings: ExtractSettings) -> (ExtractionSetup, Option<E
 }
 
 /// What a process with `settings` extracts with, told without loading the model: the stages,
-/// and whether the semantic stage will find its model (for `ontoloop status`).
+/// whether the semantic stage will find its model, and the model stage's endpoint (for
+/// `ontoloop status`).
 pub fn describe(settings: &ExtractSettings) -> String {
+    let model = match (
+        settings.stages.contains(&Stage::Model),
+        settings.model.enabled,
+    ) {
+        (false, _) => String::new(),
+        (true, true) => format!(
+            "; model: model/{}/{} at {}",
+            settings.model.model, settings.model.prompt_version, settings.model.base_url
+        ),
+        (true, false) => "; model: off ([extract.model] enabled = false)".to_owned(),
+    };
+    format!("{}{model}", describe_reading(settings))
+}
+
+/// The stages and the semantic stage's scorer.
+fn describe_reading(settings: &ExtractSettings) -> String {
     let setup = ExtractionSetup::new(settings.clone(), None);
     if !settings.stages.contains(&Stage::Semantic) {
-        return setup.describe();
+        let described = setup.describe();
+        return described
+            .split("; model:")
+            .next()
+            .unwrap_or_default()
+            .to_owned();
     }
     let configured =
         (!settings.model_dir.trim().is_empty()).then(|| PathBuf::from(&settings.model_dir));

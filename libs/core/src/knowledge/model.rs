@@ -20,7 +20,7 @@ use super::extract::{Claim, ClaimSubject};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 use super::question::{STOPWORDS, stem};
-use super::semantic::{self, Profile, Refusal, Scorer, tokens};
+use super::semantic::{self, Lexicon, Profile, Refusal, Scorer, tokens};
 
 /// Why the model could not be asked or its answer not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +58,12 @@ pub enum Ungrounded {
     SubjectAbsent(String),
     /// The object does not occur in the sentence (as a number, for a number predicate).
     ObjectAbsent(String),
+    /// The object names the subject itself.
+    SelfReference(String),
+    /// The subject or object is known to be of a type the predicate does not take.
+    WrongType(String),
+    /// The predicate has a fixed subject and the sentence says none of its words.
+    PredicateUnsaid(String),
 }
 
 impl fmt::Display for Ungrounded {
@@ -68,6 +74,14 @@ impl fmt::Display for Ungrounded {
             Ungrounded::Refused(r) => write!(f, "the sentence asserts no current fact ({r:?})"),
             Ungrounded::SubjectAbsent(s) => write!(f, "subject {s:?} is not in the sentence"),
             Ungrounded::ObjectAbsent(o) => write!(f, "object {o:?} is not in the sentence"),
+            Ungrounded::SelfReference(o) => write!(f, "object {o:?} names the subject itself"),
+            Ungrounded::WrongType(n) => write!(f, "{n:?} is of a type the predicate does not take"),
+            Ungrounded::PredicateUnsaid(p) => {
+                write!(
+                    f,
+                    "the sentence says nothing of {p:?} (a fixed-subject predicate)"
+                )
+            }
         }
     }
 }
@@ -123,6 +137,9 @@ pub fn ground(
         if object.is_empty() || !mentions(normaliser, sentence, object) {
             return Err(Ungrounded::ObjectAbsent(object.to_owned()));
         }
+        if normaliser.key(object) == normaliser.key(subject.name()) {
+            return Err(Ungrounded::SelfReference(object.to_owned()));
+        }
         object.to_owned()
     };
     Ok(Claim {
@@ -134,6 +151,64 @@ pub fn ground(
         extractor: claim.extractor,
         confidence: claim.confidence,
     })
+}
+
+/// What the pipeline knows beyond the sentence, checked after `ground`: names known to be of a
+/// type the predicate does not take are refused (a service "led by" someone), and a predicate
+/// with a fixed subject — whose subject the sentence cannot show — needs at least one of its
+/// words or unit words in the sentence (a bare number is no evidence of a retention period).
+pub(crate) fn typed(
+    ontology: &Ontology,
+    profiles: &[Profile],
+    lexicon: &Lexicon,
+    normaliser: &NameNormaliser,
+    claim: &Claim,
+) -> Result<(), Ungrounded> {
+    let Some(at) = ontology
+        .predicates()
+        .iter()
+        .position(|p| p.name == claim.predicate)
+    else {
+        return Err(Ungrounded::UnknownPredicate(claim.predicate.clone()));
+    };
+    let predicate = &ontology.predicates()[at];
+    if predicate.kind == PredicateKind::Rename {
+        return Ok(());
+    }
+    let known_types = |name: &str| -> BTreeSet<String> {
+        let mut types: BTreeSet<String> = lexicon
+            .types_of(normaliser, name)
+            .cloned()
+            .unwrap_or_default();
+        types.extend(normaliser.type_of(name));
+        types
+    };
+    if predicate.fixed_subject.is_none() && !predicate.subject_types.iter().any(|t| t == "any") {
+        let types = known_types(claim.subject.name());
+        if !types.is_empty() && !types.iter().any(|t| predicate.subject_types.contains(t)) {
+            return Err(Ungrounded::WrongType(claim.subject.name().to_owned()));
+        }
+    }
+    if predicate.object_is_entity() {
+        let types = known_types(&claim.object);
+        if !types.is_empty() && !types.contains(&predicate.object_type) {
+            return Err(Ungrounded::WrongType(claim.object.clone()));
+        }
+    }
+    if predicate.fixed_subject.is_some()
+        && let Some(profile) = profiles.get(at)
+    {
+        let said: BTreeSet<String> = words(&claim.sentence).iter().map(|w| stem(w)).collect();
+        let hit = profile
+            .words
+            .keys()
+            .chain(profile.unit.iter())
+            .any(|w| said.contains(w));
+        if !hit {
+            return Err(Ungrounded::PredicateUnsaid(claim.predicate.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// How much better another predicate must fit for a model's choice to be dropped, per scorer.
@@ -417,6 +492,10 @@ mod tests {
                 proposed("owned_by", "Pro", "Atlas", PRICE),
                 Ungrounded::ObjectAbsent("Atlas".into()),
             ),
+            (
+                proposed("owned_by", "Pro plan", "Pro", PRICE),
+                Ungrounded::SelfReference("Pro".into()),
+            ),
         ];
         for (claim, why) in cases {
             assert_eq!(check(claim.clone(), &sentences), Err(why), "{claim:?}");
@@ -452,6 +531,35 @@ mod tests {
         // A sentence the scorer knows no word of leaves the model's choice alone.
         claim.sentence = "Pro: 14.".into();
         assert_eq!(better(&claim), None);
+    }
+
+    #[test]
+    fn known_types_and_a_fixed_subject_need_evidence() {
+        let ontology = sample();
+        let profiles = semantic::profiles(&ontology);
+        let normaliser = NameNormaliser::new(ontology.type_nouns());
+        let mut lexicon = Lexicon::default();
+        lexicon.insert(&normaliser, "Payments", Some("service"));
+        let check = |claim: &Claim| typed(&ontology, &profiles, &lexicon, &normaliser, claim);
+        let alerts = "The Payments service sends alerts to Helix.";
+        assert_eq!(
+            check(&proposed("led_by", "Payments", "Helix", alerts)),
+            Err(Ungrounded::WrongType("Payments".into()))
+        );
+        assert_eq!(
+            check(&proposed("owned_by", "Payments", "Helix", alerts)),
+            Ok(())
+        );
+        let outage = "Card capture failed for 41 minutes.";
+        assert_eq!(
+            check(&proposed("refund_days", "Refund policy", "41", outage)),
+            Err(Ungrounded::PredicateUnsaid("refund_days".into()))
+        );
+        let refund = "Customers may ask for a refund up to 14 days after purchase.";
+        assert_eq!(
+            check(&proposed("refund_days", "Refund policy", "14", refund)),
+            Ok(())
+        );
     }
 
     #[test]

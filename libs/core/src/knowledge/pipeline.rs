@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::encoder::SentenceEncoder;
 use super::extract::{Claim, claims_in_sentence, split_sentences};
 use super::firewall::LlmSettings;
-use super::model::{ClaimModel, ModelCounters, ModelUsage, better_predicate, ground};
+use super::model::{ClaimModel, ModelCounters, ModelUsage, better_predicate, ground, typed};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 use super::semantic::{self, Lexicon, Profile, Scorer};
@@ -406,6 +406,7 @@ impl Extraction {
                                 && s.chars().any(char::is_alphabetic)
                         })
                         .collect();
+                    self.learn_names(ontology, &claims, &mut lexicon);
                     let scorer = self.scorer();
                     for batch in pending.chunks(MODEL_BATCH) {
                         self.counters.call(batch.len());
@@ -437,6 +438,10 @@ impl Extraction {
                                         }
                                     }
                                 });
+                            let grounded = grounded.and_then(|claim| {
+                                typed(ontology, &self.profiles, &lexicon, &self.normaliser, &claim)
+                                    .map(|()| claim)
+                            });
                             let Ok(mut claim) = grounded else {
                                 self.counters.triple(false);
                                 continue;

@@ -53,6 +53,11 @@ impl Lexicon {
         self.by_key.get(key)
     }
 
+    /// The types a name is known to have (empty: known, of no known type), if it is known.
+    pub fn types_of(&self, normaliser: &NameNormaliser, name: &str) -> Option<&BTreeSet<String>> {
+        self.get(&normaliser.key(name))
+    }
+
     /// How many names it holds.
     pub fn len(&self) -> usize {
         self.by_key.len()

@@ -371,7 +371,7 @@ impl Oracle {
         };
         let object = match number {
             Some(number) => number.to_owned(),
-            None => (*names.last()?).to_owned(),
+            None => (*names.iter().rev().find(|n| **n != subject)?).to_owned(),
         };
         Some((subject, predicate.name.clone(), object))
     }
