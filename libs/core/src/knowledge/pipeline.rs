@@ -553,6 +553,42 @@ mod tests {
     }
 
     #[test]
+    fn huge_pages_huge_sentences_and_garbage_are_read_without_panic() {
+        let ontology = sample();
+        let read = |text: &str| {
+            ontology
+                .extraction()
+                .claims(&ontology, text, &Lexicon::default())
+        };
+        // A page of about 1 MB: every distinct sentence still read.
+        let page: String = (0..11_000)
+            .map(|i| {
+                format!(
+                    "You pay €{i} per user each month for the Pro plan. Owner of Tessaly Dock {i}: the Atlas team.\n"
+                )
+            })
+            .collect();
+        assert!(page.len() > 1_000_000);
+        assert_eq!(read(&page).len(), 22_000);
+        // One sentence of 100 KB is too long to be a statement: nothing, quickly.
+        let sentence = format!(
+            "The Pro plan costs €49 per user per month{}.",
+            " and more".repeat(12_000)
+        );
+        assert!(sentence.len() > 100_000);
+        assert!(read(&sentence).is_empty());
+        // Binary garbage (bytes as a lossy string), tables of pipes, an unclosed front matter.
+        let bytes: Vec<u8> = (0..65_536u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let garbage = String::from_utf8_lossy(&bytes).into_owned();
+        let _ = read(&garbage);
+        let _ = read(&"|".repeat(10_000));
+        let _ = read("---\nname: Tessaly Dock\nowner: Atlas\n");
+        let _ = read(&"| a | b |\n|---|---|\n".repeat(2_000));
+    }
+
+    #[test]
     fn settings_are_checked() {
         assert!(ExtractSettings::default().validate().is_ok());
         let twice = ExtractSettings {

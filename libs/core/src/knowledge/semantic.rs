@@ -793,14 +793,21 @@ pub(crate) fn claims_by_meaning(
         Scorer::Lexical => MIN_LEXICAL,
         Scorer::Encoder { .. } => MIN_COSINE,
     };
+    // Whether the sentence asserts a current fact, asked once for every predicate.
+    let refused_outright = refusal(sentence, false).is_some();
+    let refused_allowing_past = refusal(sentence, true).is_some();
+    let past_tense = past_tense_after_subject(&toks, &found);
     let mut best: Option<(f64, Claim)> = None;
     for ((predicate, profile), score) in ontology.predicates().iter().zip(profiles).zip(similarity)
     {
         let rename = predicate.kind == PredicateKind::Rename;
         let words_hit = profile.words.keys().any(|w| content.contains(w));
-        if refusal(sentence, rename).is_some()
-            || (!rename && past_tense_after_subject(&toks, &found))
-        {
+        let refused = if rename {
+            refused_allowing_past
+        } else {
+            refused_outright || past_tense
+        };
+        if refused {
             continue;
         }
         // A rename must use the predicate's own words; any other predicate needs either its

@@ -39,11 +39,18 @@ pub(crate) fn read(
     normaliser: &NameNormaliser,
     text: &str,
 ) -> Structured {
+    let type_nouns = ontology.type_nouns();
     let ctx = Ctx {
         ontology,
         profiles,
         lexicon,
         normaliser,
+        type_stems: type_nouns.iter().map(|n| stem(n)).collect(),
+        type_nouns,
+        predicate_words: profiles
+            .iter()
+            .flat_map(|p| p.words.keys().cloned())
+            .collect(),
     };
     let mut claims = Vec::new();
     let mut claimed = BTreeSet::new();
@@ -108,6 +115,9 @@ struct Ctx<'a> {
     profiles: &'a [Profile],
     lexicon: &'a Lexicon,
     normaliser: &'a NameNormaliser,
+    type_nouns: Vec<String>,
+    type_stems: BTreeSet<String>,
+    predicate_words: BTreeSet<String>,
 }
 
 impl Ctx<'_> {
@@ -117,7 +127,7 @@ impl Ctx<'_> {
             .filter_map(|line| line.split_once(':'))
             .map(|(k, v)| (k.trim(), v.trim().trim_matches(['"', '\''])))
             .collect();
-        let type_nouns = self.ontology.type_nouns();
+        let type_nouns = &self.type_nouns;
         let subject = pairs.iter().find_map(|(k, v)| {
             let k = k.to_lowercase();
             (SUBJECT_KEYS.contains(&k.as_str()) || type_nouns.contains(&k)).then_some(*v)
@@ -211,15 +221,8 @@ impl Ctx<'_> {
         best.map(|(_, claim)| claim)
     }
 
-    fn predicate_words(&self) -> BTreeSet<String> {
-        self.profiles
-            .iter()
-            .flat_map(|p| p.words.keys().cloned())
-            .collect()
-    }
-
     fn is_type_noun(&self, word: &str) -> bool {
-        self.ontology.type_nouns().iter().any(|n| stem(n) == word)
+        self.type_stems.contains(word)
     }
 
     fn fill(
@@ -247,8 +250,8 @@ impl Ctx<'_> {
                     &value_tokens,
                     self.lexicon,
                     self.normaliser,
-                    &self.ontology.type_nouns(),
-                    &self.predicate_words(),
+                    &self.type_nouns,
+                    &self.predicate_words,
                 );
                 let name = match found.as_slice() {
                     [one] => one.name.clone(),
@@ -277,8 +280,8 @@ impl Ctx<'_> {
             &key_tokens,
             self.lexicon,
             self.normaliser,
-            &self.ontology.type_nouns(),
-            &self.predicate_words(),
+            &self.type_nouns,
+            &self.predicate_words,
         );
         if let Some(m) = found
             .iter()
