@@ -648,19 +648,8 @@ mod tests {
         let claims = ontology
             .extraction()
             .claims(&ontology, PAGE, &Lexicon::default());
-        let read: Vec<(&str, &str, &str, f64)> = claims
-            .iter()
-            .map(|c| {
-                (
-                    c.extractor.as_str(),
-                    c.predicate.as_str(),
-                    c.object.as_str(),
-                    c.confidence,
-                )
-            })
-            .collect();
         assert_eq!(
-            read,
+            crate::knowledge::pipeline::tests::stamped(&claims),
             vec![
                 ("patterns/v1", "price", "49", 1.0),
                 ("model/canned/prompt-v1", "owned_by", "Atlas", 0.8),

@@ -515,10 +515,25 @@ impl Extraction {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::knowledge::encoder::{CachedEncoder, EncodeError};
     use crate::knowledge::ontology::tests::sample;
+
+    /// What a test compares of claims: extractor, predicate, object, confidence.
+    pub(crate) fn stamped(claims: &[Claim]) -> Vec<(&str, &str, &str, f64)> {
+        claims
+            .iter()
+            .map(|c| {
+                (
+                    c.extractor.as_str(),
+                    c.predicate.as_str(),
+                    c.object.as_str(),
+                    c.confidence,
+                )
+            })
+            .collect()
+    }
 
     #[test]
     fn stages_run_in_order_and_stamp_their_ids() {
@@ -529,19 +544,8 @@ mod tests {
         let claims = ontology
             .extraction()
             .claims(&ontology, text, &Lexicon::default());
-        let stamped: Vec<(&str, &str, &str, f64)> = claims
-            .iter()
-            .map(|c| {
-                (
-                    c.extractor.as_str(),
-                    c.predicate.as_str(),
-                    c.object.as_str(),
-                    c.confidence,
-                )
-            })
-            .collect();
         assert_eq!(
-            stamped,
+            stamped(&claims),
             vec![
                 ("structured/v1", "owned_by", "Atlas", 1.0),
                 ("patterns/v1", "price", "49", 1.0),
