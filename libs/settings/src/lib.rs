@@ -293,7 +293,8 @@ impl Loader {
             .with_list_parse_key("firewall.multi_valued_predicates")
             .with_list_parse_key("plate.default_scopes")
             .with_list_parse_key("plate.report_severities")
-            .with_list_parse_key("plate.dependency_severities");
+            .with_list_parse_key("plate.dependency_severities")
+            .with_list_parse_key("extract.stages");
         if let Some(vars) = self.env {
             env = env.source(Some(vars.into_iter().collect()));
         }
@@ -614,6 +615,28 @@ mod tests {
         }
         let settings = load_with(&[("ONTOLOOP__ANALYST__HEAL_AT", "high")]).expect("valid");
         assert_eq!(settings.analyst.heal_at, Severity::High);
+    }
+
+    #[test]
+    fn extraction_stages_come_from_the_environment_and_a_typo_names_the_key() {
+        use ontoloop_core::knowledge::Stage;
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert_eq!(
+            settings.extract.stages,
+            vec![Stage::Structured, Stage::Patterns, Stage::Semantic]
+        );
+        let settings =
+            load_with(&[("ONTOLOOP__EXTRACT__STAGES", "patterns,semantic")]).expect("valid");
+        assert_eq!(
+            settings.extract.stages,
+            vec![Stage::Patterns, Stage::Semantic]
+        );
+        let err = load_with(&[("ONTOLOOP__EXTRACT__STAGES", "patterns,semantc")])
+            .expect_err("not a stage");
+        assert!(err.to_string().contains("extract.stages"), "{err}");
+        let err =
+            load_with(&[("ONTOLOOP__EXTRACT__STAGES", "patterns,patterns")]).expect_err("twice");
+        assert!(err.to_string().contains("extract.stages"), "{err}");
     }
 
     #[test]
