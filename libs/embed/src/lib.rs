@@ -88,7 +88,7 @@ pub fn model_dir(configured: Option<&Path>) -> PathBuf {
 /// the configured folder (or the default one) behind a vector cache; when the folder lacks it,
 /// the lexical scorer and the reason, for the caller to say at start-up.
 pub fn extraction_setup(settings: ExtractSettings) -> (ExtractionSetup, Option<EmbedError>) {
-    if !settings.stages.contains(&Stage::Semantic) {
+    if !settings.any_runs(Stage::Semantic) {
         return (ExtractionSetup::new(settings, None), None);
     }
     let configured =

@@ -104,7 +104,9 @@ impl Snapshots {
             .ontology
             .clone()
             .ok_or_else(|| SnapshotError::NoOntology(tenant.to_owned()))?;
-        let ontology = self.extraction.compile(Ontology::from_json(&text)?);
+        let ontology = self
+            .extraction
+            .compile_for(tenant, Ontology::from_json(&text)?);
         let current: BTreeMap<String, PageVersion> = rows
             .current_pages()
             .into_iter()

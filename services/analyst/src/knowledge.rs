@@ -187,7 +187,7 @@ impl KnowledgeWriter {
                 let parsed = Ontology::from_json(text).map_err(|err| {
                     Refusal::Passing(format!("stored ontology of {tenant} is unreadable: {err}"))
                 })?;
-                Some(Arc::new(self.extraction.compile(parsed)))
+                Some(Arc::new(self.extraction.compile_for(tenant, parsed)))
             }
             None => None,
         };
@@ -217,7 +217,7 @@ fn step(
     if let Event::OntologySet { ontology } = &envelope.event {
         let parsed = Ontology::from_value(ontology.clone())
             .map_err(|err| Refusal::Invalid(err.to_string()))?;
-        let parsed = extraction.compile(parsed);
+        let parsed = extraction.compile_for(&envelope.tenant, parsed);
         let text =
             serde_json::to_string(ontology).map_err(|err| Refusal::Invalid(err.to_string()))?;
         if knowledge.ontology.is_none() || knowledge.graph.facts().is_empty() {

@@ -33,5 +33,5 @@ pub use model::{ClaimModel, ModelError, ModelUsage, Ungrounded, ground};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};
-pub use pipeline::{ExtractSettings, Extraction, ExtractionSetup, Stage};
+pub use pipeline::{ExtractSettings, Extraction, ExtractionSetup, Stage, TenantExtract};
 pub use semantic::Lexicon;

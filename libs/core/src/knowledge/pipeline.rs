@@ -7,7 +7,7 @@
 //! page ingestion, answer-time evidence, healing sources and the firewall, because it travels
 //! with the ontology it was built for.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -89,6 +89,22 @@ pub struct ExtractSettings {
     /// The model stage's OpenAI-compatible endpoint (`[extract.model]`); used only when
     /// `enabled` and `stages` names `model`.
     pub model: LlmSettings,
+    /// Per-tenant pipelines (`[extract.tenants.<tenant>]`): stages and confidences that replace
+    /// the defaults above for that tenant.
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantExtract>,
+}
+
+/// A tenant's own `[extract.tenants.<tenant>]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantExtract {
+    /// Its stages, in order; the default stages when absent.
+    #[serde(default)]
+    pub stages: Option<Vec<Stage>>,
+    /// Its confidences; the default ones when absent.
+    #[serde(default)]
+    pub confidence: Option<StageConfidence>,
 }
 
 impl Default for ExtractSettings {
@@ -105,6 +121,7 @@ impl Default for ExtractSettings {
                 timeout_ms: 30_000,
                 prompt_version: "prompt-v1".to_owned(),
             },
+            tenants: BTreeMap::new(),
         }
     }
 }
@@ -112,6 +129,42 @@ impl Default for ExtractSettings {
 impl ExtractSettings {
     /// Checks the `[extract]` section once, at start-up.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
+        self.validate_pipeline()?;
+        for tenant in self.tenants.keys() {
+            self.for_tenant(tenant)
+                .validate_pipeline()
+                .map_err(|err| InvalidSetting::new("tenants", format!("{tenant}: {err}")))?;
+        }
+        Ok(())
+    }
+
+    /// The settings `tenant` extracts with: its own stages and confidences where it has them.
+    pub fn for_tenant(&self, tenant: &str) -> ExtractSettings {
+        let mut own = ExtractSettings {
+            tenants: BTreeMap::new(),
+            ..self.clone()
+        };
+        if let Some(overrides) = self.tenants.get(tenant) {
+            if let Some(stages) = &overrides.stages {
+                own.stages.clone_from(stages);
+            }
+            if let Some(confidence) = &overrides.confidence {
+                own.confidence = confidence.clone();
+            }
+        }
+        own
+    }
+
+    /// Whether any tenant's pipeline (the default one included) runs `stage`.
+    pub fn any_runs(&self, stage: Stage) -> bool {
+        self.stages.contains(&stage)
+            || self
+                .tenants
+                .values()
+                .any(|t| t.stages.as_ref().is_some_and(|s| s.contains(&stage)))
+    }
+
+    fn validate_pipeline(&self) -> Result<(), InvalidSetting> {
         if self.stages.is_empty() {
             return Err(InvalidSetting::new("stages", "needs at least one stage"));
         }
@@ -201,8 +254,17 @@ impl ExtractionSetup {
 
     /// The ontology with this setup's pipeline.
     pub fn compile(&self, ontology: Ontology) -> Ontology {
-        let mut extraction =
-            Extraction::new(&ontology, self.settings.clone(), self.encoder.clone());
+        self.compile_with(self.settings.clone(), ontology)
+    }
+
+    /// `tenant`'s ontology with its own pipeline (`[extract.tenants.<tenant>]`, else the
+    /// default).
+    pub fn compile_for(&self, tenant: &str, ontology: Ontology) -> Ontology {
+        self.compile_with(self.settings.for_tenant(tenant), ontology)
+    }
+
+    fn compile_with(&self, settings: ExtractSettings, ontology: Ontology) -> Ontology {
+        let mut extraction = Extraction::new(&ontology, settings, self.encoder.clone());
         extraction.model = self.model.clone();
         extraction.counters = Arc::clone(&self.counters);
         ontology.with_compiled_extraction(extraction)
@@ -590,6 +652,46 @@ pub(crate) mod tests {
         let _ = read(&"|".repeat(10_000));
         let _ = read("---\nname: Tessaly Dock\nowner: Atlas\n");
         let _ = read(&"| a | b |\n|---|---|\n".repeat(2_000));
+    }
+
+    #[test]
+    fn a_tenant_may_have_a_pipeline_of_its_own() {
+        let mut settings = ExtractSettings::default();
+        settings.tenants.insert(
+            "strict".into(),
+            TenantExtract {
+                stages: Some(vec![Stage::Patterns]),
+                confidence: None,
+            },
+        );
+        assert!(settings.validate().is_ok());
+        let setup = ExtractionSetup::new(settings.clone(), None);
+        let text = "You pay €19 per user each month for the Starter plan.";
+        let strict = setup.compile_for("strict", sample());
+        let other = setup.compile_for("acme", sample());
+        assert!(
+            strict
+                .extraction()
+                .claims(&strict, text, &Lexicon::default())
+                .is_empty()
+        );
+        assert_eq!(
+            other
+                .extraction()
+                .claims(&other, text, &Lexicon::default())
+                .len(),
+            1
+        );
+        settings.tenants.insert(
+            "broken".into(),
+            TenantExtract {
+                stages: Some(Vec::new()),
+                confidence: None,
+            },
+        );
+        let err = settings.validate().expect_err("no stage");
+        assert_eq!(err.key, "tenants");
+        assert!(err.reason.starts_with("broken:"), "{}", err.reason);
     }
 
     #[test]
