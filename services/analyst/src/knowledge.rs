@@ -164,13 +164,7 @@ impl KnowledgeWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = message.map(|m| {
-            (
-                topics::EVENTS.to_owned(),
-                m.id.clone(),
-                String::from_utf8_lossy(&m.body).into_owned(),
-            )
-        });
+        commit.message = message.map(inbox_record);
         // A concurrent writer's commit is a passing refusal: the event is tried again.
         knowledge.version = self
             .store
@@ -203,6 +197,16 @@ impl KnowledgeWriter {
             log: rows.extraction_log,
         })
     }
+}
+
+/// An events-queue message as the commit that applies it records it (topic, id, body), so a
+/// redelivery has no second effect. Shared with the org writer.
+pub(crate) fn inbox_record(message: &Message) -> (String, String, String) {
+    (
+        topics::EVENTS.to_owned(),
+        message.id.clone(),
+        String::from_utf8_lossy(&message.body).into_owned(),
+    )
 }
 
 /// Applies one event to `knowledge`, describing the writes in `commit`.

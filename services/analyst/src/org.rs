@@ -184,13 +184,7 @@ impl OrgWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = message.map(|m| {
-            (
-                topics::EVENTS.to_owned(),
-                m.id.clone(),
-                String::from_utf8_lossy(&m.body).into_owned(),
-            )
-        });
+        commit.message = message.map(crate::knowledge::inbox_record);
         let head = store
             .commit_org(tenant, expected, commit)
             .await
