@@ -43,7 +43,8 @@ model:
 ## bench: the drift benchmark (both modes), the firewall and extraction benchmarks on every world in
 ## ../shared/bench, then the signals benchmark through RabbitMQ, in a release build (latency
 ## figures mean nothing in a debug build)
-WORLDS ?= $(wildcard ../shared/bench/*.world.json)
+# The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
+WORLDS ?= $(wildcard ../shared/bench/*.world.json tests/fixtures/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
 # The RabbitMQ scripts/ensure-services.sh makes sure of, for the signals benchmark.
 AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2f

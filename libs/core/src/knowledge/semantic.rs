@@ -215,9 +215,6 @@ const STARTERS: &[&str] = &[
     "where",
     "why",
     "how",
-    "owner",
-    "team",
-    "lead",
 ];
 
 /// A name in a sentence: tokens `[from, to)`.
