@@ -38,6 +38,8 @@ pub enum HedgeCode {
     SourceChangedUnread,
     /// The answer rests only on origins below the configured authority.
     LowAuthorityOnly,
+    /// Words of the question name a relation the answered path does not follow; they are named.
+    QuestionPartlyUnderstood,
     /// A study baseline hedged by its own rule (sources disagree, no graph entry, or a page
     /// changed after extraction); ontoloop's policy never uses it.
     StudyRule,
@@ -50,6 +52,7 @@ impl HedgeCode {
             HedgeCode::SameAuthorityDisagree => "same_authority_disagree",
             HedgeCode::SourceChangedUnread => "source_changed_unread",
             HedgeCode::LowAuthorityOnly => "low_authority_only",
+            HedgeCode::QuestionPartlyUnderstood => "question_partly_understood",
             HedgeCode::StudyRule => "study_rule",
         }
     }
@@ -337,6 +340,21 @@ impl Answer {
             value: last.map(|d| d.value.clone()).unwrap_or_default(),
             hops,
             abstain_reason: String::new(),
+        }
+    }
+
+    /// Hedges a value that was given: the last hop carries `hedge`, and an answer without doubt
+    /// becomes possibly stale. An abstention or an open conflict is left as it is.
+    pub fn hedge(&mut self, hedge: Hedge) {
+        if !matches!(
+            self.status,
+            AnswerStatus::Answered | AnswerStatus::AnsweredPossiblyStale
+        ) {
+            return;
+        }
+        if let Some((_, _, decision)) = self.hops.last_mut() {
+            decision.hedges.push(hedge);
+            self.status = AnswerStatus::AnsweredPossiblyStale;
         }
     }
 

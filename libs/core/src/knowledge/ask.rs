@@ -5,7 +5,7 @@
 //! Retrieval's `Ask` and `Lookup` are these steps; the service only loads the read model, runs
 //! the search and reports what [`Asked::signals`] lists.
 
-use super::answer::{Answer, AnswerStatus, Finding};
+use super::answer::{Answer, AnswerStatus, Finding, Hedge, HedgeCode};
 use super::designs::{self, Design, KnowledgeView};
 use super::extract::{Claim, extract_claims};
 use super::graph::{Graph, PageVersion};
@@ -22,6 +22,9 @@ pub struct Question {
     pub path: Vec<String>,
     /// The question's text, the first hop's search query.
     pub text: String,
+    /// Words of the text that name a relation the path does not follow: the answer is hedged
+    /// naming them.
+    pub unexplained: Vec<String>,
 }
 
 impl Question {
@@ -33,7 +36,12 @@ impl Question {
         } else {
             query
         };
-        Self { entity, path, text }
+        Self {
+            entity,
+            path,
+            text,
+            unexplained: Vec::new(),
+        }
     }
 }
 
@@ -103,7 +111,17 @@ pub fn link(
         entity: mapped.entity,
         path: mapped.path,
         text: text.to_owned(),
+        unexplained: mapped.unexplained,
     })
+}
+
+/// Words as a reader sees them listed: `"a", "b"`.
+fn quoted(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("{w:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Answers `question` with `design` over `view`. `searched` is a search already run for the
@@ -123,13 +141,25 @@ pub fn answer(
         search: &search,
         ..*view
     };
-    let answer = designs::answer(
+    let mut answer = designs::answer(
         &view,
         design,
         &question.entity,
         &question.path,
         &question.text,
     );
+    // A value for a question only partly understood is never given without saying so.
+    if design == Design::Ontoloop && !question.unexplained.is_empty() {
+        answer.hedge(Hedge {
+            code: HedgeCode::QuestionPartlyUnderstood,
+            message: format!(
+                "the question's words {} name a relation this answer does not follow (it follows {})",
+                quoted(&question.unexplained),
+                question.path.join(" → ")
+            ),
+            source_id: String::new(),
+        });
+    }
     let signals = (design == Design::Ontoloop)
         .then(|| signals(&answer, view.graph.resolve(&question.entity).is_some()));
     Asked {
@@ -145,6 +175,7 @@ pub fn unlinked(text: String, why: &Unmapped, design: Design) -> Asked {
         entity: String::new(),
         path: Vec::new(),
         text,
+        unexplained: Vec::new(),
     };
     let mut asked = Asked::abstained(
         question,
@@ -294,6 +325,56 @@ mod tests {
     }
 
     #[test]
+    fn a_question_only_partly_understood_is_answered_with_a_hedge_naming_its_words() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let stated = page(
+            "p",
+            "Payments service is owned by the Atlas team. The Atlas team is led by Derya Kaya.",
+        );
+        graph.apply_page(&ontology, &stated, Utc::now());
+        let current = BTreeMap::from([("p".to_owned(), stated)]);
+        let log = BTreeMap::from([("p".to_owned(), 1)]);
+        let search = |_: &str, _k: usize| vec!["p".to_owned()];
+        let view = KnowledgeView {
+            ontology: &ontology,
+            graph: &graph,
+            current: &current,
+            log: &log,
+            search: &search,
+            principal: "agent",
+            as_of: Utc::now(),
+            hedge_below_authority: 0,
+            top_k: 5,
+        };
+        // Understood: owned_by then led_by, no hedge.
+        let question = link(
+            "Who leads the team that owns the Payments service?",
+            &ontology,
+            &graph,
+            &[],
+        )
+        .expect("links");
+        let asked = answer(&view, Design::Ontoloop, question, None);
+        assert_eq!(asked.answer.status, AnswerStatus::Answered);
+        assert_eq!(asked.answer.value, "Derya Kaya");
+        // "audits" names a relation the ontology does not know: the value is hedged, naming it.
+        let question = link(
+            "Who leads the team that audits the Payments service?",
+            &ontology,
+            &graph,
+            &[],
+        )
+        .expect("links");
+        assert_eq!(question.unexplained, ["audits"]);
+        let asked = answer(&view, Design::Ontoloop, question, None);
+        assert_eq!(asked.answer.status, AnswerStatus::AnsweredPossiblyStale);
+        let hedge = asked.answer.hedges().last().expect("a hedge").clone();
+        assert_eq!(hedge.code, HedgeCode::QuestionPartlyUnderstood);
+        assert!(hedge.message.contains("\"audits\""), "{}", hedge.message);
+    }
+
+    #[test]
     fn an_abstention_reports_what_the_graph_lacks() {
         let unknown = unlinked(
             "Is it raining?".into(),
@@ -320,6 +401,7 @@ mod tests {
             entity: "Ledger API".into(),
             path: vec!["owned_by".into()],
             text: "Who owns the Ledger API?".into(),
+            unexplained: Vec::new(),
         };
         let asked = Asked::abstained(
             question,

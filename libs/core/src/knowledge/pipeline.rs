@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use super::encoder::SentenceEncoder;
+use super::encoder::{SentenceEncoder, cosine};
 use super::extract::{Claim, claims_in_sentence, split_sentences};
 use super::firewall::LlmSettings;
 use super::model::{ClaimModel, ModelCounters, ModelUsage, better_predicate, ground, typed};
@@ -377,6 +377,46 @@ impl Extraction {
     /// What the model stage did (shared with the setup that compiled this pipeline).
     pub fn model_usage(&self) -> ModelUsage {
         self.counters.usage()
+    }
+
+    /// For each word, for each group of terms, the encoder's highest similarity between the word
+    /// and a term of the group; `None` without an encoder (or when it fails), so a caller falls
+    /// back to exact words. Vectors are cached by the encoder, so a predicate's terms are encoded
+    /// once per process.
+    pub(crate) fn word_similarities(
+        &self,
+        words: &[&str],
+        terms: &[Vec<String>],
+    ) -> Option<Vec<Vec<f64>>> {
+        let encoder = self.encoder.as_ref()?;
+        if words.is_empty() {
+            return Some(Vec::new());
+        }
+        let word_vectors = encoder.encode(words).ok()?;
+        let flat: Vec<&str> = terms.iter().flatten().map(String::as_str).collect();
+        let term_vectors = encoder.encode(&flat).ok()?;
+        if word_vectors.len() != words.len() || term_vectors.len() != flat.len() {
+            return None;
+        }
+        Some(
+            word_vectors
+                .iter()
+                .map(|word| {
+                    let mut at = 0;
+                    terms
+                        .iter()
+                        .map(|group| {
+                            let best = term_vectors[at..at + group.len()]
+                                .iter()
+                                .map(|term| f64::from(cosine(word, term)))
+                                .fold(0.0, f64::max);
+                            at += group.len();
+                            best
+                        })
+                        .collect()
+                })
+                .collect(),
+        )
     }
 
     /// Every claim in `text`, in stage order. `known` are names the caller knows (the graph's

@@ -1,11 +1,17 @@
 //! Natural-language questions to (entity, predicate path), through the ontology's own words.
 //!
-//! Entities are linked by finding a known name or alias in the question (longest first).
-//! Predicates are scored by the overlap between the question's words and each predicate's
-//! vocabulary (its name, unit and pattern words), plus the answer type the question asks for
-//! ("who" a person, "which team" a team, "how much" a number, "what is" a text). When the best
-//! predicate does not apply to the entity's type, one hop through a predicate whose object type
-//! is the target's subject type is added.
+//! Entities are linked by finding a known name or alias in the question (longest first). Every
+//! type-consistent path of up to three slots from the entity's type is scored by the question's
+//! words its predicates explain — a word of a predicate's vocabulary (name, unit, pattern words,
+//! lightly stemmed), or with an encoder a word close in meaning to one of its own words — plus
+//! the answer type the question asks for ("who" a person, "which team" a team, "how much" a
+//! number, "what is" a text), less a cost per hop beyond the first. A hop no word names is taken
+//! from the types ("who should I page about the Payments service?" goes through the owning team).
+//! Words the best path leaves unexplained although they name a relation (a word of another
+//! predicate, the verb of a relative clause, a verb between a name and its preposition) are
+//! returned, so the answer is hedged naming them instead of going out as if understood.
+//!
+//! Must never: drop a word that names a relation silently, or know any ontology's words.
 
 use std::collections::BTreeSet;
 
@@ -19,6 +25,9 @@ pub struct Mapped {
     pub entity: String,
     /// Predicates to follow.
     pub path: Vec<String>,
+    /// Words of the question that name a relation the path does not follow (a hop the mapping
+    /// could not place, or a relation the ontology lacks): an answer must not go out unhedged.
+    pub unexplained: Vec<String>,
 }
 
 /// Why a question could not be mapped.
@@ -244,7 +253,71 @@ fn entity_type(
     })
 }
 
+/// Hops a question's path may have at most.
+const MAX_HOPS: usize = 3;
+
+/// Candidate paths scored per question at most (a bound on the work one question can cause).
+const MAX_PATHS: usize = 4096;
+
+/// What each hop beyond the first costs: a longer path must explain more of the question.
+const HOP_COST: f64 = 0.25;
+
+/// What naming the answer's type ("who", "which team", "how much") is worth.
+const ASKED_TYPE_BONUS: f64 = 1.5;
+
+/// The similarity at which an encoder says a word of the question names a relation (below it a
+/// word explains nothing), and the higher one at which an unexplained word is taken to name a
+/// relation the path skipped.
+const EXPLAIN_COSINE: f64 = 0.5;
+const SKIPPED_COSINE: f64 = 0.65;
+
+/// Words that introduce a relative clause ("the team that maintains X", "the person who leads").
+const RELATIVE_PRONOUNS: &[&str] = &["that", "which", "who", "whom", "whose"];
+
+/// Words between a relative pronoun and its verb.
+const AUXILIARIES: &[&str] = &[
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "does",
+    "do",
+    "did",
+    "has",
+    "have",
+    "had",
+    "now",
+    "currently",
+    "also",
+    "still",
+];
+
+/// Prepositions that end a verb phrase ("X depends on", "X reports to").
+const PREPOSITIONS: &[&str] = &[
+    "on", "to", "with", "for", "from", "in", "into", "by", "under", "over", "at", "upon",
+];
+
+/// A content word of a question, outside the names it mentions.
+#[derive(Debug, Clone)]
+struct QuestionWord {
+    /// As written, lower-cased.
+    text: String,
+    /// Its stem, as predicate vocabularies are kept.
+    stem: String,
+    /// Its position among the question's words.
+    at: usize,
+}
+
 /// Maps a question. `extra_names` are names known from outside the graph (pages just read).
+///
+/// Every path of up to [`MAX_HOPS`] predicates that can start at the entity's type is scored by
+/// how many of the question's words its predicates explain (a word in a predicate's vocabulary,
+/// or, with an encoder, a word close in meaning to it), plus the answer type the question asks
+/// for, less a cost per extra hop; the best path wins. Words left unexplained that name another
+/// relation of the ontology, or stand where a relation does ("the team *that maintains* X",
+/// "the system X *depends on*"), are returned so the answer can be hedged naming them.
 pub fn map_question(
     question: &str,
     graph: &Graph,
@@ -253,51 +326,253 @@ pub fn map_question(
 ) -> Result<Mapped, Unmapped> {
     let names = linked_names(question, graph, ontology, extra_names);
     let entity = names.first().cloned();
-    // Score predicates on the words left once the entity's own words are removed.
-    let mut remaining = content_words(question);
-    if let Some(entity) = &entity {
-        for w in content_words(entity) {
-            remaining.remove(&w);
-        }
-    }
+    let tokens = words_plain(question);
+    let named = name_spans(&tokens, &names, graph);
+    let words = question_words(&tokens, &named);
     let asked = asked_types(question);
-    let mut scored: Vec<(f64, &Predicate)> = ontology
+    let slots: Vec<&Predicate> = ontology
         .predicates()
         .iter()
         .filter(|p| p.kind == PredicateKind::Slot)
-        .map(|p| {
-            let overlap = vocabulary(p).intersection(&remaining).count() as f64;
-            let bonus = if asked.contains(&p.object_type) {
-                1.5
-            } else {
-                0.0
-            };
-            (overlap + bonus, p)
-        })
-        .filter(|(score, _)| *score > 0.0)
         .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let Some(&(_, target)) = scored.first() else {
+    let fits = fits(ontology, &slots, &words);
+    let start = entity
+        .as_deref()
+        .and_then(|e| entity_type(graph, ontology, e, extra_names));
+    let score = |path: &[usize]| {
+        let explained: f64 = fits
+            .iter()
+            .map(|row| path.iter().map(|&p| row[p]).fold(0.0, f64::max))
+            .sum();
+        let last = slots[path[path.len() - 1]];
+        let bonus = if asked.contains(&last.object_type) {
+            ASKED_TYPE_BONUS
+        } else {
+            0.0
+        };
+        explained + bonus - HOP_COST * (path.len() - 1) as f64
+    };
+    let best = |paths: Vec<Vec<usize>>| {
+        let mut best: Option<(f64, Vec<usize>)> = None;
+        for path in paths {
+            let s = score(&path);
+            // Strictly better only: among equals the shorter path, then the ontology's order.
+            if s > 0.0 && best.as_ref().is_none_or(|(b, _)| s > *b + 1e-9) {
+                best = Some((s, path));
+            }
+        }
+        best
+    };
+    let mut candidates = paths(&slots, start.as_deref());
+    candidates.extend(
+        slots
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.fixed_subject.is_some())
+            .map(|(i, _)| vec![i]),
+    );
+    // No path fits the entity's type: the best single predicate, as the question's words say.
+    let Some((_, path)) =
+        best(candidates).or_else(|| best((0..slots.len()).map(|i| vec![i]).collect()))
+    else {
         return Err(Unmapped::NoPredicate);
     };
+    let target = slots[path[path.len() - 1]];
     let entity = match (entity, &target.fixed_subject) {
         (_, Some(fixed)) => fixed.clone(),
         (Some(entity), None) => entity,
         (None, None) => return Err(Unmapped::NoEntity),
     };
-    let mut path = vec![target.name.clone()];
-    if target.fixed_subject.is_none()
-        && let Some(kind) = entity_type(graph, ontology, &entity, extra_names)
-        && !target.applies_to(&kind)
-        && let Some(hop) = ontology.predicates().iter().find(|p| {
-            p.kind == PredicateKind::Slot
-                && p.applies_to(&kind)
-                && target.subject_types.contains(&p.object_type)
-        })
-    {
-        path.insert(0, hop.name.clone());
+    let unexplained = unexplained(ontology, &slots, &path, &words, &fits, &tokens, &named);
+    Ok(Mapped {
+        entity,
+        path: path.iter().map(|&i| slots[i].name.clone()).collect(),
+        unexplained,
+    })
+}
+
+/// Type-consistent paths of up to [`MAX_HOPS`] slots (indices into `slots`) from an entity of
+/// type `start` (any type when unknown); predicates with a fixed subject start nowhere else.
+fn paths(slots: &[&Predicate], start: Option<&str>) -> Vec<Vec<usize>> {
+    let free = |p: &&Predicate| p.fixed_subject.is_none();
+    let mut frontier: Vec<Vec<usize>> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| free(p) && start.is_none_or(|t| p.applies_to(t)))
+        .map(|(i, _)| vec![i])
+        .collect();
+    let mut all = Vec::new();
+    for _ in 0..MAX_HOPS {
+        all.extend(frontier.iter().cloned());
+        if all.len() >= MAX_PATHS {
+            all.truncate(MAX_PATHS);
+            break;
+        }
+        frontier = frontier
+            .iter()
+            .flat_map(|path| {
+                let last = slots[path[path.len() - 1]];
+                slots
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, q)| {
+                        last.object_is_entity() && free(q) && q.applies_to(&last.object_type)
+                    })
+                    .map(move |(j, _)| {
+                        let mut next = path.clone();
+                        next.push(j);
+                        next
+                    })
+            })
+            .take(MAX_PATHS)
+            .collect();
     }
-    Ok(Mapped { entity, path })
+    all
+}
+
+/// Positions of the question's words that belong to a name it mentions.
+fn name_spans(tokens: &[String], names: &[String], graph: &Graph) -> BTreeSet<usize> {
+    let normaliser = graph.normaliser();
+    let mut covered = BTreeSet::new();
+    for name in names {
+        for needle in [words_plain(name), words_plain(&normaliser.key(name))] {
+            if needle.is_empty() || needle.len() > tokens.len() {
+                continue;
+            }
+            for from in 0..=tokens.len() - needle.len() {
+                if tokens[from..from + needle.len()] == needle[..] {
+                    covered.extend(from..from + needle.len());
+                }
+            }
+        }
+    }
+    covered
+}
+
+/// The question's content words outside the names it mentions, one per stem.
+fn question_words(tokens: &[String], named: &BTreeSet<usize>) -> Vec<QuestionWord> {
+    let mut seen = BTreeSet::new();
+    tokens
+        .iter()
+        .enumerate()
+        .filter(|(at, token)| {
+            !named.contains(at)
+                && !STOPWORDS.contains(&token.as_str())
+                && !token.chars().all(|c| c.is_ascii_digit())
+        })
+        .filter_map(|(at, token)| {
+            let stem = stem(token);
+            (!STOPWORDS.contains(&stem.as_str()) && seen.insert(stem.clone())).then(|| {
+                QuestionWord {
+                    text: token.clone(),
+                    stem,
+                    at,
+                }
+            })
+        })
+        .collect()
+}
+
+/// How well each word explains each slot: 1 for a word of its vocabulary, else the encoder's
+/// similarity between the word and the slot's own words when at least [`EXPLAIN_COSINE`], else 0.
+fn fits(ontology: &Ontology, slots: &[&Predicate], words: &[QuestionWord]) -> Vec<Vec<f64>> {
+    let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
+    let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    let terms: Vec<Vec<String>> = slots.iter().map(|p| relation_terms(p)).collect();
+    let similar = ontology.extraction().word_similarities(&texts, &terms);
+    words
+        .iter()
+        .enumerate()
+        .map(|(w, word)| {
+            vocabularies
+                .iter()
+                .enumerate()
+                .map(|(p, vocabulary)| {
+                    if vocabulary.contains(&word.stem) {
+                        return 1.0;
+                    }
+                    let cosine = similar.as_ref().map_or(0.0, |s| s[w][p]);
+                    if cosine >= EXPLAIN_COSINE {
+                        cosine
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A predicate's own words as written (its name's and its patterns'), for an encoder to compare
+/// a question's words with.
+pub(crate) fn relation_terms(predicate: &Predicate) -> Vec<String> {
+    let mut text = predicate.name.replace('_', " ");
+    for pattern in &predicate.patterns {
+        text.push(' ');
+        text.push_str(&pattern.literal_text());
+    }
+    let mut terms: Vec<String> = words_plain(&text)
+        .into_iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
+        .collect();
+    terms.push(predicate.name.replace('_', " "));
+    terms.sort();
+    terms.dedup();
+    terms
+}
+
+/// Words of the question the chosen path leaves unexplained although they name a relation: a
+/// word of another predicate (rare enough across predicates to be telling, or close in meaning
+/// to it), or a word where a relation stands — the verb of a relative clause ("that maintains"),
+/// or a word between a name and a preposition ("X depends on"). Type nouns are never counted.
+fn unexplained(
+    ontology: &Ontology,
+    slots: &[&Predicate],
+    path: &[usize],
+    words: &[QuestionWord],
+    fits: &[Vec<f64>],
+    tokens: &[String],
+    named: &BTreeSet<usize>,
+) -> Vec<String> {
+    let type_nouns = ontology.type_nouns();
+    let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
+    let mut left = Vec::new();
+    for (word, row) in words.iter().zip(fits) {
+        if path.iter().any(|&p| row[p] > 0.0)
+            || type_nouns.contains(&word.text)
+            || type_nouns.iter().any(|t| stem(t) == word.stem)
+        {
+            continue;
+        }
+        let sharing = vocabularies
+            .iter()
+            .filter(|v| v.contains(&word.stem))
+            .count();
+        let names_another = row.iter().enumerate().any(|(q, &fit)| {
+            !path.contains(&q)
+                && (fit >= SKIPPED_COSINE || (fit >= 1.0 && sharing * 2 <= slots.len()))
+        });
+        if names_another || relation_position(tokens, word.at, named) {
+            left.push(word.text.clone());
+        }
+    }
+    left
+}
+
+/// Whether the word at `at` stands where a relation does: the verb of a relative clause ("the
+/// team that maintains", "who is led by"; not a question word opening the question), or a word
+/// right after a name and before a preposition ("X depends on", "X reports to").
+fn relation_position(tokens: &[String], at: usize, named: &BTreeSet<usize>) -> bool {
+    let mut before = at;
+    while before > 0 && AUXILIARIES.contains(&tokens[before - 1].as_str()) {
+        before -= 1;
+    }
+    let after_relative = before > 1 && RELATIVE_PRONOUNS.contains(&tokens[before - 1].as_str());
+    let after_name = at > 0 && named.contains(&(at - 1)) && !named.contains(&at);
+    let before_preposition = tokens
+        .get(at + 1)
+        .is_some_and(|next| PREPOSITIONS.contains(&next.as_str()));
+    after_relative || (after_name && before_preposition)
 }
 
 #[cfg(test)]
@@ -397,6 +672,81 @@ mod tests {
                 vec!["included_in".to_owned(), "price".to_owned()]
             )
         );
+    }
+
+    /// Systems that depend on each other, the teams that maintain them and who leads those.
+    fn systems() -> (Ontology, Graph) {
+        let ontology = Ontology::from_json(
+            r#"{
+              "predicates": [
+                {"name": "depends_on", "subject_type": "system", "object_type": "system",
+                 "patterns": ["{s} depends on {o}."]},
+                {"name": "maintained_by", "subject_type": "system", "object_type": "team",
+                 "patterns": ["{s} is maintained by the {o} team."]},
+                {"name": "led_by", "subject_type": "team", "object_type": "person",
+                 "patterns": ["The {s} team is led by {o}."]},
+                {"name": "hosted_in", "subject_type": "system", "object_type": "region",
+                 "patterns": ["{s} is hosted in the {o} region."]}
+              ],
+              "authority": {"default": 2}
+            }"#,
+        )
+        .expect("ontology");
+        let mut graph = Graph::new(&ontology);
+        let page = PageVersion {
+            source_id: "systems".into(),
+            version: 1,
+            title: "systems".into(),
+            origin: "wiki".into(),
+            body: "Kite depends on Ledger. Ledger is maintained by the Quartz team. \
+                   Kite is maintained by the Opal team. The Quartz team is led by Ana Ruiz. \
+                   The Opal team is led by Ben Okafor. Kite is hosted in the North region."
+                .into(),
+            updated_at: Utc::now(),
+            acl: Vec::new(),
+            confidence: 1.0,
+        };
+        graph.apply_page(&ontology, &page, Utc::now());
+        (ontology, graph)
+    }
+
+    fn systems_mapped(question: &str) -> Mapped {
+        let (ontology, graph) = systems();
+        map_question(question, &graph, &ontology, &[]).expect("maps")
+    }
+
+    #[test]
+    fn a_middle_relation_named_by_a_verb_phrase_is_a_hop() {
+        let m = systems_mapped("Who leads the team that maintains the system Kite depends on?");
+        assert_eq!(m.entity, "Kite");
+        assert_eq!(m.path, ["depends_on", "maintained_by", "led_by"]);
+        assert!(m.unexplained.is_empty(), "{:?}", m.unexplained);
+        let m = systems_mapped("Who leads the team that maintains Kite?");
+        assert_eq!(m.path, ["maintained_by", "led_by"]);
+        assert!(m.unexplained.is_empty(), "{:?}", m.unexplained);
+    }
+
+    #[test]
+    fn a_hop_no_word_names_is_taken_from_the_types() {
+        let m = systems_mapped("Who should I call about a Kite outage?");
+        assert_eq!(m.path, ["maintained_by", "led_by"]);
+        assert!(m.unexplained.is_empty(), "{:?}", m.unexplained);
+    }
+
+    #[test]
+    fn a_relation_the_path_skips_is_named() {
+        // The ontology knows no reporting line: the verb between the name and its preposition
+        // is left unexplained, and so is one of a relative clause.
+        let m = systems_mapped("Who leads the team that maintains the system Kite reports to?");
+        assert_eq!(m.path, ["maintained_by", "led_by"]);
+        assert_eq!(m.unexplained, ["reports"]);
+        let m = systems_mapped("Who leads the team that audits Kite?");
+        assert_eq!(m.path, ["maintained_by", "led_by"]);
+        assert_eq!(m.unexplained, ["audits"]);
+        // A word of another relation the path does not follow.
+        let m = systems_mapped("Which team maintains Kite in the region it is hosted in?");
+        assert_eq!(m.path, ["maintained_by"]);
+        assert_eq!(m.unexplained, ["hosted"]);
     }
 
     #[test]

@@ -92,6 +92,7 @@ pub fn org_asked(
         entity: subject.clone(),
         path: vec![relationship.to_owned()],
         text: text.to_owned(),
+        unexplained: Vec::new(),
     };
     Some(Asked::abstained(question, sentence(), kind))
 }
