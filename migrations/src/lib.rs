@@ -10,6 +10,7 @@ mod m20261129_000002_create_knowledge;
 mod m20261129_000003_create_signal_intake;
 mod m20261129_000004_create_review;
 mod m20261129_000005_create_org;
+mod m20261201_040000_model_stage;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000003_create_signal_intake::Migration),
             Box::new(m20261129_000004_create_review::Migration),
             Box::new(m20261129_000005_create_org::Migration),
+            Box::new(m20261201_040000_model_stage::Migration),
         ]
     }
 }

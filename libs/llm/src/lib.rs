@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 /// `enabled` is the caller's business).
 pub use ontoloop_core::knowledge::firewall::LlmSettings;
 
-pub use model::{ClientUsage, ModelClient};
+pub use model::{CACHE_SENTENCES, CacheEntry, ModelClient, Preloaded};
 
 /// Extracts claims from answer texts by asking an OpenAI-compatible model.
 pub struct LlmExtractor {
@@ -153,7 +153,8 @@ impl LlmExtractor {
             .map_err(|err| LlmError::Http(format!("encode request: {err}")))?;
         let content = tokio::time::timeout(self.timeout, self.complete(body))
             .await
-            .map_err(|_| LlmError::Timeout)??;
+            .map_err(|_| LlmError::Timeout)??
+            .content;
         let (mut claims, dropped) = parse_claims(ontology, &content)?;
         tracing::debug!(claims = claims.len(), dropped, "llm extraction parsed");
         let extractor = format!(
@@ -170,8 +171,9 @@ impl LlmExtractor {
         })
     }
 
-    /// One chat completion: the assistant message's content.
-    async fn complete(&self, body: Vec<u8>) -> Result<String, LlmError> {
+    /// One chat completion: the assistant message's content, and the tokens it cost when the
+    /// endpoint says.
+    async fn complete(&self, body: Vec<u8>) -> Result<Completion, LlmError> {
         let mut request = Request::builder()
             .method(Method::POST)
             .uri(self.endpoint.clone())
@@ -201,12 +203,22 @@ impl LlmExtractor {
         }
         let completion: ChatResponse = serde_json::from_slice(&bytes)
             .map_err(|err| LlmError::BadResponse(format!("not a chat completion: {err}")))?;
-        completion
+        let tokens = completion
+            .usage
+            .as_ref()
+            .map(Tokens::read)
+            .unwrap_or_default();
+        let content = completion
             .choices
             .into_iter()
             .next()
-            .and_then(|choice| choice.message.content)
-            .ok_or_else(|| LlmError::BadResponse("chat completion has no content".into()))
+            .and_then(|choice| choice.message.content);
+        match content {
+            Some(content) => Ok(Completion { content, tokens }),
+            None => Err(LlmError::BadResponse(
+                "chat completion has no content".into(),
+            )),
+        }
     }
 }
 
@@ -241,6 +253,42 @@ struct ChatMessage<'a> {
 #[derive(Deserialize)]
 struct ChatResponse {
     choices: Vec<ChatChoice>,
+    /// Read leniently (`Tokens::read`): a malformed usage block costs the count, not the answer.
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+/// One chat completion as read.
+struct Completion {
+    /// The assistant message's content.
+    content: String,
+    /// The tokens the endpoint reported (all zero when it reported none).
+    tokens: Tokens,
+}
+
+/// Tokens a completion cost, from its `usage` object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tokens {
+    prompt: u64,
+    completion: u64,
+    /// `total_tokens`, else prompt + completion.
+    total: u64,
+}
+
+impl Tokens {
+    /// `usage.prompt_tokens`, `usage.completion_tokens` and `usage.total_tokens`, each when it is
+    /// a non-negative integer; anything else counts as absent.
+    fn read(usage: &Value) -> Self {
+        let field = |name: &str| usage.get(name).and_then(Value::as_u64);
+        let prompt = field("prompt_tokens").unwrap_or_default();
+        let completion = field("completion_tokens").unwrap_or_default();
+        let total = field("total_tokens").unwrap_or_else(|| prompt.saturating_add(completion));
+        Self {
+            prompt,
+            completion,
+            total,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -462,5 +510,48 @@ mod tests {
                 "{content:?}: {result:?}"
             );
         }
+    }
+
+    #[test]
+    fn tokens_are_read_from_usage_when_present() {
+        let read = |usage: Value| Tokens::read(&usage);
+        assert_eq!(
+            read(
+                serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150})
+            ),
+            Tokens {
+                prompt: 120,
+                completion: 30,
+                total: 150
+            }
+        );
+        assert_eq!(
+            read(serde_json::json!({"prompt_tokens": 7, "completion_tokens": 2})),
+            Tokens {
+                prompt: 7,
+                completion: 2,
+                total: 9
+            }
+        );
+        assert_eq!(
+            read(serde_json::json!({"total_tokens": 41})),
+            Tokens {
+                prompt: 0,
+                completion: 0,
+                total: 41
+            }
+        );
+        assert_eq!(
+            read(serde_json::json!({"prompt_tokens": -3, "completion_tokens": "many"})),
+            Tokens::default()
+        );
+        let answer: ChatResponse = serde_json::from_str(
+            r#"{"choices": [{"message": {"content": "[]"}}], "usage": "n/a"}"#,
+        )
+        .expect("a malformed usage block still reads");
+        assert_eq!(
+            answer.usage.as_ref().map(Tokens::read),
+            Some(Tokens::default())
+        );
     }
 }

@@ -12,42 +12,159 @@
 //! request timeout. Dropping the client ends the thread.
 //!
 //! Cache: per sentence, keyed by sha256 of (model, prompt version, the system prompt and schema —
-//! which carry every predicate, so they fingerprint the ontology — and the sentence). Bounded:
-//! cleared whole when full. Failed calls are not cached.
+//! which carry every predicate, so they fingerprint the ontology — and the sentence). A
+//! per-sentence key is finer than a per-page one (page content hash, ontology version, model,
+//! prompt version): an edited page re-asks only its changed sentences, and a sentence that
+//! several pages share is asked once. What is kept is the model's proposals, before grounding
+//! (grounding runs again on every read, so what a cached answer yields follows the graph's
+//! names). In memory the cache is bounded ([`CACHE_SENTENCES`]; the oldest answers go first).
+//! It survives restarts through the store, which this crate does not know: the runtime hands the
+//! stored answers to [`ModelClient::preload`] at start-up, and each fresh answer goes to the
+//! sink given to [`ModelClient::persisting`] (a bounded channel; when it is full the answer
+//! stays in memory only), which the runtime writes to the store in batches. Failed calls, and
+//! proposals that name no sentence sent, are never cached.
+//!
+//! Cost: every call adds to core's `ModelCost` what it spent — requests, sentences sent,
+//! sentences answered from the cache, and the tokens the endpoint reported in `usage`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use ontoloop_core::knowledge::{
-    Claim, ClaimModel, ClaimSubject, ModelError, Ontology, PredicateKind,
+    Claim, ClaimModel, ClaimSubject, ModelCost, ModelError, Ontology, PredicateKind,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{ChatMessage, LlmError, LlmExtractor, LlmSettings, describe_predicate, text, unfence};
+use super::{
+    ChatMessage, Completion, LlmError, LlmExtractor, LlmSettings, describe_predicate, text, unfence,
+};
 
-/// Sentences whose proposals the cache holds at most.
-const CACHE_SENTENCES: usize = 50_000;
+/// Sentences whose answers the cache holds at most: in memory, and in the store per model.
+pub const CACHE_SENTENCES: usize = 50_000;
+
+/// One answered sentence as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheEntry {
+    /// Hex sha256 of model, prompt version, prompt, schema and sentence (64 characters).
+    pub key: String,
+    /// The model's proposals for the sentence, a JSON array of
+    /// `{"subject", "predicate", "object"}` (empty when the sentence states nothing).
+    pub claims: String,
+}
+
+/// What [`ModelClient::preload`] took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Preloaded {
+    /// Entries now in the cache.
+    pub loaded: usize,
+    /// Entries skipped: a key that is not 64 hex characters, or claims that do not read.
+    pub skipped: usize,
+}
 
 /// One request for the runtime thread: a body, and where to answer.
 struct Job {
     body: Vec<u8>,
-    reply: mpsc::Sender<Result<String, LlmError>>,
+    reply: mpsc::Sender<Result<Completion, LlmError>>,
 }
 
-/// What the client did, counted since start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClientUsage {
-    /// HTTP requests made.
-    pub requests: u64,
-    /// Sentences answered from the cache.
-    pub cache_hits: u64,
-    /// Sentences sent over the network.
-    pub sentences_sent: u64,
+/// A proposed triple as the model wrote it, before grounding; the sentence is the cache key's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Proposal {
+    subject: String,
+    predicate: String,
+    object: String,
+}
+
+impl Proposal {
+    /// The proposal as an (unchecked) claim on `sentence`.
+    fn claim(&self, ontology: &Ontology, sentence: &str) -> Claim {
+        let kind = ontology
+            .predicate(&self.predicate)
+            .map_or(PredicateKind::Slot, |p| p.kind);
+        Claim {
+            predicate: self.predicate.clone(),
+            kind,
+            subject: ClaimSubject::Named(self.subject.clone()),
+            object: self.object.clone(),
+            sentence: sentence.to_owned(),
+            extractor: String::new(),
+            confidence: 0.0,
+        }
+    }
+}
+
+type Key = [u8; 32];
+
+/// The in-memory cache: answers by key, and the order they came in, for eviction.
+#[derive(Default)]
+struct Cache {
+    answers: HashMap<Key, Arc<[Proposal]>>,
+    order: VecDeque<Key>,
+}
+
+impl Cache {
+    fn get(&self, key: &Key) -> Option<Arc<[Proposal]>> {
+        self.answers.get(key).cloned()
+    }
+
+    /// Adds an answer, evicting the oldest beyond [`CACHE_SENTENCES`]; `false` if the key was
+    /// already there.
+    fn insert(&mut self, key: Key, proposals: Arc<[Proposal]>) -> bool {
+        if self.answers.contains_key(&key) {
+            return false;
+        }
+        self.answers.insert(key, proposals);
+        self.order.push_back(key);
+        while self.order.len() > CACHE_SENTENCES {
+            if let Some(oldest) = self.order.pop_front() {
+                self.answers.remove(&oldest);
+            }
+        }
+        true
+    }
+}
+
+/// What the client spent since start.
+#[derive(Debug, Default)]
+struct Totals {
+    requests: AtomicU64,
+    sentences_sent: AtomicU64,
+    cache_hits: AtomicU64,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+    tokens: AtomicU64,
+}
+
+impl Totals {
+    fn add(&self, cost: &ModelCost) {
+        self.requests.fetch_add(cost.requests, Ordering::Relaxed);
+        self.sentences_sent
+            .fetch_add(cost.sentences_sent, Ordering::Relaxed);
+        self.cache_hits
+            .fetch_add(cost.cache_hits, Ordering::Relaxed);
+        self.prompt_tokens
+            .fetch_add(cost.prompt_tokens, Ordering::Relaxed);
+        self.completion_tokens
+            .fetch_add(cost.completion_tokens, Ordering::Relaxed);
+        self.tokens.fetch_add(cost.tokens, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> ModelCost {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ModelCost {
+            requests: n(&self.requests),
+            sentences_sent: n(&self.sentences_sent),
+            cache_hits: n(&self.cache_hits),
+            prompt_tokens: n(&self.prompt_tokens),
+            completion_tokens: n(&self.completion_tokens),
+            tokens: n(&self.tokens),
+        }
+    }
 }
 
 /// The `model` stage's client: batches of sentences to proposed claims, cached.
@@ -56,10 +173,10 @@ pub struct ModelClient {
     settings: LlmSettings,
     timeout: Duration,
     jobs: tokio::sync::mpsc::UnboundedSender<Job>,
-    cache: Mutex<HashMap<[u8; 32], Vec<Claim>>>,
-    requests: AtomicU64,
-    cache_hits: AtomicU64,
-    sentences_sent: AtomicU64,
+    cache: Mutex<Cache>,
+    totals: Totals,
+    sink: Option<tokio::sync::mpsc::Sender<CacheEntry>>,
+    unpersisted: AtomicU64,
 }
 
 impl std::fmt::Debug for ModelClient {
@@ -127,30 +244,71 @@ impl ModelClient {
             settings,
             timeout,
             jobs,
-            cache: Mutex::new(HashMap::new()),
-            requests: AtomicU64::new(0),
-            cache_hits: AtomicU64::new(0),
-            sentences_sent: AtomicU64::new(0),
+            cache: Mutex::new(Cache::default()),
+            totals: Totals::default(),
+            sink: None,
+            unpersisted: AtomicU64::new(0),
         })
     }
 
-    /// The counts so far.
-    pub fn usage(&self) -> ClientUsage {
-        ClientUsage {
-            requests: self.requests.load(Ordering::Relaxed),
-            cache_hits: self.cache_hits.load(Ordering::Relaxed),
-            sentences_sent: self.sentences_sent.load(Ordering::Relaxed),
-        }
+    /// The same client handing every fresh answer to `sink` (write-behind persistence: the
+    /// receiver stores them). Never waits: when the channel is full the answer stays in memory
+    /// only, counted in [`ModelClient::unpersisted`].
+    pub fn persisting(mut self, sink: tokio::sync::mpsc::Sender<CacheEntry>) -> Self {
+        self.sink = Some(sink);
+        self
     }
 
-    /// Proposals for `sentences`, all sent in one request.
+    /// Fills the cache with answers stored earlier (the newest first, as many as fit). A bad
+    /// entry is skipped and counted, never fatal; the caller logs the count.
+    pub fn preload(&self, entries: impl IntoIterator<Item = CacheEntry>) -> Preloaded {
+        let mut preloaded = Preloaded::default();
+        let Ok(mut cache) = self.cache.lock() else {
+            return preloaded;
+        };
+        for entry in entries {
+            if cache.answers.len() >= CACHE_SENTENCES {
+                break;
+            }
+            let Some(key) = key_from_hex(&entry.key) else {
+                preloaded.skipped += 1;
+                continue;
+            };
+            match serde_json::from_str::<Vec<Proposal>>(&entry.claims) {
+                Ok(proposals) => {
+                    cache.insert(key, proposals.into());
+                    preloaded.loaded += 1;
+                }
+                Err(_) => preloaded.skipped += 1,
+            }
+        }
+        preloaded
+    }
+
+    /// The model name and prompt version stored answers are filed under.
+    pub fn settings(&self) -> &LlmSettings {
+        &self.settings
+    }
+
+    /// What the client spent since start (every caller together).
+    pub fn usage(&self) -> ModelCost {
+        self.totals.get()
+    }
+
+    /// Fresh answers not handed to the persistence sink because it was full or closed.
+    pub fn unpersisted(&self) -> u64 {
+        self.unpersisted.load(Ordering::Relaxed)
+    }
+
+    /// Proposals for `sentences`, all sent in one request; the request and its tokens are added
+    /// to `cost` even when the answer cannot be read.
     fn ask(
         &self,
-        ontology: &Ontology,
         prompt: &str,
         schema: &Value,
         sentences: &[&str],
-    ) -> Result<Vec<Vec<Claim>>, LlmError> {
+        cost: &mut ModelCost,
+    ) -> Result<(Vec<Vec<Proposal>>, Vec<Proposal>), LlmError> {
         let mut user = String::from("Sentences:\n");
         for (i, sentence) in sentences.iter().enumerate() {
             let one_line: String = sentence
@@ -183,21 +341,37 @@ impl ModelClient {
         self.jobs
             .send(Job { body, reply })
             .map_err(|_| LlmError::Http("the model client's runtime thread stopped".into()))?;
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        self.sentences_sent
-            .fetch_add(sentences.len() as u64, Ordering::Relaxed);
+        cost.requests += 1;
+        cost.sentences_sent += u64::try_from(sentences.len()).unwrap_or(u64::MAX);
         // The runtime thread answers within the timeout; the margin only guards against a
         // thread that died.
         let wait = || answer.recv_timeout(self.timeout + Duration::from_secs(5));
         let in_multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let content = if in_multi_thread {
+        let completion = if in_multi_thread {
             tokio::task::block_in_place(wait)
         } else {
             wait()
         }
         .map_err(|_| LlmError::Timeout)??;
-        parse_batch(ontology, &content, sentences)
+        cost.prompt_tokens += completion.tokens.prompt;
+        cost.completion_tokens += completion.tokens.completion;
+        cost.tokens += completion.tokens.total;
+        parse_batch(&completion.content, sentences.len())
+    }
+
+    /// Hands a fresh answer to the persistence sink, if there is one.
+    fn persist(&self, key: &Key, proposals: &[Proposal]) {
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        let entry = CacheEntry {
+            key: hex(key),
+            claims: serde_json::to_string(proposals).unwrap_or_else(|_| "[]".to_owned()),
+        };
+        if sink.try_send(entry).is_err() {
+            self.unpersisted.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -206,7 +380,33 @@ impl ClaimModel for ModelClient {
         &self.id
     }
 
-    fn claims(&self, ontology: &Ontology, sentences: &[&str]) -> Result<Vec<Claim>, ModelError> {
+    fn claims(
+        &self,
+        ontology: &Ontology,
+        sentences: &[&str],
+        cost: &mut ModelCost,
+    ) -> Result<Vec<Claim>, ModelError> {
+        let mut spent = ModelCost::default();
+        let answered = self.answer(ontology, sentences, &mut spent);
+        self.totals.add(&spent);
+        cost.requests += spent.requests;
+        cost.sentences_sent += spent.sentences_sent;
+        cost.cache_hits += spent.cache_hits;
+        cost.prompt_tokens += spent.prompt_tokens;
+        cost.completion_tokens += spent.completion_tokens;
+        cost.tokens += spent.tokens;
+        answered
+    }
+}
+
+impl ModelClient {
+    /// [`ClaimModel::claims`], with what it spends added to `spent`.
+    fn answer(
+        &self,
+        ontology: &Ontology,
+        sentences: &[&str],
+        spent: &mut ModelCost,
+    ) -> Result<Vec<Claim>, ModelError> {
         let prompt = batch_prompt(ontology);
         let schema = schema(ontology);
         let fingerprint = Sha256::new()
@@ -217,7 +417,7 @@ impl ClaimModel for ModelClient {
             .chain_update(prompt.as_bytes())
             .chain_update([0])
             .chain_update(schema.to_string().as_bytes());
-        let keys: Vec<[u8; 32]> = sentences
+        let keys: Vec<Key> = sentences
             .iter()
             .map(|s| {
                 fingerprint
@@ -228,34 +428,69 @@ impl ClaimModel for ModelClient {
                     .into()
             })
             .collect();
-        let mut found: Vec<Option<Vec<Claim>>> = match self.cache.lock() {
-            Ok(cache) => keys.iter().map(|k| cache.get(k).cloned()).collect(),
+        let mut found: Vec<Option<Arc<[Proposal]>>> = match self.cache.lock() {
+            Ok(cache) => keys.iter().map(|k| cache.get(k)).collect(),
             Err(_) => vec![None; sentences.len()],
         };
         let hits = found.iter().filter(|f| f.is_some()).count();
-        self.cache_hits.fetch_add(hits as u64, Ordering::Relaxed);
+        spent.cache_hits += u64::try_from(hits).unwrap_or(u64::MAX);
         let missing: Vec<usize> = (0..sentences.len())
             .filter(|i| found[*i].is_none())
             .collect();
+        let mut strays = Vec::new();
         if !missing.is_empty() {
             let asked: Vec<&str> = missing.iter().map(|i| sentences[*i]).collect();
-            let fresh = self
-                .ask(ontology, &prompt, &schema, &asked)
+            let (fresh, stray) = self
+                .ask(&prompt, &schema, &asked, spent)
                 .map_err(|err| ModelError(err.to_string()))?;
-            if let Ok(mut cache) = self.cache.lock() {
-                if cache.len() + fresh.len() > CACHE_SENTENCES {
-                    cache.clear();
+            // On no sentence: handed on for grounding to drop and count, never cached.
+            strays = stray.into_iter().map(|p| p.claim(ontology, "")).collect();
+            let mut cache = self.cache.lock().ok();
+            for (i, proposals) in missing.into_iter().zip(fresh) {
+                let proposals: Arc<[Proposal]> = proposals.into();
+                let new = cache
+                    .as_mut()
+                    .is_some_and(|c| c.insert(keys[i], Arc::clone(&proposals)));
+                if new {
+                    self.persist(&keys[i], &proposals);
                 }
-                for (i, claims) in missing.iter().zip(&fresh) {
-                    cache.insert(keys[*i], claims.clone());
-                }
-            }
-            for (i, claims) in missing.into_iter().zip(fresh) {
-                found[i] = Some(claims);
+                found[i] = Some(proposals);
             }
         }
-        Ok(found.into_iter().flatten().flatten().collect())
+        Ok(found
+            .into_iter()
+            .zip(sentences)
+            .flat_map(|(proposals, sentence)| {
+                proposals
+                    .iter()
+                    .flat_map(|p| p.iter())
+                    .map(|p| p.claim(ontology, sentence))
+                    .collect::<Vec<_>>()
+            })
+            .chain(strays)
+            .collect())
     }
+}
+
+/// Lowercase hex of a key.
+fn hex(key: &Key) -> String {
+    let mut out = String::with_capacity(64);
+    for byte in key {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// A key back from its hex; `None` unless exactly 64 hex characters.
+fn key_from_hex(text: &str) -> Option<Key> {
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(key)
 }
 
 #[derive(Serialize)]
@@ -316,14 +551,14 @@ pub(crate) fn schema(ontology: &Ontology) -> Value {
     })
 }
 
-/// The model's content as proposals per sentence. An element that names no sentence sent, or
-/// lacks a field, becomes a claim on no sentence, which grounding drops and counts. Content
-/// that is not the schema's object (or a bare array of claims) is a bad response.
+/// The model's content as proposals per sentence (for `count` sentences), and the strays: an
+/// element that names no sentence sent is kept aside (never cached; grounding drops and counts
+/// it). A missing field reads as empty, which grounding drops too. Content that is not the
+/// schema's object (or a bare array of claims) is a bad response.
 fn parse_batch(
-    ontology: &Ontology,
     content: &str,
-    sentences: &[&str],
-) -> Result<Vec<Vec<Claim>>, LlmError> {
+    count: usize,
+) -> Result<(Vec<Vec<Proposal>>, Vec<Proposal>), LlmError> {
     let value: Value = serde_json::from_str(unfence(content))
         .map_err(|err| LlmError::BadResponse(format!("content is not json: {err}")))?;
     let items = match value {
@@ -334,7 +569,7 @@ fn parse_batch(
         Value::Array(items) => items,
         _ => return Err(LlmError::BadResponse("content is not a json object".into())),
     };
-    let mut out: Vec<Vec<Claim>> = vec![Vec::new(); sentences.len()];
+    let mut out: Vec<Vec<Proposal>> = vec![Vec::new(); count];
     let mut stray = Vec::new();
     for item in items {
         let Value::Object(fields) = item else {
@@ -347,30 +582,18 @@ fn parse_batch(
             _ => None,
         }
         .and_then(|n| usize::try_from(n).ok())
-        .filter(|n| (1..=sentences.len()).contains(n));
-        let predicate = field("predicate");
-        let kind = ontology
-            .predicate(&predicate)
-            .map_or(PredicateKind::Slot, |p| p.kind);
-        let claim = Claim {
-            predicate,
-            kind,
-            subject: ClaimSubject::Named(field("subject")),
+        .filter(|n| (1..=count).contains(n));
+        let proposal = Proposal {
+            subject: field("subject"),
+            predicate: field("predicate"),
             object: field("object"),
-            sentence: index.map_or_else(String::new, |n| sentences[n - 1].to_owned()),
-            extractor: String::new(),
-            confidence: 0.0,
         };
         match index {
-            Some(n) => out[n - 1].push(claim),
-            None => stray.push(claim),
+            Some(n) => out[n - 1].push(proposal),
+            None => stray.push(proposal),
         }
     }
-    // Strays are answered with the first sentence's proposals (grounding drops them).
-    if let Some(first) = out.first_mut() {
-        first.extend(stray);
-    }
-    Ok(out)
+    Ok((out, stray))
 }
 
 #[cfg(test)]
@@ -389,27 +612,96 @@ mod tests {
 
     #[test]
     fn batches_are_read_by_sentence_number() {
-        let sentences = ["The Pro plan is €49.", "Nothing here."];
         let content = r#"{"claims": [
             {"sentence": 1, "subject": "Pro", "predicate": "price", "object": 49},
             {"sentence": 7, "subject": "Pro", "predicate": "price", "object": "59"}
         ]}"#;
-        let parsed = parse_batch(&ontology(), content, &sentences).expect("parses");
+        let (parsed, stray) = parse_batch(content, 2).expect("parses");
         assert_eq!(parsed.len(), 2);
-        assert_eq!(parsed[0].len(), 2);
-        assert_eq!(parsed[0][0].sentence, "The Pro plan is €49.");
-        assert_eq!(parsed[0][0].object, "49");
-        assert_eq!(parsed[0][1].sentence, "", "a stray names no sentence");
+        assert_eq!(
+            parsed[0],
+            vec![Proposal {
+                subject: "Pro".into(),
+                predicate: "price".into(),
+                object: "49".into()
+            }]
+        );
         assert!(parsed[1].is_empty());
+        assert_eq!(stray.len(), 1, "sentence 7 was not sent");
+        assert_eq!(stray[0].object, "59");
         for bad in ["sorry", "{\"facts\": []}", "[1]", "42"] {
             assert!(
-                matches!(
-                    parse_batch(&ontology(), bad, &sentences),
-                    Err(LlmError::BadResponse(_))
-                ),
+                matches!(parse_batch(bad, 2), Err(LlmError::BadResponse(_))),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn keys_round_trip_through_hex_and_bad_ones_are_refused() {
+        let key: Key = Sha256::digest(b"a sentence").into();
+        let text = hex(&key);
+        assert_eq!(text.len(), 64);
+        assert_eq!(key_from_hex(&text), Some(key));
+        for bad in [
+            "",
+            "abc",
+            &text[..63],
+            &format!("{}zz", &text[..62]),
+            &"é".repeat(32),
+        ] {
+            assert_eq!(key_from_hex(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_cache_keeps_the_newest_answers_and_preload_skips_bad_rows() {
+        let mut cache = Cache::default();
+        let key = |n: usize| -> Key { Sha256::digest(n.to_le_bytes()).into() };
+        for n in 0..=CACHE_SENTENCES {
+            assert!(cache.insert(key(n), Arc::from(Vec::new())));
+        }
+        assert_eq!(cache.answers.len(), CACHE_SENTENCES);
+        assert!(cache.get(&key(0)).is_none(), "the oldest answer went first");
+        assert!(cache.get(&key(CACHE_SENTENCES)).is_some());
+        assert!(
+            !cache.insert(key(1), Arc::from(Vec::new())),
+            "already there"
+        );
+
+        let client = ModelClient::new(LlmSettings {
+            enabled: true,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: String::new(),
+            timeout_ms: 100,
+            prompt_version: "prompt-v1".into(),
+        })
+        .expect("client");
+        let good = CacheEntry {
+            key: hex(&key(1)),
+            claims: r#"[{"subject": "Pro", "predicate": "price", "object": "49"}]"#.into(),
+        };
+        let rows = [
+            good.clone(),
+            CacheEntry {
+                key: hex(&key(2)),
+                claims: "{not json".into(),
+            },
+            CacheEntry {
+                key: "short".into(),
+                claims: "[]".into(),
+            },
+        ];
+        assert_eq!(
+            client.preload(rows),
+            Preloaded {
+                loaded: 1,
+                skipped: 2
+            }
+        );
+        let cached = client.cache.lock().expect("cache").get(&key(1));
+        assert_eq!(cached.map(|p| p.len()), Some(1));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The extraction pipeline's `model` stage through `ModelClient` against a fake
 //! OpenAI-compatible server on 127.0.0.1:0 (run on a runtime of its own): grounded triples are
-//! kept, invented ones dropped and counted, a second rebuild is answered from the cache, and a
-//! server that times out or answers garbage leaves the sentences unclaimed without a panic.
+//! kept, invented ones dropped and counted, tokens counted from the answer's `usage`, a second
+//! rebuild is answered from the cache, and a server that times out or answers garbage leaves the
+//! sentences unclaimed without a panic.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,8 +16,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use ontoloop_core::knowledge::{
-    ClaimModel, ClaimSubject, ExtractSettings, ExtractionSetup, Lexicon, ModelUsage, Ontology,
-    Stage,
+    ClaimModel, ClaimSubject, ExtractSettings, ExtractionSetup, Lexicon, ModelCost, ModelUsage,
+    Ontology, Stage,
 };
 use ontoloop_llm::{LlmSettings, ModelClient};
 use serde_json::{Value, json};
@@ -81,7 +82,8 @@ fn serve(answer: Answer) -> (tokio::runtime::Runtime, String, Arc<AtomicUsize>) 
                             unreachable!("pending never resolves");
                         };
                         let completion = json!({
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+                            "usage": {"prompt_tokens": 50, "completion_tokens": 12}
                         });
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(
                             completion.to_string(),
@@ -156,7 +158,15 @@ fn grounded_triples_are_kept_the_rest_counted_and_a_rebuild_pays_nothing() {
             returned: 4,
             dropped: 3,
             kept: 1,
-            corrected: 0
+            corrected: 0,
+            cost: ModelCost {
+                requests: 1,
+                sentences_sent: 2,
+                cache_hits: 0,
+                prompt_tokens: 50,
+                completion_tokens: 12,
+                tokens: 62
+            }
         }
     );
     assert_eq!(requests.load(Ordering::SeqCst), 1);
@@ -171,6 +181,12 @@ fn grounded_triples_are_kept_the_rest_counted_and_a_rebuild_pays_nothing() {
     );
     assert_eq!(client.usage().requests, 1);
     assert_eq!(client.usage().cache_hits, 2);
+    let cost = setup.model_usage().cost;
+    assert_eq!(
+        (cost.requests, cost.cache_hits, cost.tokens),
+        (1, 2, 62),
+        "the cached rebuild cost no tokens"
+    );
 }
 
 #[test]

@@ -4,11 +4,13 @@
 //! the one service shape (`Service` builds `Parts`; `serve` runs gRPC with health and reflection
 //! beside HTTP and the service's tasks until a shutdown future resolves), the one drain policy
 //! (`TaskGroup`), turning SIGINT and SIGTERM into that future, and running queue consumers that
-//! drain on cancellation. It holds no service behaviour of its own.
+//! drain on cancellation; and the extraction setup every service reads text with, the `model`
+//! stage's cache kept in the store (`model_cache`). It holds no service behaviour of its own.
 
 mod consume;
 mod group;
 mod http;
+mod model_cache;
 mod serve;
 mod service;
 pub mod signals;
@@ -25,6 +27,7 @@ use ontoloop_store::Store;
 pub use consume::{Handled, run_batch_consumer, run_consumer};
 pub use group::TaskGroup;
 pub use http::{Scrape, bind_http, serve_http};
+pub use model_cache::persisted_model_client;
 pub use service::{Parts, Service, main, run, serve};
 pub use tokio_util::sync::CancellationToken;
 
@@ -64,7 +67,7 @@ impl Context {
             queue = queue.kind(),
             "connected store and queue"
         );
-        let extraction = load_extraction(&settings).await;
+        let extraction = load_extraction(&settings, Some(&store)).await;
         Ok(Self {
             settings: Arc::new(settings),
             store,
@@ -77,8 +80,10 @@ impl Context {
 /// The extraction setup the settings ask for. A semantic stage whose model folder lacks the
 /// model scores lexically: said once here, at start-up, and by `ontoloop status`. The `model`
 /// stage gets its client (`ontoloop-llm`) when `[extract.model]` is enabled and `stages` names
-/// it; a client that cannot be built leaves the stage off, said here.
-pub async fn load_extraction(settings: &Settings) -> ExtractionSetup {
+/// it, with its cache kept in `store` when one is given ([`persisted_model_client`]; without one
+/// the cache lives in memory only); a client that cannot be built leaves the stage off, said
+/// here.
+pub async fn load_extraction(settings: &Settings, store: Option<&Store>) -> ExtractionSetup {
     let extract = settings.extract.clone();
     let loaded =
         tokio::task::spawn_blocking(move || ontoloop_embed::extraction_setup(extract)).await;
@@ -97,7 +102,14 @@ pub async fn load_extraction(settings: &Settings) -> ExtractionSetup {
         }
     };
     let setup = if settings.extract.model_wanted() {
-        match ontoloop_llm::ModelClient::new(settings.extract.model.clone()) {
+        let client = match store {
+            // The writer task is detached: it ends when the client does.
+            Some(store) => persisted_model_client(&settings.extract.model, store)
+                .await
+                .map(|(client, _writer)| client),
+            None => ontoloop_llm::ModelClient::new(settings.extract.model.clone()),
+        };
+        match client {
             Ok(client) => setup.with_model(Arc::new(client)),
             Err(err) => {
                 tracing::warn!(error = %err, "the model stage's client failed to start; stage off");

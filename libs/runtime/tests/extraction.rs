@@ -29,7 +29,7 @@ model = "tiny"
 "#,
     )
     .expect("settings load");
-    let setup = ontoloop_runtime::load_extraction(&enabled).await;
+    let setup = ontoloop_runtime::load_extraction(&enabled, None).await;
     assert!(
         setup.describe().ends_with("; model: model/tiny/prompt-v1"),
         "{}",
@@ -44,7 +44,7 @@ stages = ["patterns", "model"]
 "#,
     )
     .expect("settings load");
-    let setup = ontoloop_runtime::load_extraction(&staged_only).await;
+    let setup = ontoloop_runtime::load_extraction(&staged_only, None).await;
     assert!(
         setup.describe().contains("model: off"),
         "{}",

@@ -1,11 +1,16 @@
 //! Persistent knowledge: the intake log, page versions, the extraction log, entities, facts,
-//! per-tenant state and maintenance runs. The analyst commits each step in one transaction,
-//! guarded by the tenant's knowledge version so two writers can never interleave.
+//! per-tenant state and maintenance runs (with what the extraction pipeline's `model` stage did
+//! in each: requests, sentences sent, cache hits, tokens, failed calls, triples dropped by
+//! grounding; the rest of `ModelUsage` is not stored and reads as 0). The analyst commits each
+//! step in one transaction, guarded by the tenant's knowledge version so two writers can never
+//! interleave.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::knowledge::{Entity, Fact, MaintenanceReport, PageVersion, SourceRef};
+use ontoloop_core::knowledge::{
+    Entity, Fact, MaintenanceReport, ModelCost, ModelUsage, PageVersion, SourceRef,
+};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
 
@@ -296,6 +301,19 @@ impl Store {
                     pages_total: to_u64(row.pages_total),
                     est_tokens: to_u64(row.est_tokens),
                     graph_writes: to_u64(row.graph_writes),
+                    model: ModelUsage {
+                        dropped: to_u64(row.model_dropped),
+                        errors: to_u64(row.model_errors),
+                        cost: ModelCost {
+                            requests: to_u64(row.model_requests),
+                            sentences_sent: to_u64(row.model_sentences),
+                            cache_hits: to_u64(row.model_cache_hits),
+                            prompt_tokens: to_u64(row.model_prompt_tokens),
+                            completion_tokens: to_u64(row.model_completion_tokens),
+                            tokens: to_u64(row.model_tokens),
+                        },
+                        ..ModelUsage::default()
+                    },
                 },
             })
             .collect())
@@ -451,6 +469,7 @@ impl Store {
                 .await?;
         }
         for run in &commit.runs {
+            let model = &run.report.model;
             let row = maintenance_run::ActiveModel {
                 tenant: Set(tenant.to_owned()),
                 seq: Set(run.seq),
@@ -459,6 +478,14 @@ impl Store {
                 pages_total: Set(to_i64(run.report.pages_total)),
                 est_tokens: Set(to_i64(run.report.est_tokens)),
                 graph_writes: Set(to_i64(run.report.graph_writes)),
+                model_requests: Set(to_i64(model.cost.requests)),
+                model_sentences: Set(to_i64(model.cost.sentences_sent)),
+                model_cache_hits: Set(to_i64(model.cost.cache_hits)),
+                model_prompt_tokens: Set(to_i64(model.cost.prompt_tokens)),
+                model_completion_tokens: Set(to_i64(model.cost.completion_tokens)),
+                model_tokens: Set(to_i64(model.cost.tokens)),
+                model_dropped: Set(to_i64(model.dropped)),
+                model_errors: Set(to_i64(model.errors)),
                 at: Set(run.at),
                 ..Default::default()
             };

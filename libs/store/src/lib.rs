@@ -6,6 +6,7 @@
 
 mod entity;
 pub mod knowledge;
+pub mod model_cache;
 pub mod org;
 pub mod review;
 pub mod signals;
@@ -14,6 +15,7 @@ pub use knowledge::{
     KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash, intake_state,
 };
 
+pub use model_cache::CachedAnswer;
 pub use org::{OrgChange, OrgCommit, OrgHead, OrgRows, OrgSnapshot, change_kind};
 pub use review::{
     DecideOutcome, DecisionRecord, PatternStatus, RateRecord, UpdateCounts, UpdateRecord,

@@ -3,8 +3,11 @@
 //! the server does not answer: `.ci/run` starts it.
 
 use chrono::{TimeZone, Utc};
+use ontoloop_core::knowledge::{MaintenanceReport, ModelCost, ModelUsage};
 use ontoloop_settings::{Loader, StoreSettings};
-use ontoloop_store::{Backend, Store, StoreError};
+use ontoloop_store::{
+    Backend, CachedAnswer, KnowledgeCommit, RunRecord, Store, StoreError, StoredRun,
+};
 use ontoloop_testkit::servers::PgDatabase;
 
 fn settings_for(url: &str) -> StoreSettings {
@@ -29,7 +32,8 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261129_000002_create_knowledge".to_owned(),
             "m20261129_000003_create_signal_intake".to_owned(),
             "m20261129_000004_create_review".to_owned(),
-            "m20261129_000005_create_org".to_owned()
+            "m20261129_000005_create_org".to_owned(),
+            "m20261201_040000_model_stage".to_owned()
         ]
     );
     // Up again is a no-op.
@@ -82,6 +86,121 @@ async fn messages_round_trip_once(store: &Store) {
     assert_eq!(rows[0].received_at, at);
 }
 
+/// A cached model answer for sentence `n` of `model`.
+fn answer(model: &str, n: u32) -> CachedAnswer {
+    CachedAnswer {
+        key: format!("{n:064x}"),
+        model: model.to_owned(),
+        prompt_version: "prompt-v1".to_owned(),
+        claims: format!(r#"[{{"subject":"Kestrel","predicate":"tier","object":"{n}"}}]"#),
+        created_at: Utc
+            .with_ymd_and_hms(2026, 12, 1, 4, 0, 0)
+            .single()
+            .expect("valid time"),
+    }
+}
+
+async fn model_answers_persist_bounded_per_model(store: &Store) {
+    let first: Vec<CachedAnswer> = (0..3).map(|n| answer("small", n)).collect();
+    assert_eq!(store.model_cache_put(&first, 4).await.expect("put"), 0);
+    // A key already stored keeps its row; the bound is per model.
+    let mut again = vec![answer("small", 0), answer("small", 3), answer("small", 4)];
+    again[0].claims = "[]".to_owned();
+    again.push(answer("large", 9));
+    assert_eq!(store.model_cache_put(&again, 5).await.expect("put"), 0);
+    let stored = store
+        .model_cache_load("small", "prompt-v1", 10)
+        .await
+        .expect("load");
+    assert_eq!(stored.len(), 5);
+    assert_eq!(stored[4], answer("small", 0), "the first answer stays");
+    // Beyond the bound the oldest go.
+    assert_eq!(
+        store
+            .model_cache_put(&[answer("small", 5)], 4)
+            .await
+            .expect("put"),
+        2
+    );
+    assert_eq!(store.model_cache_len("small").await.expect("len"), 4);
+    assert_eq!(store.model_cache_len("large").await.expect("len"), 1);
+    let loaded = store
+        .model_cache_load("small", "prompt-v1", 10)
+        .await
+        .expect("load");
+    let keys: Vec<u32> = loaded
+        .iter()
+        .map(|a| u32::from_str_radix(&a.key, 16).expect("hex key"))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![5, 4, 3, 2],
+        "newest first; the oldest were evicted"
+    );
+    assert_eq!(loaded[3], answer("small", 2), "a row reads back as written");
+    assert_eq!(
+        store
+            .model_cache_load("small", "prompt-v1", 2)
+            .await
+            .expect("load")
+            .len(),
+        2
+    );
+    assert!(
+        store
+            .model_cache_load("small", "prompt-v2", 10)
+            .await
+            .expect("load")
+            .is_empty(),
+        "another prompt version's answers are not this one's"
+    );
+    assert_eq!(store.model_cache_put(&[], 4).await.expect("nothing"), 0);
+}
+
+async fn maintenance_runs_keep_the_model_usage(store: &Store) {
+    let model = ModelUsage {
+        dropped: 2,
+        errors: 1,
+        cost: ModelCost {
+            requests: 3,
+            sentences_sent: 7,
+            cache_hits: 5,
+            prompt_tokens: 410,
+            completion_tokens: 96,
+            tokens: 506,
+        },
+        ..ModelUsage::default()
+    };
+    let report = MaintenanceReport {
+        pages_read: 2,
+        pages_total: 4,
+        est_tokens: 120,
+        graph_writes: 6,
+        model,
+    };
+    let commit = KnowledgeCommit {
+        runs: vec![RunRecord {
+            seq: 11,
+            mode: "rebuild".to_owned(),
+            report,
+            at: Utc::now(),
+        }],
+        ..KnowledgeCommit::default()
+    };
+    store
+        .commit_knowledge("harbour", 0, commit)
+        .await
+        .expect("commit");
+    assert_eq!(
+        store.maintenance_runs("harbour").await.expect("runs"),
+        vec![StoredRun {
+            seq: 11,
+            mode: "rebuild".to_owned(),
+            report
+        }]
+    );
+}
+
 #[tokio::test]
 async fn sqlite_migrations_and_round_trip() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -95,6 +214,8 @@ async fn sqlite_migrations_and_round_trip() {
     assert_eq!(store.backend(), Backend::Sqlite);
     migrations_go_up_and_down(&store).await;
     messages_round_trip_once(&store).await;
+    model_answers_persist_bounded_per_model(&store).await;
+    maintenance_runs_keep_the_model_usage(&store).await;
     store.close().await.expect("close");
 }
 
@@ -107,6 +228,8 @@ async fn postgres_migrations_and_round_trip() {
     assert_eq!(store.backend(), Backend::Postgres);
     migrations_go_up_and_down(&store).await;
     messages_round_trip_once(&store).await;
+    model_answers_persist_bounded_per_model(&store).await;
+    maintenance_runs_keep_the_model_usage(&store).await;
     store.close().await.expect("close");
     database.drop_now().await.expect("drop test database");
 }

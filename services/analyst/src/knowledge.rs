@@ -1,6 +1,7 @@
 //! Applying events to a tenant's knowledge: page versions, extraction, system-of-record patches,
-//! renames and maintenance runs. The analyst is the one writer: each event becomes one atomic
-//! commit, guarded by the tenant's knowledge version.
+//! renames and maintenance runs (each with its reading cost and what the `model` stage did in
+//! it). The analyst is the one writer: each event becomes one atomic commit, guarded by the
+//! tenant's knowledge version.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -45,10 +46,12 @@ pub struct KnowledgeWriter {
 }
 
 impl KnowledgeWriter {
-    /// A writer over `store`; every ontology it parses reads text with `extraction`.
+    /// A writer over `store`; every ontology it parses reads text with `extraction`, counting
+    /// what the `model` stage does on counters of its own (they add to the process's too), so
+    /// each maintenance run records its own share.
     pub fn new(store: Store, extraction: ExtractionSetup) -> Self {
         Self {
-            extraction,
+            extraction: extraction.tallied(),
             org: OrgWriter::new(store.clone()),
             store,
             tenants: Arc::new(Mutex::new(HashMap::new())),
@@ -160,7 +163,14 @@ impl KnowledgeWriter {
             None => self.load(tenant).await?,
         };
         let mut commit = KnowledgeCommit::default();
+        // Every extraction of this writer runs under the tenants' lock, so the counters' change
+        // across the step is this step's own.
+        let before = self.extraction.model_usage();
         step(&mut knowledge, envelope, &mut commit, &self.extraction)?;
+        let model = self.extraction.model_usage().since(&before);
+        for run in &mut commit.runs {
+            run.report.model = model;
+        }
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }

@@ -57,8 +57,9 @@ pub fn decision(value: i32) -> Result<Decision, Status> {
     }
 }
 
-/// A maintenance run with its reading cost.
+/// A maintenance run with its reading cost and what the `model` stage did in it.
 pub fn maintenance_run(run: StoredRun) -> v1::MaintenanceRun {
+    let model = run.report.model;
     v1::MaintenanceRun {
         sequence: u64::try_from(run.seq).unwrap_or_default(),
         mode: run.mode,
@@ -66,6 +67,14 @@ pub fn maintenance_run(run: StoredRun) -> v1::MaintenanceRun {
         pages_total: run.report.pages_total,
         est_tokens: run.report.est_tokens,
         graph_writes: run.report.graph_writes,
+        model_requests: model.cost.requests,
+        model_sentences: model.cost.sentences_sent,
+        model_cache_hits: model.cost.cache_hits,
+        model_prompt_tokens: model.cost.prompt_tokens,
+        model_completion_tokens: model.cost.completion_tokens,
+        model_tokens: model.cost.tokens,
+        model_dropped: model.dropped,
+        model_errors: model.errors,
     }
 }
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::graph::PageVersion;
+use super::model::ModelUsage;
 
 /// How the graph is brought up to date with the pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub struct MaintenanceReport {
     pub est_tokens: u64,
     /// Graph writes.
     pub graph_writes: u64,
+    /// What the extraction pipeline's `model` stage did during the run: requests, sentences
+    /// sent, cache hits, tokens, triples dropped by grounding (all zero without the stage).
+    pub model: ModelUsage,
 }
 
 /// Estimated tokens to extract `text`: characters / 4.

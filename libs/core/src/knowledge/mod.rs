@@ -29,7 +29,7 @@ pub use graph::{
     readable, record_origin,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
-pub use model::{ClaimModel, ModelError, ModelUsage, Ungrounded, ground};
+pub use model::{ClaimModel, ModelCost, ModelError, ModelUsage, Ungrounded, ground};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};

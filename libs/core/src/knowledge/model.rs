@@ -9,10 +9,14 @@
 //! object must occur in it; a number object must occur in it as a number. Anything else is
 //! dropped and counted (`ModelUsage`), never stored. A neighbouring predicate picked by mistake
 //! (another of the same kind fits the sentence clearly better by meaning, `better_predicate`) is
-//! replaced by the better one, grounded again and counted. Nothing here does IO.
+//! replaced by the better one, grounded again and counted. What the model spends answering
+//! (requests, sentences sent, sentences answered from its cache, tokens) it adds to a `ModelCost`
+//! on each call, counted with the rest; counters made for a part of the process add to the
+//! process's too. Nothing here does IO.
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::encoder::cosine;
@@ -42,7 +46,33 @@ pub trait ClaimModel: Send + Sync {
 
     /// Claims the sentences make, in the ontology's predicates. Each claim's `sentence` is the
     /// sentence (one of `sentences`) that states it. Unchecked: the pipeline grounds them.
-    fn claims(&self, ontology: &Ontology, sentences: &[&str]) -> Result<Vec<Claim>, ModelError>;
+    /// What answering cost is added to `cost` as it is spent, also when the call then fails
+    /// (a request whose answer is unreadable was still made and its tokens still paid).
+    fn claims(
+        &self,
+        ontology: &Ontology,
+        sentences: &[&str],
+        cost: &mut ModelCost,
+    ) -> Result<Vec<Claim>, ModelError>;
+}
+
+/// What a claim model spent answering: requests to its endpoint, the sentences they carried,
+/// the sentences it answered from its cache instead, and the tokens its endpoint reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelCost {
+    /// Requests made to the endpoint (0 when every sentence came from the cache).
+    pub requests: u64,
+    /// Sentences sent in those requests.
+    pub sentences_sent: u64,
+    /// Sentences answered from the cache, without a request.
+    pub cache_hits: u64,
+    /// Prompt tokens the endpoint reported (`usage.prompt_tokens`).
+    pub prompt_tokens: u64,
+    /// Completion tokens the endpoint reported (`usage.completion_tokens`).
+    pub completion_tokens: u64,
+    /// Tokens in all (`usage.total_tokens`, else prompt + completion); 0 when the endpoint
+    /// reports no usage.
+    pub tokens: u64,
 }
 
 /// Why a proposed triple was dropped.
@@ -356,6 +386,8 @@ fn numbers(text: &str) -> Vec<String> {
 }
 
 /// What the model stage did, counted since start (shared by every ontology one setup compiles).
+/// Counters made for a part of the process (`ExtractionSetup::tallied`) also add everything to
+/// their parent's, so the process's totals still see it all.
 #[derive(Debug, Default)]
 pub struct ModelCounters {
     calls: AtomicU64,
@@ -365,16 +397,23 @@ pub struct ModelCounters {
     dropped: AtomicU64,
     kept: AtomicU64,
     corrected: AtomicU64,
+    requests: AtomicU64,
+    sentences_sent: AtomicU64,
+    cache_hits: AtomicU64,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+    tokens: AtomicU64,
+    parent: Option<Arc<ModelCounters>>,
 }
 
 /// A snapshot of [`ModelCounters`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ModelUsage {
-    /// Calls to the model (batches of sentences).
+    /// Calls to the model (batches of sentences), answered from its cache or over the network.
     pub calls: u64,
     /// Calls that failed (their sentences stayed unclaimed).
     pub errors: u64,
-    /// Sentences sent.
+    /// Sentences handed to the model.
     pub sentences: u64,
     /// Triples the model returned.
     pub returned: u64,
@@ -385,42 +424,106 @@ pub struct ModelUsage {
     /// Of the triples grounded, those regrounded under a better-fitting predicate than the
     /// model's (kept or dropped after).
     pub corrected: u64,
+    /// What the calls cost: requests to the endpoint, sentences sent, cache hits, tokens.
+    pub cost: ModelCost,
+}
+
+impl ModelUsage {
+    /// What happened between `earlier` and this snapshot of the same counters.
+    pub fn since(&self, earlier: &ModelUsage) -> ModelUsage {
+        let d = |now: u64, then: u64| now.saturating_sub(then);
+        let (c, e) = (&self.cost, &earlier.cost);
+        ModelUsage {
+            calls: d(self.calls, earlier.calls),
+            errors: d(self.errors, earlier.errors),
+            sentences: d(self.sentences, earlier.sentences),
+            returned: d(self.returned, earlier.returned),
+            dropped: d(self.dropped, earlier.dropped),
+            kept: d(self.kept, earlier.kept),
+            corrected: d(self.corrected, earlier.corrected),
+            cost: ModelCost {
+                requests: d(c.requests, e.requests),
+                sentences_sent: d(c.sentences_sent, e.sentences_sent),
+                cache_hits: d(c.cache_hits, e.cache_hits),
+                prompt_tokens: d(c.prompt_tokens, e.prompt_tokens),
+                completion_tokens: d(c.completion_tokens, e.completion_tokens),
+                tokens: d(c.tokens, e.tokens),
+            },
+        }
+    }
 }
 
 impl ModelCounters {
+    /// Fresh counters that also add to `parent`'s.
+    pub(crate) fn child_of(parent: Arc<ModelCounters>) -> Self {
+        Self {
+            parent: Some(parent),
+            ..Self::default()
+        }
+    }
+
+    /// Adds `n` to the counter `pick` chooses, here and in every parent.
+    fn add(&self, pick: fn(&ModelCounters) -> &AtomicU64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let mut counters = Some(self);
+        while let Some(c) = counters {
+            pick(c).fetch_add(n, Ordering::Relaxed);
+            counters = c.parent.as_deref();
+        }
+    }
+
     pub(crate) fn call(&self, sentences: usize) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.sentences
-            .fetch_add(sentences as u64, Ordering::Relaxed);
+        self.add(|c| &c.calls, 1);
+        self.add(|c| &c.sentences, sentences as u64);
     }
 
     pub(crate) fn error(&self) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
+        self.add(|c| &c.errors, 1);
     }
 
     pub(crate) fn corrected(&self) {
-        self.corrected.fetch_add(1, Ordering::Relaxed);
+        self.add(|c| &c.corrected, 1);
     }
 
     pub(crate) fn triple(&self, kept: bool) {
-        self.returned.fetch_add(1, Ordering::Relaxed);
+        self.add(|c| &c.returned, 1);
         if kept {
-            self.kept.fetch_add(1, Ordering::Relaxed);
+            self.add(|c| &c.kept, 1);
         } else {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.add(|c| &c.dropped, 1);
         }
+    }
+
+    pub(crate) fn paid(&self, cost: &ModelCost) {
+        self.add(|c| &c.requests, cost.requests);
+        self.add(|c| &c.sentences_sent, cost.sentences_sent);
+        self.add(|c| &c.cache_hits, cost.cache_hits);
+        self.add(|c| &c.prompt_tokens, cost.prompt_tokens);
+        self.add(|c| &c.completion_tokens, cost.completion_tokens);
+        self.add(|c| &c.tokens, cost.tokens);
     }
 
     /// The counts so far.
     pub fn usage(&self) -> ModelUsage {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
         ModelUsage {
-            calls: self.calls.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-            sentences: self.sentences.load(Ordering::Relaxed),
-            returned: self.returned.load(Ordering::Relaxed),
-            dropped: self.dropped.load(Ordering::Relaxed),
-            kept: self.kept.load(Ordering::Relaxed),
-            corrected: self.corrected.load(Ordering::Relaxed),
+            calls: n(&self.calls),
+            errors: n(&self.errors),
+            sentences: n(&self.sentences),
+            returned: n(&self.returned),
+            dropped: n(&self.dropped),
+            kept: n(&self.kept),
+            corrected: n(&self.corrected),
+            cost: ModelCost {
+                requests: n(&self.requests),
+                sentences_sent: n(&self.sentences_sent),
+                cache_hits: n(&self.cache_hits),
+                prompt_tokens: n(&self.prompt_tokens),
+                completion_tokens: n(&self.completion_tokens),
+                tokens: n(&self.tokens),
+            },
         }
     }
 }
@@ -573,23 +676,48 @@ mod tests {
     }
 
     #[test]
-    fn counters_count() {
-        let counters = ModelCounters::default();
+    fn counters_count_here_and_in_the_parent() {
+        let parent = Arc::new(ModelCounters::default());
+        parent.call(1);
+        let counters = ModelCounters::child_of(Arc::clone(&parent));
+        let before = counters.usage();
         counters.call(3);
         counters.triple(true);
         counters.triple(false);
         counters.error();
+        let cost = ModelCost {
+            requests: 1,
+            sentences_sent: 2,
+            cache_hits: 1,
+            prompt_tokens: 40,
+            completion_tokens: 9,
+            tokens: 49,
+        };
+        counters.paid(&cost);
+        let expected = ModelUsage {
+            calls: 1,
+            errors: 1,
+            sentences: 3,
+            returned: 2,
+            dropped: 1,
+            kept: 1,
+            corrected: 0,
+            cost,
+        };
+        assert_eq!(counters.usage(), expected);
+        assert_eq!(counters.usage().since(&before), expected);
+        let total = parent.usage();
+        assert_eq!((total.calls, total.sentences), (2, 4));
+        assert_eq!(total.cost, cost);
         assert_eq!(
-            counters.usage(),
-            ModelUsage {
-                calls: 1,
-                errors: 1,
-                sentences: 3,
-                returned: 2,
-                dropped: 1,
-                kept: 1,
-                corrected: 0
-            }
+            total.since(&counters.usage()).calls,
+            1,
+            "the parent's own call"
+        );
+        assert_eq!(
+            before.since(&total),
+            ModelUsage::default(),
+            "never negative"
         );
     }
 
@@ -604,7 +732,14 @@ mod tests {
             "model/canned/prompt-v1"
         }
 
-        fn claims(&self, _: &Ontology, sentences: &[&str]) -> Result<Vec<Claim>, ModelError> {
+        fn claims(
+            &self,
+            _: &Ontology,
+            sentences: &[&str],
+            cost: &mut ModelCost,
+        ) -> Result<Vec<Claim>, ModelError> {
+            cost.requests += 1;
+            cost.sentences_sent += sentences.len() as u64;
             if let Ok(mut sent) = self.sent.lock() {
                 sent.extend(sentences.iter().map(|s| (*s).to_owned()));
             }
@@ -667,12 +802,40 @@ mod tests {
             ),
             (1, 1, 2, 1, 1)
         );
+        assert_eq!(
+            (usage.cost.requests, usage.cost.sentences_sent),
+            (1, 1),
+            "the model's cost is counted"
+        );
         assert!(
             setup
                 .describe()
                 .ends_with("; model: model/canned/prompt-v1"),
             "{}",
             setup.describe()
+        );
+    }
+
+    #[test]
+    fn a_tallied_setup_counts_its_own_share_and_the_process_sees_all() {
+        let (_, process) = pipeline(Ok(Vec::new()));
+        let part = process.tallied();
+        let ontology = part.compile(sample());
+        ontology
+            .extraction()
+            .claims(&ontology, PAGE, &Lexicon::default());
+        let other = process.compile(sample());
+        other.extraction().claims(&other, PAGE, &Lexicon::default());
+        assert_eq!(
+            (part.model_usage().calls, part.model_usage().cost.requests),
+            (1, 1)
+        );
+        assert_eq!(
+            (
+                process.model_usage().calls,
+                process.model_usage().cost.requests
+            ),
+            (2, 2)
         );
     }
 

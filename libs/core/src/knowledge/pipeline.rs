@@ -16,7 +16,9 @@ use serde::Deserialize;
 use super::encoder::{SentenceEncoder, cosine};
 use super::extract::{Claim, claims_in_sentence, split_sentences};
 use super::firewall::LlmSettings;
-use super::model::{ClaimModel, ModelCounters, ModelUsage, better_predicate, ground, typed};
+use super::model::{
+    ClaimModel, ModelCost, ModelCounters, ModelUsage, better_predicate, ground, typed,
+};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 use super::semantic::{self, Lexicon, Profile, Scorer};
@@ -250,6 +252,16 @@ impl ExtractionSetup {
     pub fn with_model(mut self, model: Arc<dyn ClaimModel>) -> Self {
         self.model = Some(model);
         self
+    }
+
+    /// The same setup with model-stage counters of its own, which also add to this setup's: a
+    /// part of the process that needs its own share (the analyst, per maintenance run) compiles
+    /// with it, and the process's totals still see everything.
+    pub fn tallied(&self) -> Self {
+        Self {
+            counters: Arc::new(ModelCounters::child_of(Arc::clone(&self.counters))),
+            ..self.clone()
+        }
     }
 
     /// The ontology with this setup's pipeline.
@@ -512,8 +524,11 @@ impl Extraction {
                     let scorer = self.scorer();
                     for batch in pending.chunks(MODEL_BATCH) {
                         self.counters.call(batch.len());
+                        let mut cost = ModelCost::default();
+                        let answered = model.claims(ontology, batch, &mut cost);
+                        self.counters.paid(&cost);
                         // A failed call leaves its sentences unclaimed (counted, never fatal).
-                        let Ok(proposed) = model.claims(ontology, batch) else {
+                        let Ok(proposed) = answered else {
                             self.counters.error();
                             continue;
                         };

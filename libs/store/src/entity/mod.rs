@@ -6,6 +6,7 @@ pub mod fact;
 pub mod inbox_message;
 pub mod intake_event;
 pub mod maintenance_run;
+pub mod model_cache;
 pub mod org_change;
 pub mod org_person;
 pub mod org_state;

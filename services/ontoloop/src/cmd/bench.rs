@@ -297,11 +297,13 @@ async fn bench_drift(
         let extraction = if settings.extract.model_wanted() {
             let usage = local.ctx.extraction.model_usage();
             format!(
-                "{extraction}; model stage: {} calls, {} sentences sent, {} triples returned, \
-                 {} dropped by grounding, {} kept, {} regrounded under a better-fitting predicate, \
-                 {} failed calls",
-                usage.calls,
-                usage.sentences,
+                "{extraction}; model stage: {} requests, {} sentences sent, {} answered from the \
+                 cache, {} tokens, {} triples returned, {} dropped by grounding, {} kept, {} \
+                 regrounded under a better-fitting predicate, {} failed calls",
+                usage.cost.requests,
+                usage.cost.sentences_sent,
+                usage.cost.cache_hits,
+                usage.cost.tokens,
                 usage.returned,
                 usage.dropped,
                 usage.kept,
