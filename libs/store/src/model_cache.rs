@@ -5,6 +5,10 @@
 //! rows and their bound; reading them is the client's business (`ontoloop-llm`).
 //!
 //! Bounded: after each write, at most `keep` rows stay per model, the oldest evicted first.
+//!
+//! Rows are not per tenant: the key covers the ontology and the sentence, so two tenants share
+//! an answer only for the very same sentence under the very same ontology, which tells neither
+//! anything its own text does not. The sentence itself is not stored, only its hash.
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::OnConflict;
