@@ -92,7 +92,8 @@ async fn load(sandbox: &Sandbox) {
     ];
     let last = sandbox.clients().push_all(T, "integration", events).await;
     let store = sandbox.ctx.store.clone();
-    let applied = ontoloop_runtime::wait_for_sequence(&store, last, Duration::from_secs(20)).await;
+    let applied =
+        ontoloop_runtime::wait_for_sequence(&store, T, last, Duration::from_secs(20)).await;
     assert!(applied.is_ok(), "{applied:?}");
 }
 

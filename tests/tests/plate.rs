@@ -447,8 +447,9 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
                     .await
                     .is_ok_and(|messages| {
                         messages.iter().any(|m| {
-                            m.message_id
-                                .starts_with("sig-tenant-0-product-docs-coverage-v")
+                            m.body.contains(r#""tenant":"tenant-0""#)
+                                && m.body
+                                    .contains(r#""idempotency_key":"product-docs-coverage-v"#)
                                 && m.body.contains("temporal_stale")
                                 && m.body.contains("product-docs")
                         })

@@ -263,7 +263,12 @@ async fn the_supervisor_routes_updates_and_reviewers_decide_them_once() {
         1,
         "the approved budget reached the graph once"
     );
-    let rates = sandbox.ctx.store.supervisor_rates().await.expect("rates");
+    let rates = sandbox
+        .ctx
+        .store
+        .supervisor_rates(&tenant)
+        .await
+        .expect("rates");
     let financial = rates
         .iter()
         .find(|r| r.domain == "financial")

@@ -4,7 +4,8 @@
 //! critical domain. Everything else is sampled at a per-category rate that starts at the base
 //! rate and learns from reviewers: approvals lower it, rejections raise it, within bounds. The
 //! random source is passed in, so a seeded generator makes the rule deterministic in tests.
-//! Persistence of queues, decisions and rates belongs to the store, not here.
+//! A [`Supervisor`] is one tenant's state: lessons never cross tenants, so the analyst keeps one
+//! per tenant. Persistence of queues, decisions and rates belongs to the store, not here.
 
 use std::collections::BTreeMap;
 
@@ -116,7 +117,7 @@ pub enum Verdict {
     Rejected,
 }
 
-/// The supervisor's state: learned sampling rates per category.
+/// One tenant's supervisor state: its learned sampling rates per category.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Supervisor {
     rates: BTreeMap<Category, f64>,

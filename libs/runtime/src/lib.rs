@@ -240,7 +240,8 @@ pub enum SequenceError {
         /// How long was waited.
         timeout: std::time::Duration,
     },
-    /// No event has this sequence number.
+    /// No event of the caller's tenant has this sequence number (another tenant's number
+    /// included: the text is the same).
     #[error("no intake event with sequence number {0}")]
     Unknown(u64),
     /// The intake log could not be read.
@@ -260,11 +261,14 @@ impl ontoloop_core::ServiceError for SequenceError {
     }
 }
 
-/// Read-your-writes for any service: waits until intake event `seq` is applied. Zero means do not
-/// wait. A refused event is FAILED_PRECONDITION with the analyst's reason; one still pending
-/// after `timeout` is UNAVAILABLE (retry).
+/// Read-your-writes for any service: waits until the tenant's intake event `seq` is applied.
+/// Zero means do not wait. A refused event is FAILED_PRECONDITION with the analyst's reason; one
+/// still pending after `timeout` is UNAVAILABLE (retry). Sequence numbers are scoped to their
+/// tenant: another tenant's number is NOT_FOUND with the very text of a number that never
+/// existed, at once, so neither its state, its reason nor its existence shows.
 pub async fn wait_for_sequence(
     store: &Store,
+    tenant: &str,
     seq: u64,
     timeout: std::time::Duration,
 ) -> Result<(), SequenceError> {
@@ -274,7 +278,7 @@ pub async fn wait_for_sequence(
     let Ok(seq_i) = i64::try_from(seq) else {
         return Err(SequenceError::OutOfRange);
     };
-    match store.wait_settled(seq_i, timeout).await? {
+    match store.wait_settled(tenant, seq_i, timeout).await? {
         ontoloop_store::Settled::Applied => Ok(()),
         ontoloop_store::Settled::Failed(reason) => Err(SequenceError::Refused { seq, reason }),
         ontoloop_store::Settled::Pending => Err(SequenceError::Pending { seq, timeout }),

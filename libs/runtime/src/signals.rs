@@ -79,6 +79,12 @@ impl ontoloop_core::ServiceError for ReportError {
     }
 }
 
+/// The queue message id of a tenant's signal with this idempotency key; the analyst records
+/// signals once by it. Unambiguous across tenants ([`ontoloop_queue::scoped_id`]).
+pub fn signal_message_id(tenant: &str, idempotency_key: &str) -> String {
+    ontoloop_queue::scoped_id("sig", tenant, idempotency_key)
+}
+
 /// Records, grades and publishes one signal (see the module header).
 pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accepted, ReportError> {
     let settings = &ctx.settings.signals;
@@ -125,8 +131,9 @@ pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accep
             "agents": frequency.agents,
             "at": report.at,
         });
-        // The id follows the idempotency key, so a re-published signal is recognised downstream.
-        let id = format!("sig-{}-{}", report.tenant, report.idempotency_key);
+        // The id follows the tenant and the idempotency key, so a re-published signal is
+        // recognised downstream, and no other tenant's signal can ever share it.
+        let id = signal_message_id(&report.tenant, &report.idempotency_key);
         ctx.queue
             .publish(topics::SIGNALS, Message::with_id(id, body.to_string()))
             .await
@@ -166,5 +173,12 @@ mod tests {
         assert_eq!(report.subject(), "project kite");
         report.entity = "--".into();
         assert_eq!(report.subject(), "owner");
+    }
+
+    #[test]
+    fn signal_ids_are_unambiguous_across_tenants() {
+        // Joined with a dash, both read `a-b-c`; the analyst would have dropped the second.
+        assert_ne!(signal_message_id("a", "b-c"), signal_message_id("a-b", "c"));
+        assert_eq!(signal_message_id("a", "b-c"), signal_message_id("a", "b-c"));
     }
 }

@@ -148,27 +148,32 @@ impl Store {
         Ok((result.last_insert_id, false))
     }
 
-    /// The state of an intake event (`pending`, `applied`, `failed`) and its detail.
+    /// The state of the tenant's intake event `seq` (`pending`, `applied`, `failed`) and its
+    /// detail. Sequence numbers are scoped to their tenant: another tenant's number is `None`,
+    /// exactly like a number that never existed.
     pub async fn intake_state(
         &self,
+        tenant: &str,
         seq: i64,
     ) -> Result<Option<(String, Option<String>)>, StoreError> {
         Ok(intake_event::Entity::find_by_id(seq)
+            .filter(intake_event::Column::Tenant.eq(tenant))
             .one(&self.db)
             .await?
             .map(|row| (row.state, row.detail)))
     }
 
-    /// Waits until intake event `seq` is settled (read-your-writes), polling every 5 ms for at
-    /// most `timeout`.
+    /// Waits until the tenant's intake event `seq` is settled (read-your-writes), polling every
+    /// 5 ms for at most `timeout`. Another tenant's number is [`Settled::Unknown`] at once.
     pub async fn wait_settled(
         &self,
+        tenant: &str,
         seq: i64,
         timeout: std::time::Duration,
     ) -> Result<Settled, StoreError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            match self.intake_state(seq).await? {
+            match self.intake_state(tenant, seq).await? {
                 Some((state, _)) if state == intake_state::APPLIED => return Ok(Settled::Applied),
                 Some((state, detail)) if state == intake_state::FAILED => {
                     return Ok(Settled::Failed(detail.unwrap_or_default()));
@@ -183,8 +188,14 @@ impl Store {
         }
     }
 
-    /// Marks an intake event failed outside a knowledge commit (a body that never parsed).
-    pub async fn intake_fail(&self, seq: i64, reason: &str) -> Result<(), StoreError> {
+    /// Marks the tenant's intake event `seq` failed outside a knowledge commit (a body that never
+    /// parsed, a publish that failed). Another tenant's number changes nothing.
+    pub async fn intake_fail(
+        &self,
+        tenant: &str,
+        seq: i64,
+        reason: &str,
+    ) -> Result<(), StoreError> {
         intake_event::Entity::update_many()
             .col_expr(
                 intake_event::Column::State,
@@ -192,6 +203,7 @@ impl Store {
             )
             .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
             .filter(intake_event::Column::Seq.eq(seq))
+            .filter(intake_event::Column::Tenant.eq(tenant))
             .exec(&self.db)
             .await?;
         Ok(())
@@ -493,7 +505,7 @@ impl Store {
                 .exec_without_returning(&txn)
                 .await?;
         }
-        settle_in(&txn, commit.message.as_ref(), &commit.settled, now).await?;
+        settle_in(&txn, tenant, commit.message.as_ref(), &commit.settled, now).await?;
         txn.commit().await?;
         Ok(next)
     }
@@ -501,9 +513,11 @@ impl Store {
 
 /// The end of every analyst commit, inside its transaction: records the queue message that caused
 /// it (so a redelivery is recognised) and settles its intake events, applied or failed with the
-/// reason.
+/// reason. Only the committing tenant's events are settled: a sequence number of another tenant
+/// changes nothing.
 pub(crate) async fn settle_in(
     txn: &sea_orm::DatabaseTransaction,
+    tenant: &str,
     message: Option<&(String, String, String)>,
     settled: &[(i64, Option<String>)],
     now: DateTime<Utc>,
@@ -539,6 +553,7 @@ pub(crate) async fn settle_in(
             .col_expr(intake_event::Column::State, Expr::value(state))
             .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
             .filter(intake_event::Column::Seq.eq(*seq))
+            .filter(intake_event::Column::Tenant.eq(tenant))
             .exec(txn)
             .await?;
     }

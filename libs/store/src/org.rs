@@ -231,7 +231,8 @@ impl Store {
             insert_facts(&txn, tenant, file, facts).await?;
         }
         upsert_items(&txn, tenant, &commit.items).await?;
-        crate::knowledge::settle_in(&txn, commit.message.as_ref(), &commit.settled, now).await?;
+        crate::knowledge::settle_in(&txn, tenant, commit.message.as_ref(), &commit.settled, now)
+            .await?;
         txn.commit().await?;
         Ok(OrgHead {
             version: next,

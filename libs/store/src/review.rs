@@ -1,5 +1,5 @@
 //! The loop's durable state: proposed graph updates (review queue and auto-apply log), reviewers'
-//! decisions, the supervisor's learned rates, and the status of each signal pattern.
+//! decisions, the supervisor's learned rates (per tenant), and the status of each signal pattern.
 //!
 //! A decision moves an update out of `pending` with a conditional update in the same transaction
 //! that records it, so of two identical decisions only one takes effect; the caller applies an
@@ -117,9 +117,11 @@ pub enum DecideOutcome {
     Recorded(Box<UpdateRecord>),
 }
 
-/// A learned sampling rate.
+/// A learned sampling rate: one tenant's, for one category.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateRecord {
+    /// Tenant whose reviewers taught it.
+    pub tenant: String,
     /// Signal type.
     pub signal_type: String,
     /// Source origin.
@@ -429,13 +431,15 @@ impl Store {
         })
     }
 
-    /// Every learned sampling rate.
-    pub async fn supervisor_rates(&self) -> Result<Vec<RateRecord>, StoreError> {
+    /// The tenant's learned sampling rates (never another tenant's).
+    pub async fn supervisor_rates(&self, tenant: &str) -> Result<Vec<RateRecord>, StoreError> {
         Ok(supervisor_rate::Entity::find()
+            .filter(supervisor_rate::Column::Tenant.eq(tenant))
             .all(&self.db)
             .await?
             .into_iter()
             .map(|row| RateRecord {
+                tenant: row.tenant,
                 signal_type: row.signal_type,
                 source: row.source,
                 domain: row.domain,
@@ -446,7 +450,7 @@ impl Store {
             .collect())
     }
 
-    /// Stores a category's learned rate and counts one more approval or rejection.
+    /// Stores a tenant's learned rate of a category and counts one more approval or rejection.
     pub async fn save_rate(
         &self,
         rate: &RateRecord,
@@ -456,6 +460,7 @@ impl Store {
         use supervisor_rate::Column;
         let (approvals, rejections) = if approved { (1, 0) } else { (0, 1) };
         let row = supervisor_rate::ActiveModel {
+            tenant: Set(rate.tenant.clone()),
             signal_type: Set(rate.signal_type.clone()),
             source: Set(rate.source.clone()),
             domain: Set(rate.domain.clone()),
@@ -466,17 +471,22 @@ impl Store {
         };
         supervisor_rate::Entity::insert(row)
             .on_conflict(
-                OnConflict::columns([Column::SignalType, Column::Source, Column::Domain])
-                    .update_columns([Column::Rate, Column::UpdatedAt])
-                    .value(
-                        Column::Approvals,
-                        Expr::col((supervisor_rate::Entity, Column::Approvals)).add(approvals),
-                    )
-                    .value(
-                        Column::Rejections,
-                        Expr::col((supervisor_rate::Entity, Column::Rejections)).add(rejections),
-                    )
-                    .to_owned(),
+                OnConflict::columns([
+                    Column::Tenant,
+                    Column::SignalType,
+                    Column::Source,
+                    Column::Domain,
+                ])
+                .update_columns([Column::Rate, Column::UpdatedAt])
+                .value(
+                    Column::Approvals,
+                    Expr::col((supervisor_rate::Entity, Column::Approvals)).add(approvals),
+                )
+                .value(
+                    Column::Rejections,
+                    Expr::col((supervisor_rate::Entity, Column::Rejections)).add(rejections),
+                )
+                .to_owned(),
             )
             .exec_without_returning(&self.db)
             .await?;

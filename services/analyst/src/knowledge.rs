@@ -19,7 +19,7 @@ use ontoloop_store::{KnowledgeCommit, RunRecord, Store};
 use tokio::sync::Mutex;
 
 use crate::org::OrgWriter;
-use crate::refusal::{Refusal, settle};
+use crate::refusal::{Refusal, already_settled, settle};
 
 /// A tenant's knowledge as the analyst holds it between events.
 struct TenantKnowledge {
@@ -117,14 +117,19 @@ impl KnowledgeWriter {
             Ok(envelope) => envelope,
             Err(reason) => {
                 let refused = Refusal::Invalid(format!("invalid event: {reason}"));
-                return settle(&self.store, sequence_of(&message.body), Err(refused)).await;
+                // Its own tenant's intake entry, if the body names both, is marked failed.
+                let (tenant, seq) = match owner_of(&message.body) {
+                    Some((tenant, seq)) => (tenant, Some(seq)),
+                    None => (String::new(), None),
+                };
+                return settle(&self.store, &tenant, seq, Err(refused)).await;
             }
         };
         if let Some(handled) = self.org.handle(&envelope, Some(message)).await {
             return handled;
         }
         let applied = self.apply(&envelope, Some(message)).await;
-        settle(&self.store, envelope.seq, applied).await
+        settle(&self.store, &envelope.tenant, envelope.seq, applied).await
     }
 
     async fn apply(
@@ -135,17 +140,14 @@ impl KnowledgeWriter {
         // One writer per tenant inside this process; the store's version check covers others.
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
-        if let Some(seq) = envelope.seq
-            && let Some((state, _)) = self.store.intake_state(seq).await?
-            && state != ontoloop_store::intake_state::PENDING
-        {
+        if already_settled(&self.store, tenant, envelope.seq).await? {
             // A redelivery of an event already settled has no second effect.
             return Ok(());
         }
         if let Some(message) = message
             && self
                 .store
-                .inbox_contains(topics::EVENTS, &message.id)
+                .inbox_contains(topics::EVENTS, &inbox_id(tenant, message))
                 .await?
         {
             // The same for a message that came straight from an integration, without a sequence
@@ -174,7 +176,7 @@ impl KnowledgeWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = message.map(inbox_record);
+        commit.message = message.map(|message| inbox_record(tenant, message));
         // A concurrent writer's commit is a passing refusal: the event is tried again.
         knowledge.version = self
             .store
@@ -209,14 +211,21 @@ impl KnowledgeWriter {
     }
 }
 
-/// An events-queue message as the commit that applies it records it (topic, id, body), so a
-/// redelivery has no second effect. Shared with the org writer.
-pub(crate) fn inbox_record(message: &Message) -> (String, String, String) {
+/// An events-queue message of `tenant` as the commit that applies it records it (topic, id,
+/// body), so a redelivery has no second effect. Shared with the org writer.
+pub(crate) fn inbox_record(tenant: &str, message: &Message) -> (String, String, String) {
     (
         topics::EVENTS.to_owned(),
-        message.id.clone(),
+        inbox_id(tenant, message),
         String::from_utf8_lossy(&message.body).into_owned(),
     )
+}
+
+/// The id an events-queue message is recorded under in the inbox: its tenant and its id together
+/// ([`ontoloop_queue::scoped_id`]), so two tenants' integrations that happen to choose the same
+/// message id never make one of them look like a redelivery of the other.
+pub(crate) fn inbox_id(tenant: &str, message: &Message) -> String {
+    ontoloop_queue::scoped_id("evt", tenant, &message.id)
 }
 
 /// Applies one event to `knowledge`, describing the writes in `commit`.
@@ -391,9 +400,9 @@ fn read_pages(
 }
 
 /// The intake sequence number of a body that did not parse as a whole, if it has one.
-fn sequence_of(body: &[u8]) -> Option<i64> {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()?
-        .get("seq")?
-        .as_i64()
+/// The tenant and sequence number a body that is not a valid event still names, if both.
+fn owner_of(body: &[u8]) -> Option<(String, i64)> {
+    let value = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+    let tenant = value.get("tenant")?.as_str()?.to_owned();
+    Some((tenant, value.get("seq")?.as_i64()?))
 }

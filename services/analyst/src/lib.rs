@@ -24,7 +24,6 @@ pub use refusal::Refusal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use ontoloop_core::{During, ServiceKind, topics};
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
 use ontoloop_proto::v1::{
@@ -54,9 +53,7 @@ impl ontoloop_runtime::Service for Service {
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone());
-        let supervision = supervise::Supervision::load(ctx.store.clone(), &ctx.settings.supervisor)
-            .await
-            .context("load the supervisor's learned rates")?;
+        let supervision = supervise::Supervision::new(ctx.store.clone(), &ctx.settings.supervisor);
         let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.
@@ -181,9 +178,14 @@ impl AnalystService for Analyst {
         let caller = caller_from(request.caller)?;
         let timeout =
             Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        ontoloop_runtime::wait_for_sequence(&self.ctx.store, request.min_sequence, timeout)
-            .await
-            .map_err(status_from)?;
+        ontoloop_runtime::wait_for_sequence(
+            &self.ctx.store,
+            caller.tenant(),
+            request.min_sequence,
+            timeout,
+        )
+        .await
+        .map_err(status_from)?;
         let runs = self
             .ctx
             .store

@@ -27,7 +27,7 @@ use ontoloop_runtime::Handled;
 use ontoloop_store::{OrgCommit, OrgHead, Store, StoreError, change_kind};
 use tokio::sync::Mutex;
 
-use crate::refusal::{Refusal, settle};
+use crate::refusal::{Refusal, already_settled, settle};
 
 /// HR records by tenant, with the head they are current at (module docs).
 type Kept = HashMap<String, (OrgHead, OrgRecords)>;
@@ -59,7 +59,7 @@ impl OrgWriter {
             return None;
         }
         let applied = self.apply(envelope, message).await;
-        let handled = settle(&self.store, envelope.seq, applied).await;
+        let handled = settle(&self.store, &envelope.tenant, envelope.seq, applied).await;
         if let Handled::Reject(reason) = &handled {
             tracing::warn!(
                 tenant = envelope.tenant,
@@ -111,14 +111,13 @@ impl OrgWriter {
     ) -> Result<(), Refusal> {
         let store = &self.store;
         let tenant = envelope.tenant.as_str();
-        if let Some(seq) = envelope.seq
-            && let Some((state, _)) = store.intake_state(seq).await?
-            && state != ontoloop_store::intake_state::PENDING
-        {
+        if already_settled(store, tenant, envelope.seq).await? {
             return Ok(());
         }
         if let Some(message) = message
-            && store.inbox_contains(topics::EVENTS, &message.id).await?
+            && store
+                .inbox_contains(topics::EVENTS, &crate::knowledge::inbox_id(tenant, message))
+                .await?
         {
             return Ok(());
         }
@@ -184,7 +183,7 @@ impl OrgWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = message.map(crate::knowledge::inbox_record);
+        commit.message = message.map(|message| crate::knowledge::inbox_record(tenant, message));
         let head = store
             .commit_org(tenant, expected, commit)
             .await

@@ -2,6 +2,10 @@
 //! writer and the org writer share this discipline. A refused event (it can never apply) settles
 //! its intake entry as failed with the reason and goes to the dead-letter queue; a passing failure
 //! (store trouble, a concurrent writer) puts it back for another try.
+//!
+//! Intake sequence numbers belong to a tenant: an event whose `seq` is not an intake event of the
+//! event's own tenant (forged or misrouted in an AMQP body) is refused to the dead-letter queue
+//! and settles nothing, and every settlement is scoped to the event's tenant in the store.
 
 use ontoloop_runtime::Handled;
 use ontoloop_store::{Store, StoreError};
@@ -28,11 +32,31 @@ impl From<StoreError> for Refusal {
     }
 }
 
-/// What the queue does with an event whose intake sequence number is `seq` once it was applied
-/// (`Ok`) or refused. A refused event's intake entry is marked failed first; when even that
-/// fails, the event is tried again.
+/// Whether the event's intake entry is settled already (a redelivery, which must have no second
+/// effect). A `seq` that is not an intake event of `tenant` — another tenant's, or none at all —
+/// is refused: it never settles, skips or reveals another tenant's event.
+pub(crate) async fn already_settled(
+    store: &Store,
+    tenant: &str,
+    seq: Option<i64>,
+) -> Result<bool, Refusal> {
+    let Some(seq) = seq else {
+        return Ok(false);
+    };
+    match store.intake_state(tenant, seq).await? {
+        Some((state, _)) => Ok(state != ontoloop_store::intake_state::PENDING),
+        None => Err(Refusal::Invalid(format!(
+            "sequence number {seq} is not an intake event of tenant {tenant}"
+        ))),
+    }
+}
+
+/// What the queue does with an event of `tenant` whose intake sequence number is `seq` once it
+/// was applied (`Ok`) or refused. A refused event's intake entry (of that tenant only) is marked
+/// failed first; when even that fails, the event is tried again.
 pub(crate) async fn settle(
     store: &Store,
+    tenant: &str,
     seq: Option<i64>,
     applied: Result<(), Refusal>,
 ) -> Handled {
@@ -41,7 +65,7 @@ pub(crate) async fn settle(
         Err(Refusal::Passing(reason)) => Handled::Retry(reason),
         Err(Refusal::Invalid(reason)) => {
             if let Some(seq) = seq
-                && let Err(err) = store.intake_fail(seq, &reason).await
+                && let Err(err) = store.intake_fail(tenant, seq, &reason).await
             {
                 return Handled::Retry(format!("mark event {seq} failed: {err}"));
             }

@@ -131,7 +131,11 @@ impl Reviews {
             confidence_variance: update.confidence_variance,
             impact_radius: update.impact_radius,
         };
-        let route = self.supervision.route(&proposal).await;
+        let route = self
+            .supervision
+            .route(&update.tenant, &proposal)
+            .await
+            .map_err(|err| During::new("read the learned sampling rates", err))?;
         let metrics = ontoloop_observability::metrics::global();
         match route {
             Route::Review { reason, priority } => {
@@ -240,7 +244,10 @@ impl Reviews {
             Decision::Defer => None,
         };
         if let Some(verdict) = verdict
-            && let Err(err) = self.supervision.learn(&category(&update), verdict).await
+            && let Err(err) = self
+                .supervision
+                .learn(tenant, &category(&update), verdict)
+                .await
         {
             tracing::warn!(error = %err, "cannot persist a learned sampling rate");
         }

@@ -113,11 +113,12 @@ impl Retrieval {
         Ok(Some(plate::wire::org_answer(&answer, &view, applied)))
     }
 
-    /// Waits until the analyst has settled intake event `seq` (read-your-writes).
-    async fn wait_for(&self, seq: u64) -> Result<u64, Status> {
+    /// Waits until the analyst has settled the caller's intake event `seq` (read-your-writes);
+    /// another tenant's number is NOT_FOUND like one that never existed.
+    async fn wait_for(&self, caller: &Caller, seq: u64) -> Result<u64, Status> {
         let timeout =
             Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        ontoloop_runtime::wait_for_sequence(&self.ctx.store, seq, timeout)
+        ontoloop_runtime::wait_for_sequence(&self.ctx.store, caller.tenant(), seq, timeout)
             .await
             .map_err(status_from)?;
         Ok(seq)
@@ -219,7 +220,7 @@ impl RetrievalService for Retrieval {
             )));
         }
         let design = wire::design(&request.design)?;
-        let applied = self.wait_for(request.min_sequence).await?;
+        let applied = self.wait_for(&caller, request.min_sequence).await?;
         if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
             return Ok(Response::new(answer));
         }
@@ -266,7 +267,7 @@ impl RetrievalService for Retrieval {
             return Err(status_from(DomainError::missing("predicate_path")));
         }
         let design = wire::design(&request.design)?;
-        let applied = self.wait_for(request.min_sequence).await?;
+        let applied = self.wait_for(&caller, request.min_sequence).await?;
         let snapshot = self.snapshot(&caller).await?;
         if let Some(unknown) = request
             .predicate_path

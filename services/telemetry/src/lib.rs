@@ -100,7 +100,7 @@ impl TelemetryService for Telemetry {
             // The event never reached the queue: say so on the intake log too, so a reader
             // waiting for this sequence number is not left waiting.
             let reason = format!("publish failed: {err}");
-            if let Err(store_err) = self.ctx.store.intake_fail(seq, &reason).await {
+            if let Err(store_err) = self.ctx.store.intake_fail(caller.tenant(), seq, &reason).await {
                 tracing::error!(seq, error = %store_err, "cannot mark unpublished event failed");
             }
             return Err(unavailable("cannot publish the event", err));

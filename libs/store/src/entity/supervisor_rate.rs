@@ -6,6 +6,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "supervisor_rate")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
+    pub tenant: String,
+    #[sea_orm(primary_key, auto_increment = false)]
     pub signal_type: String,
     #[sea_orm(primary_key, auto_increment = false)]
     pub source: String,

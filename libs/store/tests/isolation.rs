@@ -1,0 +1,214 @@
+//! Nothing of one tenant is reachable through another's identifiers, on both backends: intake
+//! sequence numbers answer, wait, fail and settle only for their own tenant; signals of two
+//! tenants whose tenant and key join to the same text are both kept; learned sampling rates are
+//! per tenant. PostgreSQL runs in a database created for the test and dropped after.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use ontoloop_settings::Loader;
+use ontoloop_store::{KnowledgeCommit, RateRecord, Settled, SignalRecord, Store, intake_state};
+use ontoloop_testkit::servers::PgDatabase;
+
+async fn open(url: &str) -> Store {
+    let settings = Loader::new()
+        .env_vars([])
+        .set("store.url", url)
+        .load()
+        .expect("settings");
+    Store::open(&settings.store).await.expect("store opens")
+}
+
+async fn intake_numbers_belong_to_their_tenant(store: &Store) {
+    let now = Utc::now();
+    let (victim, _) = store
+        .intake_append("victim", None, "doc.upsert", "{}", now)
+        .await
+        .expect("append");
+    let (own, _) = store
+        .intake_append("other", None, "doc.upsert", "{}", now)
+        .await
+        .expect("append");
+    let never = victim.max(own) + 1_000;
+    let pending = Some((intake_state::PENDING.to_owned(), None));
+    assert_eq!(
+        store.intake_state("victim", victim).await.expect("read"),
+        pending
+    );
+    assert_eq!(
+        store.intake_state("other", victim).await.expect("read"),
+        store.intake_state("other", never).await.expect("read"),
+        "another tenant's number reads exactly like one that never existed"
+    );
+    assert_eq!(
+        store.intake_state("other", victim).await.expect("read"),
+        None
+    );
+    let short = Duration::from_millis(50);
+    assert_eq!(
+        store
+            .wait_settled("other", victim, short)
+            .await
+            .expect("wait"),
+        Settled::Unknown
+    );
+
+    // Failing or settling another tenant's number, directly or inside a commit, changes nothing.
+    store
+        .intake_fail("other", victim, "forged")
+        .await
+        .expect("fail");
+    let commit = KnowledgeCommit {
+        settled: vec![(victim, Some("forged".to_owned())), (own, None)],
+        ..KnowledgeCommit::default()
+    };
+    store
+        .commit_knowledge("other", 0, commit)
+        .await
+        .expect("commit");
+    assert_eq!(
+        store.intake_state("victim", victim).await.expect("read"),
+        pending,
+        "the victim's event is untouched"
+    );
+    assert_eq!(
+        store.intake_state("other", own).await.expect("read"),
+        Some((intake_state::APPLIED.to_owned(), None)),
+        "the committing tenant's own number is settled"
+    );
+    assert_eq!(
+        store
+            .wait_settled("victim", victim, short)
+            .await
+            .expect("wait"),
+        Settled::Pending
+    );
+    store
+        .intake_fail("victim", victim, "refused")
+        .await
+        .expect("fail");
+    assert_eq!(
+        store
+            .wait_settled("victim", victim, short)
+            .await
+            .expect("wait"),
+        Settled::Failed("refused".to_owned())
+    );
+}
+
+async fn signal_keys_do_not_collide(store: &Store) {
+    let at = Utc::now();
+    let record = |tenant, key| SignalRecord {
+        tenant,
+        idempotency_key: key,
+        signal_type: "entity_missing",
+        subject: "project kite",
+        agent_id: "agent",
+        query: "who leads project kite?",
+        at,
+    };
+    // `a` + `b-c` and `a-b` + `c` join to the same `a-b-c`.
+    assert!(
+        store
+            .record_signal(&record("a", "b-c"))
+            .await
+            .expect("record")
+    );
+    assert!(
+        store
+            .record_signal(&record("a-b", "c"))
+            .await
+            .expect("record")
+    );
+    assert!(
+        !store
+            .record_signal(&record("a-b", "c"))
+            .await
+            .expect("record"),
+        "a retry is still a duplicate"
+    );
+    for tenant in ["a", "a-b"] {
+        let frequency = store
+            .signal_frequency(tenant, "entity_missing", "project kite", at)
+            .await
+            .expect("count");
+        assert_eq!(frequency.occurrences, 1, "{tenant}");
+    }
+}
+
+async fn sampling_rates_are_per_tenant(store: &Store) {
+    let rate = |tenant: &str, rate| RateRecord {
+        tenant: tenant.to_owned(),
+        signal_type: "entity_missing".to_owned(),
+        source: "crm".to_owned(),
+        domain: "general".to_owned(),
+        rate,
+        approvals: 0,
+        rejections: 0,
+    };
+    assert!(
+        store
+            .supervisor_rates("acme")
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    store
+        .save_rate(&rate("acme", 0.5), false, Utc::now())
+        .await
+        .expect("save");
+    assert!(
+        store
+            .supervisor_rates("globex")
+            .await
+            .expect("read")
+            .is_empty(),
+        "acme's lesson is not globex's"
+    );
+    store
+        .save_rate(&rate("globex", 0.01), true, Utc::now())
+        .await
+        .expect("save");
+    let acme = store.supervisor_rates("acme").await.expect("read");
+    assert_eq!(
+        acme,
+        vec![RateRecord {
+            rejections: 1,
+            ..rate("acme", 0.5)
+        }]
+    );
+    let globex = store.supervisor_rates("globex").await.expect("read");
+    assert_eq!(
+        globex,
+        vec![RateRecord {
+            approvals: 1,
+            ..rate("globex", 0.01)
+        }]
+    );
+}
+
+async fn all(store: &Store) {
+    intake_numbers_belong_to_their_tenant(store).await;
+    signal_keys_do_not_collide(store).await;
+    sampling_rates_are_per_tenant(store).await;
+}
+
+#[tokio::test]
+async fn sqlite_tenants_are_isolated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(&format!(
+        "sqlite://{}/isolation.db?mode=rwc",
+        dir.path().display()
+    ))
+    .await;
+    all(&store).await;
+}
+
+#[tokio::test]
+async fn postgres_tenants_are_isolated() {
+    let database = PgDatabase::create().await.expect("PostgreSQL answers");
+    let store = open(&database.url).await;
+    all(&store).await;
+    store.close().await.expect("close");
+    database.drop_now().await.expect("drop test database");
+}
