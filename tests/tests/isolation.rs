@@ -3,11 +3,14 @@
 //! with the text of a number that never existed, on every read that takes one); on PostgreSQL and
 //! RabbitMQ, two tenants' signals whose tenant and key join to the same text are both kept, and
 //! an AMQP event carrying another tenant's `seq` goes to the dead-letter queue with the reason
-//! and settles nothing.
+//! and settles nothing; the analyst's metrics name at most a bounded number of tenants.
 
 use std::time::Duration;
 
-use ontoloop_core::topics;
+use std::collections::BTreeSet;
+
+use ontoloop_core::{ServiceKind, topics};
+use ontoloop_observability::metrics::{OTHER, TENANT_LABELS};
 use ontoloop_proto::v1;
 use ontoloop_queue::{Message, REASON_HEADER};
 use ontoloop_store::intake_state;
@@ -253,4 +256,51 @@ async fn signals_and_forged_sequence_numbers_stay_with_their_tenant_on_postgres_
     assert!(applied, "an honest event of the same tenant applies");
     sandbox.shutdown().await.expect("clean shutdown");
     database.drop_now().await.expect("drop test database");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_analysts_metrics_name_a_bounded_number_of_tenants() {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let c = sandbox.clients();
+    let tenants: Vec<String> = (0..TENANT_LABELS + 5)
+        .map(|n| format!("metered-{n:02}"))
+        .collect();
+    for tenant in &tenants {
+        let seq = c
+            .push_all(
+                tenant,
+                "integration",
+                [
+                    ontology(ONTOLOGY),
+                    doc("billing", "Billing is owned by the Orion team."),
+                ],
+            )
+            .await;
+        c.retrieval
+            .clone()
+            .lookup(lookup(tenant, seq))
+            .await
+            .expect("applied");
+    }
+    let metrics = ontoloop_tests::http_get(sandbox.http_addr(ServiceKind::Analyst), "/metrics")
+        .await
+        .expect("metrics");
+    let labels: BTreeSet<&str> = metrics
+        .lines()
+        .filter(|line| line.starts_with("ontoloop_analyst_region_fresh_ratio{"))
+        .filter_map(|line| line.split("tenant=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(
+        labels.len() <= TENANT_LABELS + 1,
+        "{} tenant label values: {labels:?}",
+        labels.len()
+    );
+    assert!(labels.contains(OTHER), "{metrics}");
+    let summed =
+        format!("ontoloop_analyst_region_fresh_ratio{{tenant=\"{OTHER}\",region=\"service\"}} 1");
+    assert!(
+        metrics.lines().any(|line| line == summed),
+        "the tenants past the bound are summed under `other`: {metrics}"
+    );
+    sandbox.shutdown().await.expect("clean shutdown");
 }

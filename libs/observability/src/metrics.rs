@@ -3,8 +3,12 @@
 //! Counters and gauges keyed by name and labels, and summaries (count and sum) for latencies.
 //! Services record into [`global`]; each service's `/metrics` endpoint renders the families that
 //! start with its prefix, plus whatever gauges it computes at scrape time.
+//!
+//! Label sets are bounded: a label value is one of a fixed set written in code (a signal type, a
+//! severity, a route), or it goes through a [`BoundedLabel`] — tenants through [`tenant_label`] —
+//! so no request can grow the number of series without limit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::{LazyLock, Mutex};
 
@@ -160,6 +164,54 @@ fn render_labels(labels: &Labels) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
+/// The label value of every value a [`BoundedLabel`] has no room left for.
+pub const OTHER: &str = "other";
+
+/// How many tenants get a `tenant` label value of their own in one process ([`tenant_label`]).
+pub const TENANT_LABELS: usize = 20;
+
+/// The values of one label whose values come from requests or data (a tenant, a type a tenant's
+/// ontology names), bounded: the first `limit` distinct values seen keep their own value for the
+/// life of the process, so a series never changes its label; every later value is [`OTHER`].
+#[derive(Debug)]
+pub struct BoundedLabel {
+    limit: usize,
+    seen: Mutex<BTreeSet<String>>,
+}
+
+impl BoundedLabel {
+    /// A label with room for `limit` values of their own.
+    pub const fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            seen: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// The label value to record `value` under: itself, or [`OTHER`] once the room is taken.
+    pub fn value<'a>(&self, value: &'a str) -> &'a str {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.contains(value) {
+            return value;
+        }
+        if seen.len() < self.limit {
+            seen.insert(value.to_owned());
+            return value;
+        }
+        OTHER
+    }
+}
+
+/// The `tenant` label value of a tenant: its name for the first [`TENANT_LABELS`] tenants this
+/// process records, [`OTHER`] for the rest (a tenant named `other` shares their series).
+pub fn tenant_label(tenant: &str) -> &str {
+    static TENANTS: BoundedLabel = BoundedLabel::new(TENANT_LABELS);
+    TENANTS.value(tenant)
+}
+
 /// The process-wide registry.
 pub fn global() -> &'static Registry {
     static GLOBAL: LazyLock<Registry> = LazyLock::new(Registry::default);
@@ -187,5 +239,31 @@ mod tests {
         assert!(text.contains("ontoloop_z_ms_count 2\nontoloop_z_ms_sum 40\n"));
         assert!(!text.contains("other_total"));
         assert_eq!(registry.value("ontoloop_x_total", &[("type", "a\"b")]), 3.0);
+    }
+
+    #[test]
+    fn a_bounded_label_keeps_the_first_values_and_counts_the_rest_as_other() {
+        let label = BoundedLabel::new(2);
+        assert_eq!(label.value("acme"), "acme");
+        assert_eq!(label.value("globex"), "globex");
+        assert_eq!(label.value("initech"), OTHER, "no room left");
+        assert_eq!(label.value("acme"), "acme", "a value seen keeps its series");
+        let registry = Registry::default();
+        for n in 0..1_000 {
+            let tenant = format!("tenant-{n}");
+            registry.add("ontoloop_t_total", "T.", &[("tenant", label.value(&tenant))], 1.0);
+        }
+        let text = registry.render("ontoloop_t");
+        assert_eq!(text.lines().count(), 3, "help, type and one series: {text}");
+        assert!(text.contains("ontoloop_t_total{tenant=\"other\"} 1000"), "{text}");
+    }
+
+    #[test]
+    fn tenant_labels_are_bounded_for_the_process() {
+        let labels: BTreeSet<String> = (0..TENANT_LABELS * 5)
+            .map(|n| tenant_label(&format!("bounded-{n}")).to_owned())
+            .collect();
+        assert!(labels.len() <= TENANT_LABELS + 1, "{}", labels.len());
+        assert!(labels.contains(OTHER));
     }
 }

@@ -1,14 +1,23 @@
 //! The analyst's Prometheus gauges, computed when `/metrics` is scraped: review queue depth, the
 //! share of applied updates no human reviewed, and for the tenants this process holds, freshness
-//! by region and the patterns acted on by status.
+//! by region and the patterns acted on by status. Tenant and region label values are bounded
+//! (`ontoloop_observability::metrics::tenant_label`, [`REGION_LABELS`]): the tenants past the
+//! first ones seen are summed under `tenant="other"`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use ontoloop_observability::metrics::{self, BoundedLabel};
 use ontoloop_runtime::{Context, Scrape};
 
 use crate::dashboard;
 use crate::knowledge::KnowledgeWriter;
+
+/// How many region names (entity types, which tenants' ontologies name) get a label value of
+/// their own; the rest are `other`.
+const REGION_LABELS: usize = 50;
+
+static REGIONS: BoundedLabel = BoundedLabel::new(REGION_LABELS);
 
 /// The analyst's gauges, computed when scraped: review queue depth, the share of applied
 /// updates that needed no human, and for the tenants this process holds, freshness by region and
@@ -41,38 +50,52 @@ pub fn scrape(ctx: Context, writer: KnowledgeWriter) -> Scrape {
                 }
                 Err(err) => tracing::warn!(error = %err, "cannot count updates for metrics"),
             }
+            // Tenants and regions are data, so their label values are bounded: past the first
+            // tenants (and region names) this process saw, the rest are summed as `other`.
+            let mut regions: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+            let mut patterns: BTreeMap<(String, String), u64> = BTreeMap::new();
             for tenant in writer.tenants().await {
-                if let Ok(regions) = dashboard::regions(&writer, &tenant).await {
-                    for region in regions {
-                        let fresh = if region.facts == 0 {
-                            1.0
-                        } else {
-                            (region.facts - region.stale) as f64 / region.facts as f64
-                        };
-                        registry.set(
-                            "ontoloop_analyst_region_fresh_ratio",
-                            "Share of a region's facts whose page has not changed since read.",
-                            &[("tenant", &tenant), ("region", &region.region)],
-                            fresh,
-                        );
+                let tenant_label = metrics::tenant_label(&tenant).to_owned();
+                if let Ok(found) = dashboard::regions(&writer, &tenant).await {
+                    for region in found {
+                        let region_label = REGIONS.value(&region.region).to_owned();
+                        let entry = regions
+                            .entry((tenant_label.clone(), region_label))
+                            .or_default();
+                        entry.0 += region.facts;
+                        entry.1 += region.stale;
                     }
                 }
                 // The statuses the healer recorded (a small table), not a re-read of the
                 // whole signal window on every scrape.
                 if let Ok(statuses) = ctx.store.pattern_statuses(&tenant).await {
-                    let mut by_status: BTreeMap<&str, u64> = BTreeMap::new();
-                    for status in &statuses {
-                        *by_status.entry(status.status.as_str()).or_default() += 1;
-                    }
-                    for (status, count) in by_status {
-                        registry.set(
-                            "ontoloop_analyst_patterns",
-                            "Patterns the analyst acted on, by status.",
-                            &[("tenant", &tenant), ("status", status)],
-                            count as f64,
-                        );
+                    for status in statuses {
+                        *patterns
+                            .entry((tenant_label.clone(), status.status))
+                            .or_default() += 1;
                     }
                 }
+            }
+            for ((tenant, region), (facts, stale)) in regions {
+                let fresh = if facts == 0 {
+                    1.0
+                } else {
+                    (facts - stale) as f64 / facts as f64
+                };
+                registry.set(
+                    "ontoloop_analyst_region_fresh_ratio",
+                    "Share of a region's facts whose page has not changed since read.",
+                    &[("tenant", &tenant), ("region", &region)],
+                    fresh,
+                );
+            }
+            for ((tenant, status), count) in patterns {
+                registry.set(
+                    "ontoloop_analyst_patterns",
+                    "Patterns the analyst acted on, by status.",
+                    &[("tenant", &tenant), ("status", &status)],
+                    count as f64,
+                );
             }
             registry.render("ontoloop_analyst_")
         })
