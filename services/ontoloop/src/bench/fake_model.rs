@@ -9,7 +9,8 @@
 //! (same object type). Each sentence with no true triple but a name or a number, with the same
 //! probability, gets an invented triple (a value read from a sentence that asserts nothing). The
 //! faults are drawn from a generator seeded by the seed and the sentence, so the same sentence
-//! always gets the same answer, whatever the order of requests.
+//! always gets the same answer, whatever the order of requests. Each answer carries a `usage`
+//! block like a real endpoint's, its token counts estimated (characters / 4).
 
 use std::collections::hash_map::DefaultHasher;
 use std::convert::Infallible;
@@ -202,15 +203,25 @@ async fn answer(oracle: Arc<Oracle>, request: Request<Incoming>) -> Response<Ful
         .to_owned();
     let content = tokio::task::spawn_blocking(move || oracle.claims(&user))
         .await
-        .unwrap_or_else(|_| json!({"claims": []}));
+        .unwrap_or_else(|_| json!({"claims": []}))
+        .to_string();
+    // Like a real endpoint it reports `usage`; a fake has no tokenizer, so these are estimates
+    // (characters / 4 of the request and of the answer).
+    let prompt_tokens = bytes.len() / 4;
+    let completion_tokens = content.len() / 4;
     let completion = json!({
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": content.to_string()},
+            "message": {"role": "assistant", "content": content},
             "finish_reason": "stop"
-        }]
+        }],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens
+        }
     });
     Response::new(Full::new(Bytes::from(completion.to_string())))
 }
