@@ -545,6 +545,11 @@ mod tests {
             read(serde_json::json!({"prompt_tokens": -3, "completion_tokens": "many"})),
             Tokens::default()
         );
+        assert_eq!(
+            read(serde_json::json!({"prompt_tokens": u64::MAX, "completion_tokens": 5})).total,
+            u64::MAX,
+            "saturates"
+        );
         let answer: ChatResponse = serde_json::from_str(
             r#"{"choices": [{"message": {"content": "[]"}}], "usage": "n/a"}"#,
         )

@@ -341,8 +341,11 @@ impl ModelClient {
         self.jobs
             .send(Job { body, reply })
             .map_err(|_| LlmError::Http("the model client's runtime thread stopped".into()))?;
-        cost.requests += 1;
-        cost.sentences_sent += u64::try_from(sentences.len()).unwrap_or(u64::MAX);
+        cost.add(&ModelCost {
+            requests: 1,
+            sentences_sent: u64::try_from(sentences.len()).unwrap_or(u64::MAX),
+            ..ModelCost::default()
+        });
         // The runtime thread answers within the timeout; the margin only guards against a
         // thread that died.
         let wait = || answer.recv_timeout(self.timeout + Duration::from_secs(5));
@@ -354,9 +357,12 @@ impl ModelClient {
             wait()
         }
         .map_err(|_| LlmError::Timeout)??;
-        cost.prompt_tokens += completion.tokens.prompt;
-        cost.completion_tokens += completion.tokens.completion;
-        cost.tokens += completion.tokens.total;
+        cost.add(&ModelCost {
+            prompt_tokens: completion.tokens.prompt,
+            completion_tokens: completion.tokens.completion,
+            tokens: completion.tokens.total,
+            ..ModelCost::default()
+        });
         parse_batch(&completion.content, sentences.len())
     }
 
@@ -389,12 +395,7 @@ impl ClaimModel for ModelClient {
         let mut spent = ModelCost::default();
         let answered = self.answer(ontology, sentences, &mut spent);
         self.totals.add(&spent);
-        cost.requests += spent.requests;
-        cost.sentences_sent += spent.sentences_sent;
-        cost.cache_hits += spent.cache_hits;
-        cost.prompt_tokens += spent.prompt_tokens;
-        cost.completion_tokens += spent.completion_tokens;
-        cost.tokens += spent.tokens;
+        cost.add(&spent);
         answered
     }
 }
@@ -433,7 +434,10 @@ impl ModelClient {
             Err(_) => vec![None; sentences.len()],
         };
         let hits = found.iter().filter(|f| f.is_some()).count();
-        spent.cache_hits += u64::try_from(hits).unwrap_or(u64::MAX);
+        spent.add(&ModelCost {
+            cache_hits: u64::try_from(hits).unwrap_or(u64::MAX),
+            ..ModelCost::default()
+        });
         let missing: Vec<usize> = (0..sentences.len())
             .filter(|i| found[*i].is_none())
             .collect();

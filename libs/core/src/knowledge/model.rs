@@ -75,6 +75,20 @@ pub struct ModelCost {
     pub tokens: u64,
 }
 
+impl ModelCost {
+    /// Adds `other`, saturating (the token counts come from the network).
+    pub fn add(&mut self, other: &ModelCost) {
+        self.requests = self.requests.saturating_add(other.requests);
+        self.sentences_sent = self.sentences_sent.saturating_add(other.sentences_sent);
+        self.cache_hits = self.cache_hits.saturating_add(other.cache_hits);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.tokens = self.tokens.saturating_add(other.tokens);
+    }
+}
+
 /// Why a proposed triple was dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ungrounded {
