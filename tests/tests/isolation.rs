@@ -1,6 +1,6 @@
 //! Isolation of identifiers between tenants, through the services as a client sees them:
-//! intake sequence numbers are scoped to their tenant (another tenant's number answers NOT_FOUND
-//! with the text of a number that never existed, on every read that takes one); on PostgreSQL and
+//! intake sequence numbers are counted per tenant and scoped to it (another tenant's number
+//! answers NOT_FOUND with the text of a number that never existed, on every read that takes one); on PostgreSQL and
 //! RabbitMQ, two tenants' signals whose tenant and key join to the same text are both kept, and
 //! an AMQP event carrying another tenant's `seq` goes to the dead-letter queue with the reason
 //! and settles nothing; the analyst's metrics name at most a bounded number of tenants.
@@ -72,7 +72,9 @@ async fn reads(c: &Clients, tenant: &str, seq: u64) -> Vec<(Code, String)> {
 async fn another_tenants_sequence_number_is_not_found_like_one_that_never_existed() {
     let sandbox = Sandbox::embedded(&[("retrieval.read_your_writes_timeout_ms", "3000")]).await;
     let c = sandbox.clients();
-    c.push_all("other", "integration", [ontology(ONTOLOGY)])
+    // Numbers are counted per tenant: `other`'s event does not move the victim's count.
+    let own = c
+        .push_all("other", "integration", [ontology(ONTOLOGY)])
         .await;
     let applied = c
         .push_all(
@@ -84,15 +86,19 @@ async fn another_tenants_sequence_number_is_not_found_like_one_that_never_existe
             ],
         )
         .await;
-    // A tenant without an ontology: its page is refused, with a reason naming the tenant.
+    assert_eq!((own, applied), (1, 2));
+    // A tenant without an ontology: its pages are refused, with a reason naming the tenant.
     let refused = c
-        .push(
+        .push_all(
             "lonely",
             "integration",
-            doc("billing", "Billing is owned by Orion."),
+            [
+                doc("billing", "Billing is owned by Orion."),
+                doc("ledger", "Ledger is owned by Atlas."),
+            ],
         )
-        .await
-        .expect("accepted");
+        .await;
+    assert_eq!(refused, 2);
     let victim_reads = reads(&c, "victim", applied).await;
     assert!(
         victim_reads.iter().all(|(code, _)| *code == Code::Ok),
@@ -106,7 +112,8 @@ async fn another_tenants_sequence_number_is_not_found_like_one_that_never_existe
         "the owner learns why its event was refused: {lonely_reads:?}"
     );
 
-    // The other tenant asks about both numbers, and about one that never existed.
+    // The other tenant (whose own events stop at 1) asks about both tenants' number 2, and about
+    // a number that never existed.
     let never = applied.max(refused) + 1_000;
     assert_eq!(reads(&c, "other", never).await, not_found(never));
     for seq in [applied, refused] {

@@ -251,11 +251,19 @@ mod tests {
         let registry = Registry::default();
         for n in 0..1_000 {
             let tenant = format!("tenant-{n}");
-            registry.add("ontoloop_t_total", "T.", &[("tenant", label.value(&tenant))], 1.0);
+            registry.add(
+                "ontoloop_t_total",
+                "T.",
+                &[("tenant", label.value(&tenant))],
+                1.0,
+            );
         }
         let text = registry.render("ontoloop_t");
         assert_eq!(text.lines().count(), 3, "help, type and one series: {text}");
-        assert!(text.contains("ontoloop_t_total{tenant=\"other\"} 1000"), "{text}");
+        assert!(
+            text.contains("ontoloop_t_total{tenant=\"other\"} 1000"),
+            "{text}"
+        );
     }
 
     #[test]

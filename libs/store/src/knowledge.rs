@@ -11,13 +11,20 @@ use chrono::{DateTime, Utc};
 use ontoloop_core::knowledge::{
     Entity, Fact, MaintenanceReport, ModelCost, ModelUsage, PageVersion, SourceRef,
 };
-use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+use sea_orm::sea_query::{Expr, Func, OnConflict};
+use sea_orm::{
+    ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set, SqlErr, TransactionTrait,
+};
 
 use crate::entity::{
     entity_row, extraction_log, fact, intake_event, maintenance_run, page_version, tenant_state,
 };
 use crate::{Store, StoreError};
+
+/// How often [`Store::intake_append`] tries for the tenant's next number. An attempt is lost
+/// only to another append of the same tenant that succeeded, so this many concurrent appends of
+/// one tenant always all get a number.
+const APPEND_ATTEMPTS: usize = 64;
 
 /// States of an intake event.
 pub mod intake_state {
@@ -115,8 +122,9 @@ pub struct KnowledgeCommit {
 }
 
 impl Store {
-    /// Appends an accepted event to the intake log and returns its sequence number. With an
-    /// idempotency key already seen for the tenant, returns the earlier number and `true`.
+    /// Appends an accepted event to the intake log and returns its sequence number, counted per
+    /// tenant (1, 2, 3, … for each tenant, so a number says nothing of other tenants' events).
+    /// With an idempotency key already seen for the tenant, returns the earlier number and `true`.
     pub async fn intake_append(
         &self,
         tenant: &str,
@@ -125,27 +133,63 @@ impl Store {
         body: &str,
         received_at: DateTime<Utc>,
     ) -> Result<(i64, bool), StoreError> {
-        if let Some(key) = idempotency_key
-            && let Some(row) = intake_event::Entity::find()
+        // The next number is one above the tenant's highest. Two appends racing for the same one
+        // (replicas on PostgreSQL) meet the unique index on (tenant, tenant_seq): the loser reads
+        // again and takes the next, or finds its idempotency key taken by the winner.
+        for _ in 0..APPEND_ATTEMPTS {
+            if let Some(seq) = self.intake_by_key(tenant, idempotency_key).await? {
+                return Ok((seq, true));
+            }
+            let last = intake_event::Entity::find()
                 .filter(intake_event::Column::Tenant.eq(tenant))
-                .filter(intake_event::Column::IdempotencyKey.eq(key))
+                .select_only()
+                .column_as(
+                    Expr::expr(Func::max(Expr::col(intake_event::Column::TenantSeq))),
+                    "last",
+                )
+                .into_tuple::<Option<i64>>()
                 .one(&self.db)
                 .await?
-        {
-            return Ok((row.seq, true));
+                .flatten();
+            let next = last.unwrap_or(0) + 1;
+            let row = intake_event::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                tenant_seq: Set(next),
+                idempotency_key: Set(idempotency_key.map(str::to_owned)),
+                kind: Set(kind.to_owned()),
+                body: Set(body.to_owned()),
+                received_at: Set(received_at),
+                state: Set(intake_state::PENDING.to_owned()),
+                detail: Set(None),
+                ..Default::default()
+            };
+            match intake_event::Entity::insert(row).exec(&self.db).await {
+                Ok(_) => return Ok((next, false)),
+                Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                }
+                Err(err) => return Err(err.into()),
+            }
         }
-        let row = intake_event::ActiveModel {
-            tenant: Set(tenant.to_owned()),
-            idempotency_key: Set(idempotency_key.map(str::to_owned)),
-            kind: Set(kind.to_owned()),
-            body: Set(body.to_owned()),
-            received_at: Set(received_at),
-            state: Set(intake_state::PENDING.to_owned()),
-            detail: Set(None),
-            ..Default::default()
+        Err(StoreError::Conflict {
+            tenant: tenant.to_owned(),
+        })
+    }
+
+    /// The tenant's number of the event pushed with this idempotency key, if any.
+    async fn intake_by_key(
+        &self,
+        tenant: &str,
+        idempotency_key: Option<&str>,
+    ) -> Result<Option<i64>, StoreError> {
+        let Some(key) = idempotency_key else {
+            return Ok(None);
         };
-        let result = intake_event::Entity::insert(row).exec(&self.db).await?;
-        Ok((result.last_insert_id, false))
+        Ok(intake_event::Entity::find()
+            .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::IdempotencyKey.eq(key))
+            .one(&self.db)
+            .await?
+            .map(|row| row.tenant_seq))
     }
 
     /// The state of the tenant's intake event `seq` (`pending`, `applied`, `failed`) and its
@@ -156,8 +200,9 @@ impl Store {
         tenant: &str,
         seq: i64,
     ) -> Result<Option<(String, Option<String>)>, StoreError> {
-        Ok(intake_event::Entity::find_by_id(seq)
+        Ok(intake_event::Entity::find()
             .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::TenantSeq.eq(seq))
             .one(&self.db)
             .await?
             .map(|row| (row.state, row.detail)))
@@ -202,8 +247,8 @@ impl Store {
                 Expr::value(intake_state::FAILED),
             )
             .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
-            .filter(intake_event::Column::Seq.eq(seq))
             .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::TenantSeq.eq(seq))
             .exec(&self.db)
             .await?;
         Ok(())
@@ -552,8 +597,8 @@ pub(crate) async fn settle_in(
         intake_event::Entity::update_many()
             .col_expr(intake_event::Column::State, Expr::value(state))
             .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
-            .filter(intake_event::Column::Seq.eq(*seq))
             .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::TenantSeq.eq(*seq))
             .exec(txn)
             .await?;
     }

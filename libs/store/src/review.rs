@@ -431,6 +431,16 @@ impl Store {
         })
     }
 
+    /// Every tenant's learned sampling rates (for a process starting up), each with its tenant.
+    pub async fn every_supervisor_rate(&self) -> Result<Vec<RateRecord>, StoreError> {
+        Ok(supervisor_rate::Entity::find()
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(rate_record)
+            .collect())
+    }
+
     /// The tenant's learned sampling rates (never another tenant's).
     pub async fn supervisor_rates(&self, tenant: &str) -> Result<Vec<RateRecord>, StoreError> {
         Ok(supervisor_rate::Entity::find()
@@ -438,15 +448,7 @@ impl Store {
             .all(&self.db)
             .await?
             .into_iter()
-            .map(|row| RateRecord {
-                tenant: row.tenant,
-                signal_type: row.signal_type,
-                source: row.source,
-                domain: row.domain,
-                rate: row.rate,
-                approvals: row.approvals,
-                rejections: row.rejections,
-            })
+            .map(rate_record)
             .collect())
     }
 
@@ -548,4 +550,16 @@ impl Store {
 /// always serialise).
 fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".to_owned())
+}
+
+fn rate_record(row: supervisor_rate::Model) -> RateRecord {
+    RateRecord {
+        tenant: row.tenant,
+        signal_type: row.signal_type,
+        source: row.source,
+        domain: row.domain,
+        rate: row.rate,
+        approvals: row.approvals,
+        rejections: row.rejections,
+    }
 }

@@ -1,7 +1,7 @@
 //! Nothing of one tenant is reachable through another's identifiers, on both backends: intake
-//! sequence numbers answer, wait, fail and settle only for their own tenant; signals of two
-//! tenants whose tenant and key join to the same text are both kept; learned sampling rates are
-//! per tenant. PostgreSQL runs in a database created for the test and dropped after.
+//! sequence numbers are counted per tenant and answer, wait, fail and settle only for their own
+//! tenant; signals of two tenants whose tenant and key join to the same text are both kept;
+//! learned sampling rates are per tenant. PostgreSQL runs in a database created for the test and dropped after.
 
 use std::time::Duration;
 
@@ -21,10 +21,15 @@ async fn open(url: &str) -> Store {
 
 async fn intake_numbers_belong_to_their_tenant(store: &Store) {
     let now = Utc::now();
-    let (victim, _) = store
-        .intake_append("victim", None, "doc.upsert", "{}", now)
-        .await
-        .expect("append");
+    // The victim's third event: a number the other tenant, with one event, does not have.
+    let mut victim = 0;
+    for _ in 0..3 {
+        victim = store
+            .intake_append("victim", None, "doc.upsert", "{}", now)
+            .await
+            .expect("append")
+            .0;
+    }
     let (own, _) = store
         .intake_append("other", None, "doc.upsert", "{}", now)
         .await
@@ -94,6 +99,66 @@ async fn intake_numbers_belong_to_their_tenant(store: &Store) {
             .expect("wait"),
         Settled::Failed("refused".to_owned())
     );
+}
+
+async fn intake_numbers_are_counted_per_tenant(store: &Store) {
+    let now = Utc::now();
+    let mut numbers: Vec<(&str, i64)> = Vec::new();
+    for tenant in ["count-a", "count-b", "count-a", "count-a", "count-b"] {
+        let (seq, duplicate) = store
+            .intake_append(tenant, None, "doc.upsert", "{}", now)
+            .await
+            .expect("append");
+        assert!(!duplicate);
+        numbers.push((tenant, seq));
+    }
+    assert_eq!(
+        numbers,
+        vec![
+            ("count-a", 1),
+            ("count-b", 1),
+            ("count-a", 2),
+            ("count-a", 3),
+            ("count-b", 2)
+        ],
+        "each tenant counts its own events, so a number says nothing of other tenants'"
+    );
+    // A retry with the same key gets its number back; the same key of another tenant is new.
+    let (first, _) = store
+        .intake_append("count-a", Some("k"), "doc.upsert", "{}", now)
+        .await
+        .expect("append");
+    assert_eq!(
+        store
+            .intake_append("count-a", Some("k"), "doc.upsert", "{}", now)
+            .await
+            .expect("append"),
+        (first, true)
+    );
+    assert_eq!(
+        store
+            .intake_append("count-b", Some("k"), "doc.upsert", "{}", now)
+            .await
+            .expect("append"),
+        (3, false)
+    );
+    // Appends racing for one tenant's next number all get one, without gaps or repeats.
+    let racing: Vec<_> = (0..16)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .intake_append("count-race", None, "doc.upsert", "{}", Utc::now())
+                    .await
+            })
+        })
+        .collect();
+    let mut got = Vec::new();
+    for task in racing {
+        got.push(task.await.expect("joined").expect("append").0);
+    }
+    got.sort_unstable();
+    assert_eq!(got, (1..=16).collect::<Vec<i64>>());
 }
 
 async fn signal_keys_do_not_collide(store: &Store) {
@@ -189,6 +254,7 @@ async fn sampling_rates_are_per_tenant(store: &Store) {
 
 async fn all(store: &Store) {
     intake_numbers_belong_to_their_tenant(store).await;
+    intake_numbers_are_counted_per_tenant(store).await;
     signal_keys_do_not_collide(store).await;
     sampling_rates_are_per_tenant(store).await;
 }

@@ -24,6 +24,7 @@ pub use refusal::Refusal;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use ontoloop_core::{During, ServiceKind, topics};
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
 use ontoloop_proto::v1::{
@@ -53,7 +54,9 @@ impl ontoloop_runtime::Service for Service {
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone());
-        let supervision = supervise::Supervision::new(ctx.store.clone(), &ctx.settings.supervisor);
+        let supervision = supervise::Supervision::load(ctx.store.clone(), &ctx.settings.supervisor)
+            .await
+            .context("load the supervisor's learned rates")?;
         let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.

@@ -2,8 +2,9 @@
 //! loaded from the store, a seeded generator, and every lesson persisted as soon as it is learned.
 //!
 //! Rates are per tenant: what one tenant's reviewers approve or reject never changes how often
-//! another tenant's updates are sampled. A tenant's rates are read on its first proposal or
-//! decision in this process and kept.
+//! another tenant's updates are sampled. Every stored rate is read at start (a store that cannot
+//! be read stops the analyst there); a tenant with none yet is read again on its first proposal
+//! or decision, so rates another replica learned since are found.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,21 +29,28 @@ struct State {
 }
 
 impl Supervision {
-    /// A supervisor over `store`, no tenant's rates read yet; seeds the generator from settings
-    /// (0: from the OS).
-    pub fn new(store: Store, policy: &SupervisorPolicy) -> Self {
+    /// Loads every tenant's learned rates; seeds the generator from settings (0: from the OS).
+    pub async fn load(store: Store, policy: &SupervisorPolicy) -> Result<Self, StoreError> {
+        let mut rates: HashMap<String, BTreeMap<Category, f64>> = HashMap::new();
+        for record in store.every_supervisor_rate().await? {
+            let (tenant, category, rate) = split(record);
+            rates.entry(tenant).or_default().insert(category, rate);
+        }
         let rng = match policy.seed {
             0 => StdRng::from_os_rng(),
             seed => StdRng::seed_from_u64(seed),
         };
-        Self {
+        Ok(Self {
             policy: policy.clone(),
             state: Mutex::new(State {
-                tenants: HashMap::new(),
+                tenants: rates
+                    .into_iter()
+                    .map(|(tenant, rates)| (tenant, Supervisor::with_rates(rates)))
+                    .collect(),
                 rng,
             }),
             store,
-        }
+        })
     }
 
     /// Where a tenant's proposed update goes; fails only when its rates cannot be read.
@@ -81,7 +89,7 @@ impl Supervision {
         Ok(rate)
     }
 
-    /// The tenant's supervisor, its stored rates read on first use.
+    /// The tenant's supervisor, its stored rates read when this process holds none.
     async fn supervisor<'a>(
         &self,
         tenants: &'a mut HashMap<String, Supervisor>,
@@ -93,21 +101,25 @@ impl Supervision {
                 .supervisor_rates(tenant)
                 .await?
                 .into_iter()
-                .map(|r| {
-                    (
-                        Category {
-                            signal_type: r.signal_type,
-                            source: r.source,
-                            domain: r.domain,
-                        },
-                        r.rate,
-                    )
+                .map(|record| {
+                    let (_, category, rate) = split(record);
+                    (category, rate)
                 })
                 .collect();
             tenants.insert(tenant.to_owned(), Supervisor::with_rates(rates));
         }
         Ok(tenants.entry(tenant.to_owned()).or_default())
     }
+}
+
+/// A stored rate as its tenant, category and rate.
+fn split(record: RateRecord) -> (String, Category, f64) {
+    let category = Category {
+        signal_type: record.signal_type,
+        source: record.source,
+        domain: record.domain,
+    };
+    (record.tenant, category, record.rate)
 }
 
 #[cfg(test)]
@@ -136,7 +148,9 @@ mod tests {
             .expect("settings");
         let store = Store::open(&settings.store).await.expect("store");
         let policy = &settings.supervisor;
-        let supervision = Supervision::new(store.clone(), policy);
+        let supervision = Supervision::load(store.clone(), policy)
+            .await
+            .expect("load");
         let mut rate = 0.0;
         for _ in 0..3 {
             rate = supervision
@@ -156,7 +170,9 @@ mod tests {
         );
 
         // A new process reads each tenant's own rates back.
-        let restarted = Supervision::new(store.clone(), policy);
+        let restarted = Supervision::load(store.clone(), policy)
+            .await
+            .expect("load");
         let mut state = restarted.state.lock().await;
         let acme = restarted
             .supervisor(&mut state.tenants, "acme")

@@ -94,13 +94,20 @@ impl TelemetryService for Telemetry {
             }));
         }
         envelope.seq = Some(seq);
-        let message = Message::with_id(format!("evt-{seq}"), envelope.to_json())
-            .header("x-ontoloop-tenant", caller.tenant());
+        // Numbers are per tenant, so the message id is the tenant's number, scoped to it.
+        let id = ontoloop_queue::scoped_id("evt", caller.tenant(), &seq.to_string());
+        let message =
+            Message::with_id(id, envelope.to_json()).header("x-ontoloop-tenant", caller.tenant());
         if let Err(err) = self.ctx.queue.publish(topics::EVENTS, message).await {
             // The event never reached the queue: say so on the intake log too, so a reader
             // waiting for this sequence number is not left waiting.
             let reason = format!("publish failed: {err}");
-            if let Err(store_err) = self.ctx.store.intake_fail(caller.tenant(), seq, &reason).await {
+            if let Err(store_err) = self
+                .ctx
+                .store
+                .intake_fail(caller.tenant(), seq, &reason)
+                .await
+            {
                 tracing::error!(seq, error = %store_err, "cannot mark unpublished event failed");
             }
             return Err(unavailable("cannot publish the event", err));

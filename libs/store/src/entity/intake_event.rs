@@ -8,6 +8,8 @@ pub struct Model {
     #[sea_orm(primary_key)]
     pub seq: i64,
     pub tenant: String,
+    /// The number the tenant sees (unique per tenant); `seq` is only the row's key.
+    pub tenant_seq: i64,
     pub idempotency_key: Option<String>,
     pub kind: String,
     #[sea_orm(column_type = "Text")]
