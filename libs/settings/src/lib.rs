@@ -6,12 +6,14 @@
 //!
 //! Sections that parameterise a domain rule are that domain's own types, deserialised here
 //! directly: `[signals]` is `ontoloop_core::SeverityThresholds`, `[supervisor]`
-//! `SupervisorPolicy`, `[firewall]` `FirewallPolicy` and `[plate]` `ontoloop_org::PlateSettings`.
+//! `SupervisorPolicy`, `[firewall]` `FirewallPolicy`, `[plate]` `ontoloop_org::PlateSettings` and
+//! `[auth]` `ontoloop_auth::AuthSettings`.
 //! Each validates itself; [`Settings`] calls those checks once and names the full key. The
 //! defaults of every section are written once, in `defaults.toml`.
 
 use std::path::Path;
 
+use ontoloop_auth::AuthSettings;
 use ontoloop_core::Severity;
 use ontoloop_core::SeverityThresholds;
 use ontoloop_core::knowledge::ExtractSettings;
@@ -68,6 +70,8 @@ pub struct Settings {
     pub plate: PlateSettings,
     /// How text becomes claims: the extraction stages, their confidences, the model folder.
     pub extract: ExtractSettings,
+    /// Authentication of gRPC calls (`ontoloop-auth`'s own section).
+    pub auth: AuthSettings,
     /// Logging.
     pub log: LogSettings,
 }
@@ -338,6 +342,7 @@ impl Settings {
             .map_err(in_section("supervisor"))?;
         self.firewall.validate().map_err(in_section("firewall"))?;
         self.extract.validate().map_err(in_section("extract"))?;
+        self.auth.validate().map_err(in_section("auth"))?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),
@@ -696,6 +701,34 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn auth_is_off_by_default_and_jwt_needs_its_keys() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert_eq!(settings.auth.mode, ontoloop_auth::AuthMode::Off);
+        assert_eq!(settings.auth.claims.principal, "sub");
+        let err = load_with(&[("ONTOLOOP__AUTH__MODE", "jwt")]).expect_err("no issuer");
+        assert!(
+            matches!(
+                err,
+                SettingsError::Invalid { ref key, .. } if key == "auth.issuer"
+            ),
+            "{err}"
+        );
+        let settings = load_with(&[
+            ("ONTOLOOP__AUTH__MODE", "jwt"),
+            ("ONTOLOOP__AUTH__ISSUER", "https://issuer.test"),
+            ("ONTOLOOP__AUTH__AUDIENCE", "ontoloop"),
+            (
+                "ONTOLOOP__AUTH__HS256_SECRET",
+                "0123456789abcdef0123456789abcdef",
+            ),
+        ])
+        .expect("valid jwt section");
+        assert_eq!(settings.auth.mode, ontoloop_auth::AuthMode::Jwt);
+        let err = load_with(&[("ONTOLOOP__AUTH__MODE", "open")]).expect_err("not a mode");
+        assert!(err.to_string().contains("mode"), "{err}");
     }
 
     #[test]
