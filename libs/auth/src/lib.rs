@@ -5,16 +5,19 @@
 //! of RS256/ES256 public keys, `issuer`, `audience`, `leeway_seconds`, and which claims carry the
 //! tenant, principal, groups and roles), the verification of a JWT into an [`Identity`]
 //! ([`Verifier`]), the four [`Role`]s and which role each RPC needs ([`access`]), and issuing
-//! HS256 tokens for operators and tests ([`issue`]).
+//! HS256 tokens for operators and tests ([`issue`]), and why a call is refused ([`Denied`]:
+//! UNAUTHENTICATED or PERMISSION_DENIED through core's `ServiceError`).
 //!
 //! It must never do IO beyond reading the JWKS file it is pointed at ([`load_jwks`]), never log
 //! or return a token or the secret, never trust a token whose signature, `exp`, `iss` or `aud`
 //! failed, and never know tonic: the runtime's gRPC layer turns its answers into statuses.
 
+mod denied;
 mod roles;
 mod settings;
 mod verify;
 
+pub use denied::Denied;
 /// A JSON Web Key Set (RFC 7517), as the JWKS file holds it.
 pub use jsonwebtoken::jwk::JwkSet;
 pub use roles::{Access, Identity, Role, access, rpc_role};

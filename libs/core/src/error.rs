@@ -14,6 +14,8 @@ pub enum ErrorCode {
     InvalidArgument,
     /// The thing asked for does not exist.
     NotFound,
+    /// The caller did not prove who it is (no bearer token, or one that does not verify).
+    Unauthenticated,
     /// The caller may not see or do this.
     PermissionDenied,
     /// The request conflicts with the current state (for example a decision already taken).

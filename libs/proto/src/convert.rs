@@ -14,6 +14,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
     match code {
         ErrorCode::InvalidArgument => Code::InvalidArgument,
         ErrorCode::NotFound => Code::NotFound,
+        ErrorCode::Unauthenticated => Code::Unauthenticated,
         ErrorCode::PermissionDenied => Code::PermissionDenied,
         ErrorCode::FailedPrecondition => Code::FailedPrecondition,
         ErrorCode::Unavailable => Code::Unavailable,
@@ -36,11 +37,94 @@ impl TryFrom<v1::Caller> for Caller {
     }
 }
 
-/// The caller of a request, which every request must carry.
-pub fn caller_from(caller: Option<v1::Caller>) -> Result<Caller, Status> {
-    caller
-        .ok_or_else(|| status_from(DomainError::missing("caller")))?
-        .try_into()
+/// A request message that names its caller.
+pub trait WithCaller {
+    /// The `caller` field.
+    fn caller(&self) -> Option<&v1::Caller>;
+}
+
+macro_rules! with_caller {
+    ($($message:ident),* $(,)?) => {$(
+        impl WithCaller for v1::$message {
+            fn caller(&self) -> Option<&v1::Caller> {
+                self.caller.as_ref()
+            }
+        }
+    )*};
+}
+
+with_caller!(
+    AskRequest,
+    LookupRequest,
+    PlateRequest,
+    ProjectContextRequest,
+    ValidateRequest,
+    Signal,
+    Event,
+    NextReviewRequest,
+    DecideRequest,
+    ListPatternsRequest,
+    ListMaintenanceRunsRequest,
+);
+
+/// The caller of a request: the one way every service learns who asks. With authentication on,
+/// the runtime's trust boundary put the token's [`Identity`](ontoloop_auth::Identity) in the
+/// request's extensions, and it is the caller (with the token's groups); a body `caller` that
+/// names another tenant or principal is PERMISSION_DENIED, an empty one takes the token's. With
+/// authentication off the body's `caller` is required and trusted.
+pub fn caller_from<M: WithCaller>(request: &tonic::Request<M>) -> Result<Caller, Status> {
+    caller_in(request.extensions(), request.get_ref().caller(), "caller")
+}
+
+/// [`caller_from`] for a message of a stream: the identity is the stream's, `field` names the
+/// message's caller in errors (`signals[3].caller`).
+pub fn caller_in(
+    extensions: &tonic::Extensions,
+    body: Option<&v1::Caller>,
+    field: &str,
+) -> Result<Caller, Status> {
+    let Some(identity) = extensions.get::<ontoloop_auth::Identity>() else {
+        let caller = body.ok_or_else(|| status_from(DomainError::missing(field)))?;
+        return Caller::new(&caller.tenant, &caller.principal).map_err(|err| {
+            if field == "caller" {
+                status_from(err)
+            } else {
+                status_from(DomainError::invalid(field, err))
+            }
+        });
+    };
+    if let Some(body) = body {
+        for (part, given, proven) in [
+            ("tenant", &body.tenant, &identity.tenant),
+            ("principal", &body.principal, &identity.principal),
+        ] {
+            let given = given.trim();
+            if !given.is_empty() && given != proven {
+                return Err(status_from(ontoloop_auth::Denied::Caller {
+                    field: format!("{field}.{part}"),
+                    given: given.to_owned(),
+                }));
+            }
+        }
+    }
+    Caller::new(&identity.tenant, &identity.principal)
+        .map(|caller| caller.with_groups(identity.groups.iter().cloned()))
+        .map_err(status_from)
+}
+
+/// Refuses the call unless its verified identity may act in `role` for `what` (an event kind,
+/// say); with authentication off there is no identity and nothing to check.
+pub fn require_role(
+    extensions: &tonic::Extensions,
+    role: ontoloop_auth::Role,
+    what: &str,
+) -> Result<(), Status> {
+    match extensions.get::<ontoloop_auth::Identity>() {
+        Some(identity) => {
+            ontoloop_auth::Denied::unless_may(identity, role, what).map_err(status_from)
+        }
+        None => Ok(()),
+    }
 }
 
 impl From<&Caller> for v1::Caller {
@@ -513,26 +597,70 @@ mod tests {
         );
     }
 
+    fn ask(caller: Option<v1::Caller>) -> tonic::Request<v1::AskRequest> {
+        tonic::Request::new(v1::AskRequest {
+            caller,
+            ..Default::default()
+        })
+    }
+
+    fn wire(tenant: &str, principal: &str) -> Option<v1::Caller> {
+        Some(v1::Caller {
+            tenant: tenant.into(),
+            principal: principal.into(),
+        })
+    }
+
     #[test]
     fn a_missing_caller_is_invalid_and_named() {
-        let status = caller_from(None).expect_err("no caller");
+        let status = caller_from(&ask(None)).expect_err("no caller");
         assert_eq!(status.code(), Code::InvalidArgument);
         assert!(status.message().contains("caller"));
-        let status = caller_from(Some(v1::Caller {
-            tenant: "acme".into(),
-            principal: String::new(),
-        }))
-        .expect_err("blank principal");
+        let status = caller_from(&ask(wire("acme", ""))).expect_err("blank principal");
         assert!(status.message().contains("caller.principal"));
     }
 
     #[test]
     fn a_caller_round_trips() {
-        let caller = caller_from(Some(v1::Caller {
+        let caller = caller_from(&ask(wire("acme", "alice"))).expect("valid");
+        assert_eq!(v1::Caller::from(&caller).principal, "alice");
+    }
+
+    #[test]
+    fn with_a_token_the_caller_is_the_token_and_a_differing_body_is_refused() {
+        use ontoloop_auth::{Identity, Role};
+        let identity = Identity {
             tenant: "acme".into(),
             principal: "alice".into(),
-        }))
-        .expect("valid");
-        assert_eq!(v1::Caller::from(&caller).principal, "alice");
+            groups: vec!["finance".into()],
+            roles: [Role::Agent].into(),
+        };
+        let with_token = |caller| {
+            let mut request = ask(caller);
+            request.extensions_mut().insert(identity.clone());
+            request
+        };
+        for body in [None, wire("", ""), wire("acme", "alice"), wire("acme", "")] {
+            let caller = caller_from(&with_token(body.clone())).expect("the token's caller");
+            assert_eq!(
+                (caller.tenant(), caller.principal()),
+                ("acme", "alice"),
+                "{body:?}"
+            );
+            assert_eq!(caller.groups(), ["finance".to_owned()]);
+        }
+        let status = caller_from(&with_token(wire("globex", "alice"))).expect_err("tenant");
+        assert_eq!(status.code(), Code::PermissionDenied);
+        assert!(status.message().contains("caller.tenant"), "{status:?}");
+        let status = caller_from(&with_token(wire("acme", "cfo"))).expect_err("principal");
+        assert_eq!(status.code(), Code::PermissionDenied);
+        assert!(status.message().contains("caller.principal"), "{status:?}");
+        let request = with_token(None);
+        let status =
+            require_role(request.extensions(), Role::Admin, "ontology.set").expect_err("not admin");
+        assert_eq!(status.code(), Code::PermissionDenied);
+        assert!(status.message().contains("`admin`"), "{status:?}");
+        assert!(require_role(request.extensions(), Role::Agent, "Ask").is_ok());
+        assert!(require_role(ask(None).extensions(), Role::Admin, "ontology.set").is_ok());
     }
 }

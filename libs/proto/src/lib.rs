@@ -16,4 +16,4 @@ pub mod v1 {
 /// The encoded descriptor set of every ontoloop proto, for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("ontoloop_descriptor");
 
-pub use convert::{caller_from, status_from};
+pub use convert::{caller_from, caller_in, require_role, status_from};

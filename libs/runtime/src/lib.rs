@@ -5,8 +5,12 @@
 //! beside HTTP and the service's tasks until a shutdown future resolves), the one drain policy
 //! (`TaskGroup`), turning SIGINT and SIGTERM into that future, and running queue consumers that
 //! drain on cancellation; and the extraction setup every service reads text with, the `model`
-//! stage's cache kept in the store (`model_cache`). It holds no service behaviour of its own.
+//! stage's cache kept in the store (`model_cache`), and the trust boundary every gRPC server
+//! sits behind (`auth`: bearer token, role by method, the identity in the request's extensions;
+//! no serving on a non-loopback address with `auth.mode = "off"`). It holds no service behaviour
+//! of its own.
 
+pub mod auth;
 mod consume;
 mod group;
 mod http;

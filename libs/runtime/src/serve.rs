@@ -1,6 +1,8 @@
-//! Serving one gRPC service with health and reflection until shutdown.
+//! Serving one gRPC service with health and reflection, behind the trust boundary, until
+//! shutdown.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use ontoloop_core::ServiceKind;
 use tokio::net::TcpListener;
@@ -9,12 +11,14 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::RoutesBuilder;
 
 /// Serves `routes` (one service, named `kind`) on `listener` with `grpc.health.v1` and server
-/// reflection, until `shutdown` resolves. Health turns NOT_SERVING as soon as shutdown starts,
+/// reflection, until `shutdown` resolves. With a verifier every call but health and reflection
+/// needs a bearer token and the method's role ([`crate::auth`]). Health turns NOT_SERVING as soon as shutdown starts,
 /// then in-flight calls finish.
 pub(crate) async fn serve_grpc(
     listener: TcpListener,
     kind: ServiceKind,
     mut routes: RoutesBuilder,
+    verifier: Option<Arc<ontoloop_auth::Verifier>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -47,6 +51,7 @@ pub(crate) async fn serve_grpc(
         })
     });
     tonic::transport::Server::builder()
+        .layer(crate::auth::AuthLayer::new(verifier))
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;

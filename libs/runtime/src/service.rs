@@ -112,7 +112,7 @@ pub async fn run<S: Service>(
 }
 
 /// Serves with an existing context (shared with other services by `ontoloop up`) until
-/// `shutdown` resolves: builds the parts, then runs the gRPC server, the HTTP server and every
+/// `shutdown` resolves: refuses a non-loopback address with `auth.mode = "off"`, builds the parts, then runs the gRPC server, the HTTP server and every
 /// task as one [`TaskGroup`]. On shutdown the servers stop taking calls and every task finishes
 /// what it holds within `services.drain_timeout_ms`; consumers leave the messages they had not
 /// started to the queue.
@@ -123,6 +123,13 @@ pub async fn serve<S: Service>(
 ) -> anyhow::Result<()> {
     let kind = S::KIND;
     let drain = Duration::from_millis(ctx.settings.services.drain_timeout_ms);
+    for listener in [&listeners.grpc, &listeners.http] {
+        let addr = listener.local_addr().context("read a bound address")?;
+        crate::auth::ensure_auth_for(addr, &ctx.settings.auth)
+            .with_context(|| format!("start {}", kind.name()))?;
+    }
+    let verifier = crate::auth::verifier(&ctx.settings.auth)
+        .with_context(|| format!("start {}", kind.name()))?;
     let parts = S::build(ctx)
         .await
         .with_context(|| format!("start {}", kind.name()))?;
@@ -140,7 +147,13 @@ pub async fn serve<S: Service>(
     let mut group = TaskGroup::new(crate::cancel_on(shutdown));
     let routes = parts.routes;
     group.spawn("grpc server", move |cancel| {
-        crate::serve::serve_grpc(listeners.grpc, kind, routes, cancel.cancelled_owned())
+        crate::serve::serve_grpc(
+            listeners.grpc,
+            kind,
+            routes,
+            verifier,
+            cancel.cancelled_owned(),
+        )
     });
     group.spawn("http server", move |cancel| {
         crate::serve_http(listeners.http, http, cancel.cancelled_owned())

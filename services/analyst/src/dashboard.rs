@@ -66,6 +66,7 @@ fn failure(err: impl ServiceError) -> Response {
     let status = match err.error_code() {
         ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
         ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
         ErrorCode::FailedPrecondition => StatusCode::CONFLICT,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

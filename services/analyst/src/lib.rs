@@ -135,8 +135,8 @@ impl AnalystService for Analyst {
         &self,
         request: Request<NextReviewRequest>,
     ) -> Result<Response<NextReviewResponse>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         let update = self
             .ctx
             .store
@@ -152,8 +152,8 @@ impl AnalystService for Analyst {
         &self,
         request: Request<DecideRequest>,
     ) -> Result<Response<DecideResponse>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         let decision = wire::decision(request.decision)?;
         let decided = self
             .reviews
@@ -177,8 +177,8 @@ impl AnalystService for Analyst {
         &self,
         request: Request<ListMaintenanceRunsRequest>,
     ) -> Result<Response<ListMaintenanceRunsResponse>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         let timeout =
             Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
         ontoloop_runtime::wait_for_sequence(
@@ -204,8 +204,8 @@ impl AnalystService for Analyst {
         &self,
         request: Request<ListPatternsRequest>,
     ) -> Result<Response<ListPatternsResponse>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         let found = patterns::with_status(&self.ctx, caller.tenant(), chrono::Utc::now())
             .await
             .map_err(|err| status_from(During::new("read recorded signals", err)))?;

@@ -44,7 +44,7 @@ impl FirewallService for Firewall {
         &self,
         request: Request<ValidateRequest>,
     ) -> Result<Response<ValidateResponse>, Status> {
-        let response = self.validator.validate(request.into_inner()).await?;
+        let response = self.validator.validate_call(request).await?;
         let metrics = ontoloop_observability::metrics::global();
         let blocked = response
             .verdicts

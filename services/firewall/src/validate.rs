@@ -45,9 +45,26 @@ impl Validator {
         })
     }
 
-    /// Validates one request.
+    /// Validates one call: the caller is the one [`caller_from`] reads (the verified token's
+    /// identity when authentication is on).
+    pub async fn validate_call(
+        &self,
+        request: tonic::Request<ValidateRequest>,
+    ) -> Result<ValidateResponse, Status> {
+        let caller = caller_from(&request)?;
+        self.validate_as(caller, request.into_inner()).await
+    }
+
+    /// Validates one request in process, as the request's own `caller` (benchmarks).
     pub async fn validate(&self, request: ValidateRequest) -> Result<ValidateResponse, Status> {
-        let caller = caller_from(request.caller)?;
+        self.validate_call(tonic::Request::new(request)).await
+    }
+
+    async fn validate_as(
+        &self,
+        caller: Caller,
+        request: ValidateRequest,
+    ) -> Result<ValidateResponse, Status> {
         let input = request
             .input
             .ok_or_else(|| status_from(DomainError::missing("input")))?;

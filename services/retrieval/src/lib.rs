@@ -208,8 +208,8 @@ impl Retrieval {
 #[tonic::async_trait]
 impl RetrievalService for Retrieval {
     async fn ask(&self, request: Request<AskRequest>) -> Result<Response<Answer>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller.clone())?;
         if request.text.trim().is_empty() {
             return Err(status_from(DomainError::missing("text")));
         }
@@ -256,8 +256,8 @@ impl RetrievalService for Retrieval {
     }
 
     async fn lookup(&self, request: Request<LookupRequest>) -> Result<Response<Answer>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         if request.entity.trim().is_empty() {
             return Err(status_from(DomainError::missing("entity")));
         }
@@ -299,8 +299,8 @@ impl RetrievalService for Retrieval {
         &self,
         request: Request<PlateRequest>,
     ) -> Result<Response<PlateResponse>, Status> {
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         let asker = ontoloop_org::Caller::new(caller.tenant(), caller.principal())
             .map_err(|err| status_from(DomainError::invalid("caller", err)))?;
         let now = ontoloop_proto::convert::instant_or(request.as_of, "as_of", chrono::Utc::now())?;
@@ -329,8 +329,8 @@ impl RetrievalService for Retrieval {
         request: Request<ProjectContextRequest>,
     ) -> Result<Response<ProjectContextResponse>, Status> {
         use pb::ProjectAction;
+        let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let caller = caller_from(request.caller)?;
         let project = request.project.trim();
         if project.is_empty() {
             return Err(status_from(DomainError::missing("project")));

@@ -7,10 +7,12 @@
 
 mod signals;
 
+use ontoloop_auth::Role;
+use ontoloop_core::events::Event as KnowledgeEvent;
 use ontoloop_core::{During, ServiceError, ServiceKind, topics};
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
-use ontoloop_proto::{caller_from, status_from};
+use ontoloop_proto::{caller_from, require_role, status_from};
 use ontoloop_queue::Message;
 use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status, Streaming};
@@ -40,7 +42,8 @@ fn unavailable(action: &'static str, err: impl ServiceError) -> Status {
 #[tonic::async_trait]
 impl TelemetryService for Telemetry {
     async fn report_signal(&self, request: Request<Signal>) -> Result<Response<SignalAck>, Status> {
-        let accepted = signals::accept(&self.ctx, &request.into_inner(), "").await?;
+        let accepted =
+            signals::accept(&self.ctx, request.extensions(), request.get_ref(), "").await?;
         Ok(Response::new(SignalAck {
             duplicate: accepted.duplicate,
             severity: ontoloop_proto::v1::Severity::from(accepted.severity) as i32,
@@ -51,10 +54,17 @@ impl TelemetryService for Telemetry {
         &self,
         request: Request<Streaming<Signal>>,
     ) -> Result<Response<SignalBatchAck>, Status> {
+        let extensions = request.extensions().clone();
         let mut stream = request.into_inner();
         let (mut accepted, mut duplicates, mut index) = (0u64, 0u64, 0usize);
         while let Some(signal) = stream.message().await? {
-            let outcome = signals::accept(&self.ctx, &signal, &format!("signals[{index}]")).await?;
+            let outcome = signals::accept(
+                &self.ctx,
+                &extensions,
+                &signal,
+                &format!("signals[{index}]"),
+            )
+            .await?;
             if outcome.duplicate {
                 duplicates += 1;
             } else {
@@ -69,11 +79,20 @@ impl TelemetryService for Telemetry {
     }
 
     async fn push_event(&self, request: Request<Event>) -> Result<Response<EventAck>, Status> {
+        let caller = caller_from(&request)?;
+        let extensions = request.extensions().clone();
         let event = request.into_inner();
-        let caller = caller_from(event.caller.clone())?;
         let key = Some(event.idempotency_key.trim().to_owned()).filter(|k| !k.is_empty());
         let mut envelope =
             ontoloop_proto::convert::event_from(event, caller.tenant(), chrono::Utc::now())?;
+        // Changing the ontology or maintaining the graph is an admin's; an integration pushes
+        // docs, records, HR changes and work items.
+        if matches!(
+            envelope.event,
+            KnowledgeEvent::OntologySet { .. } | KnowledgeEvent::GraphMaintain { .. }
+        ) {
+            require_role(&extensions, Role::Admin, envelope.event.kind())?;
+        }
         let body = envelope.to_json();
         let (seq, duplicate) = self
             .ctx

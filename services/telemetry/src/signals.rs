@@ -2,9 +2,9 @@
 //! and spread, and published durably (publisher confirms) for the analyst.
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::{Caller, DomainError, SignalType};
-use ontoloop_proto::status_from;
+use ontoloop_core::{DomainError, SignalType};
 use ontoloop_proto::v1::{self as pb, Signal};
+use ontoloop_proto::{caller_in, status_from};
 use ontoloop_runtime::Context;
 use ontoloop_runtime::signals::{SignalReport, report_signal};
 use tonic::Status;
@@ -19,14 +19,9 @@ struct Checked {
     at: DateTime<Utc>,
 }
 
-fn check(signal: &Signal, path: &str) -> Result<Checked, Status> {
+fn check(extensions: &tonic::Extensions, signal: &Signal, path: &str) -> Result<Checked, Status> {
     let field = |name: &str| field_name(path, name);
-    let caller = signal
-        .caller
-        .as_ref()
-        .ok_or_else(|| DomainError::missing("caller"))
-        .and_then(|c| Caller::new(&c.tenant, &c.principal).map_err(DomainError::from))
-        .map_err(|err| status_from(DomainError::invalid(&field("caller"), err)))?;
+    let caller = caller_in(extensions, signal.caller.as_ref(), &field("caller"))?;
     let kind = match pb::SignalType::try_from(signal.r#type) {
         Ok(pb::SignalType::EntityMissing) => SignalType::EntityMissing,
         Ok(pb::SignalType::RelationshipUnknown) => SignalType::RelationshipUnknown,
@@ -71,9 +66,15 @@ fn check(signal: &Signal, path: &str) -> Result<Checked, Status> {
 }
 
 /// Accepts one signal: validate, then record once, grade and publish through the one intake
-/// every reporter uses ([`ontoloop_runtime::signals::report_signal`]).
-pub async fn accept(ctx: &Context, signal: &Signal, path: &str) -> Result<Accepted, Status> {
-    let checked = check(signal, path)?;
+/// every reporter uses ([`ontoloop_runtime::signals::report_signal`]). The reporter is the
+/// call's verified identity when authentication is on (`extensions`), else the signal's caller.
+pub async fn accept(
+    ctx: &Context,
+    extensions: &tonic::Extensions,
+    signal: &Signal,
+    path: &str,
+) -> Result<Accepted, Status> {
+    let checked = check(extensions, signal, path)?;
     let report = SignalReport {
         tenant: checked.tenant,
         reporter: checked.principal,
