@@ -1,4 +1,9 @@
 //! Recording queue messages durably before they are acknowledged.
+//!
+//! A message is recorded under its id scoped to the tenant its body names
+//! ([`ontoloop_queue::scoped_id`]), so two tenants whose integrations publish the same message id
+//! are two messages, never one tenant's taken for a redelivery of the other's. A body naming no
+//! tenant (which no handler can act on for a tenant anyway) keeps its id as it is.
 
 use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
@@ -17,13 +22,23 @@ pub async fn record_batch(
 ) -> (Vec<Handled>, Vec<Message>) {
     let mut outcomes = Vec::with_capacity(messages.len());
     let mut valid = Vec::new();
+    // The id each message is recorded under (none for a body that can never be processed).
+    let mut ids = Vec::with_capacity(messages.len());
     for message in messages {
         match parse_body(&message.body) {
-            Ok(body) => {
-                valid.push((message.id.clone(), body));
+            Ok((body, tenant)) => {
+                let id = match tenant {
+                    Some(tenant) => ontoloop_queue::scoped_id("in", &tenant, &message.id),
+                    None => message.id.clone(),
+                };
+                valid.push((id.clone(), body));
+                ids.push(Some(id));
                 outcomes.push(Handled::Done);
             }
-            Err(reason) => outcomes.push(Handled::Reject(reason.to_string())),
+            Err(reason) => {
+                ids.push(None);
+                outcomes.push(Handled::Reject(reason.to_string()));
+            }
         }
     }
     match store
@@ -31,12 +46,11 @@ pub async fn record_batch(
         .await
     {
         Ok(fresh) => {
-            let fresh: std::collections::HashSet<String> = fresh.into_iter().collect();
+            let mut fresh: std::collections::HashSet<String> = fresh.into_iter().collect();
             let mut new = Vec::new();
-            for message in messages {
-                // A message id repeated inside one batch runs once.
-                if fresh.contains(&message.id) && !new.iter().any(|m: &Message| m.id == message.id)
-                {
+            for (message, id) in messages.iter().zip(&ids) {
+                // An id repeated inside one batch runs once: the first takes it out of `fresh`.
+                if id.as_ref().is_some_and(|id| fresh.remove(id)) {
                     new.push(message.clone());
                 }
             }
@@ -70,23 +84,87 @@ enum BodyError {
     NotObject,
 }
 
-fn parse_body(body: &[u8]) -> Result<String, BodyError> {
+/// The body as text, and the tenant it names if it names one.
+fn parse_body(body: &[u8]) -> Result<(String, Option<String>), BodyError> {
+    /// All that is read of a message here: its tenant. The rest is checked without being built.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        tenant: Option<serde_json::Value>,
+    }
     let text = std::str::from_utf8(body)?;
-    // Checked without building the value: only its shape matters here.
-    serde_json::from_str::<serde::de::IgnoredAny>(text)?;
     if !text.trim_start().starts_with('{') {
+        serde_json::from_str::<serde::de::IgnoredAny>(text)?;
         return Err(BodyError::NotObject);
     }
-    Ok(text.to_owned())
+    let head = serde_json::from_str::<Head>(text)?;
+    let tenant = head
+        .tenant
+        .as_ref()
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    Ok((text.to_owned(), tenant))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn the_same_message_id_of_two_tenants_is_two_messages() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let settings = ontoloop_settings::Loader::new()
+            .env_vars([])
+            .set(
+                "store.url",
+                format!("sqlite://{}/inbox.db?mode=rwc", dir.path().display()),
+            )
+            .load()
+            .expect("settings");
+        let store = Store::open(&settings.store).await.expect("store");
+        let message = |tenant: &str| {
+            Message::with_id(
+                "m-1",
+                format!(r#"{{"tenant":"{tenant}","type":"entity_missing"}}"#),
+            )
+        };
+        let batch = [message("a"), message("a-b"), message("a")];
+        let (outcomes, new) = record_batch(&store, "q", &batch).await;
+        assert!(outcomes.iter().all(|o| matches!(o, Handled::Done)));
+        let tenants: Vec<String> = new
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+            .collect();
+        assert_eq!(
+            tenants,
+            vec![
+                r#"{"tenant":"a","type":"entity_missing"}"#.to_owned(),
+                r#"{"tenant":"a-b","type":"entity_missing"}"#.to_owned()
+            ],
+            "each tenant's message runs once, the repeat of the first not at all"
+        );
+        let (_, again) = record_batch(&store, "q", &[message("a-b")]).await;
+        assert!(again.is_empty(), "a redelivery is recognised");
+        assert_eq!(store.inbox_count("q").await.expect("count"), 2);
+    }
+
     #[test]
     fn only_json_objects_are_accepted() {
-        assert!(parse_body(br#"{"type":"doc.upsert"}"#).is_ok());
+        assert_eq!(
+            parse_body(br#"{"type":"doc.upsert"}"#).expect("object").1,
+            None
+        );
+        assert_eq!(
+            parse_body(br#"{"tenant":"a-b","type":"entity_missing"}"#)
+                .expect("object")
+                .1
+                .as_deref(),
+            Some("a-b")
+        );
+        assert_eq!(
+            parse_body(br#"{"tenant":7}"#).expect("object").1,
+            None,
+            "a tenant that is not text names none"
+        );
         let reason = parse_body(b"[1,2]").expect_err("array");
         assert!(matches!(reason, BodyError::NotObject), "{reason}");
         assert_eq!(reason.to_string(), "body is JSON but not an object");
