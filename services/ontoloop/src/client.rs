@@ -1,4 +1,5 @@
 //! gRPC clients of the four services, dialled from settings or from a running embedded system.
+//! Every call carries `authorization: Bearer $ONTOLOOP_TOKEN` when that variable is set.
 
 use std::net::SocketAddr;
 
@@ -10,19 +11,63 @@ use ontoloop_proto::v1::firewall_service_client::FirewallServiceClient;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_settings::Settings;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+
+/// The environment variable whose token the clients send as their bearer.
+pub const TOKEN_VAR: &str = "ONTOLOOP_TOKEN";
+
+/// Adds `authorization: Bearer <token>` to every call, when there is a token.
+#[derive(Clone, Default)]
+pub struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Bearer {
+    /// The bearer of `token`; a token that cannot be a header value is an error.
+    pub fn new(token: &str) -> anyhow::Result<Self> {
+        let value = format!("Bearer {}", token.trim())
+            .parse()
+            .with_context(|| format!("{TOKEN_VAR} is not a valid header value"))?;
+        Ok(Self(Some(value)))
+    }
+
+    /// The bearer of `$ONTOLOOP_TOKEN`, or none when it is unset or empty.
+    pub fn from_env() -> anyhow::Result<Self> {
+        match std::env::var(TOKEN_VAR) {
+            Ok(token) if !token.trim().is_empty() => Self::new(&token),
+            _ => Ok(Self(None)),
+        }
+    }
+}
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// A channel whose calls carry the bearer token.
+pub type Transport = InterceptedService<Channel, Bearer>;
 
 /// Clients of the services the CLI talks to.
 #[derive(Clone)]
 pub struct Clients {
     /// Retrieval.
-    pub retrieval: RetrievalServiceClient<Channel>,
+    pub retrieval: RetrievalServiceClient<Transport>,
     /// Telemetry.
-    pub telemetry: TelemetryServiceClient<Channel>,
+    pub telemetry: TelemetryServiceClient<Transport>,
     /// Analyst.
-    pub analyst: AnalystServiceClient<Channel>,
+    pub analyst: AnalystServiceClient<Transport>,
     /// Firewall.
-    pub firewall: FirewallServiceClient<Channel>,
+    pub firewall: FirewallServiceClient<Transport>,
 }
 
 async fn channel(addr: &str) -> anyhow::Result<Channel> {
@@ -76,11 +121,13 @@ impl Clients {
         analyst: &str,
         firewall: &str,
     ) -> anyhow::Result<Self> {
+        let bearer = Bearer::from_env()?;
+        let with = |channel| InterceptedService::new(channel, bearer.clone());
         Ok(Self {
-            retrieval: RetrievalServiceClient::new(channel(retrieval).await?),
-            telemetry: TelemetryServiceClient::new(channel(telemetry).await?),
-            analyst: AnalystServiceClient::new(channel(analyst).await?),
-            firewall: FirewallServiceClient::new(channel(firewall).await?),
+            retrieval: RetrievalServiceClient::new(with(channel(retrieval).await?)),
+            telemetry: TelemetryServiceClient::new(with(channel(telemetry).await?)),
+            analyst: AnalystServiceClient::new(with(channel(analyst).await?)),
+            firewall: FirewallServiceClient::new(with(channel(firewall).await?)),
         })
     }
 }

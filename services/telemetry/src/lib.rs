@@ -8,8 +8,8 @@
 mod signals;
 
 use ontoloop_auth::Role;
-use ontoloop_core::events::Event as KnowledgeEvent;
 use ontoloop_core::{During, ServiceError, ServiceKind, topics};
+use ontoloop_proto::v1::event::Kind as EventKind;
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
 use ontoloop_proto::{caller_from, require_role, status_from};
@@ -80,19 +80,22 @@ impl TelemetryService for Telemetry {
 
     async fn push_event(&self, request: Request<Event>) -> Result<Response<EventAck>, Status> {
         let caller = caller_from(&request)?;
-        let extensions = request.extensions().clone();
+        // Changing the ontology or maintaining the graph is an admin's; an integration pushes
+        // docs, records, HR changes and work items. Checked before the event is read, so a
+        // refused caller learns nothing of its validity.
+        match &request.get_ref().kind {
+            Some(EventKind::OntologySet(_)) => {
+                require_role(request.extensions(), Role::Admin, "ontology.set")?;
+            }
+            Some(EventKind::GraphMaintain(_)) => {
+                require_role(request.extensions(), Role::Admin, "graph.maintain")?;
+            }
+            _ => {}
+        }
         let event = request.into_inner();
         let key = Some(event.idempotency_key.trim().to_owned()).filter(|k| !k.is_empty());
         let mut envelope =
             ontoloop_proto::convert::event_from(event, caller.tenant(), chrono::Utc::now())?;
-        // Changing the ontology or maintaining the graph is an admin's; an integration pushes
-        // docs, records, HR changes and work items.
-        if matches!(
-            envelope.event,
-            KnowledgeEvent::OntologySet { .. } | KnowledgeEvent::GraphMaintain { .. }
-        ) {
-            require_role(&extensions, Role::Admin, envelope.event.kind())?;
-        }
         let body = envelope.to_json();
         let (seq, duplicate) = self
             .ctx

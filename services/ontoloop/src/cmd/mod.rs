@@ -12,6 +12,7 @@ mod plate;
 mod review;
 mod signal;
 mod status;
+mod token;
 mod up;
 mod validate;
 
@@ -72,6 +73,9 @@ enum Command {
     Bench(bench::Command),
     /// Apply pending store migrations and exit (run once per release in the scaled-out shape).
     Migrate(migrate::Args),
+    /// Bearer tokens for `auth.mode = "jwt"`.
+    #[command(subcommand)]
+    Token(token::Command),
 }
 
 impl Cli {
@@ -91,6 +95,7 @@ impl Cli {
             Command::Review(command) => command.run(config).await,
             Command::Bench(command) => command.run(config).await,
             Command::Migrate(args) => args.run(config).await,
+            Command::Token(command) => command.run(config).await,
         }
     }
 }
