@@ -112,8 +112,9 @@ pub async fn run<S: Service>(
 }
 
 /// Serves with an existing context (shared with other services by `ontoloop up`) until
-/// `shutdown` resolves: refuses a non-loopback address with `auth.mode = "off"`, builds the parts, then runs the gRPC server, the HTTP server and every
-/// task as one [`TaskGroup`]. On shutdown the servers stop taking calls and every task finishes
+/// `shutdown` resolves: refuses a non-loopback address with `auth.mode = "off"`, builds the
+/// parts, then runs the gRPC server, the HTTP server (a service's own routes, the dashboard, on
+/// loopback only: it has no sign-in yet) and every task as one [`TaskGroup`]. On shutdown the servers stop taking calls and every task finishes
 /// what it holds within `services.drain_timeout_ms`; consumers leave the messages they had not
 /// started to the queue.
 pub async fn serve<S: Service>(
@@ -130,6 +131,11 @@ pub async fn serve<S: Service>(
     }
     let verifier = crate::auth::verifier(&ctx.settings.auth)
         .with_context(|| format!("start {}", kind.name()))?;
+    // The dashboard has no sign-in yet: it is served on loopback addresses only.
+    let http_addr = listeners
+        .http
+        .local_addr()
+        .context("read a bound address")?;
     let parts = S::build(ctx)
         .await
         .with_context(|| format!("start {}", kind.name()))?;
@@ -142,7 +148,16 @@ pub async fn serve<S: Service>(
     );
     let mut http = crate::http::metrics_router(format!("ontoloop_{}_", kind.name()), parts.scrape);
     if let Some(routes) = parts.http {
-        http = http.merge(routes);
+        if http_addr.ip().is_loopback() {
+            http = http.merge(routes);
+        } else {
+            tracing::warn!(
+                service = kind.name(),
+                addr = %http_addr,
+                "the dashboard has no sign-in yet, so it is not served on a non-loopback address; \
+                 /metrics is"
+            );
+        }
     }
     let mut group = TaskGroup::new(crate::cancel_on(shutdown));
     let routes = parts.routes;

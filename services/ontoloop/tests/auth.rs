@@ -1,0 +1,166 @@
+//! Authentication with the real binary: `ontoloop up` refuses a non-loopback address with
+//! `auth.mode = "off"` naming the setting; with `auth.mode = "jwt"` a token from
+//! `ontoloop token issue`, handed to the CLI as `$ONTOLOOP_TOKEN`, opens the services, and the CLI
+//! without it, or acting for another tenant, is refused.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use ontoloop_testkit::process::{Up, ports_env};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ontoloop");
+const SECRET: &str = "cli-auth-test-secret-0123456789abcdef";
+
+fn env_for(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut env = vec![(
+        "ONTOLOOP__STORE__URL".to_owned(),
+        format!("sqlite://{}/data/ontoloop.db?mode=rwc", dir.display()),
+    )];
+    env.extend(ports_env());
+    env
+}
+
+fn jwt_env(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut env = env_for(dir);
+    for (key, value) in [
+        ("ONTOLOOP__AUTH__MODE", "jwt"),
+        ("ONTOLOOP__AUTH__HS256_SECRET", SECRET),
+        ("ONTOLOOP__AUTH__ISSUER", "https://issuer.test"),
+        ("ONTOLOOP__AUTH__AUDIENCE", "ontoloop"),
+    ] {
+        env.push((key.to_owned(), value.to_owned()));
+    }
+    env
+}
+
+/// Runs the binary with `args` and `env`, without any token of the test's own environment.
+fn run(args: &[&str], env: &[(String, String)], token: Option<&str>) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .envs(env.iter().cloned())
+        .env_remove("ONTOLOOP_TOKEN")
+        .env_remove("RUST_LOG");
+    if let Some(token) = token {
+        command.env("ONTOLOOP_TOKEN", token);
+    }
+    command.output().expect("run ontoloop")
+}
+
+#[test]
+fn up_refuses_a_non_loopback_address_without_auth() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(BIN)
+        .arg("up")
+        .envs(env_for(dir.path()))
+        .env("ONTOLOOP__SERVICES__HOST", "0.0.0.0")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ontoloop up");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ontoloop up kept running on 0.0.0.0 with auth off");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!exit.success());
+    let stderr = std::io::read_to_string(child.stderr.take().expect("stderr")).expect("stderr");
+    assert!(stderr.contains("auth.mode"), "{stderr}");
+    assert!(stderr.contains("0.0.0.0"), "{stderr}");
+}
+
+#[test]
+fn an_issued_token_opens_the_services_to_the_cli() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = jwt_env(dir.path());
+
+    let issued = run(
+        &[
+            "token",
+            "issue",
+            "--tenant",
+            "acme",
+            "--principal",
+            "rev",
+            "--role",
+            "reviewer",
+            "--ttl",
+            "10m",
+        ],
+        &env,
+        None,
+    );
+    assert!(
+        issued.status.success(),
+        "{}",
+        String::from_utf8_lossy(&issued.stderr)
+    );
+    let token = String::from_utf8(issued.stdout).expect("utf-8");
+    let token = token.trim();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+    let unknown = run(
+        &[
+            "token",
+            "issue",
+            "--tenant",
+            "acme",
+            "--principal",
+            "x",
+            "--role",
+            "root",
+        ],
+        &env,
+        None,
+    );
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("root"));
+
+    let mut up = Command::new(BIN);
+    up.arg("up")
+        .envs(env.iter().cloned())
+        .env_remove("RUST_LOG");
+    let Up { mut child, .. } = Up::start(up);
+
+    let without = run(&["patterns", "--as", "acme/rev"], &env, None);
+    let with = run(&["patterns", "--as", "acme/rev"], &env, Some(token));
+    let foreign = run(&["patterns", "--as", "globex/rev"], &env, Some(token));
+    let wrong_role = run(
+        &[
+            "signal",
+            "--as",
+            "acme/rev",
+            "--type",
+            "entity_missing",
+            "--query",
+            "q",
+            "--entity",
+            "e",
+        ],
+        &env,
+        Some(token),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert!(!without.status.success());
+    let stderr = String::from_utf8_lossy(&without.stderr);
+    assert!(stderr.contains("bearer"), "{stderr}");
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    assert!(!foreign.status.success());
+    let stderr = String::from_utf8_lossy(&foreign.stderr);
+    assert!(stderr.contains("caller.tenant"), "{stderr}");
+    assert!(!wrong_role.status.success());
+    let stderr = String::from_utf8_lossy(&wrong_role.stderr);
+    assert!(stderr.contains("`agent`"), "{stderr}");
+}
