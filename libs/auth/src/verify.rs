@@ -137,7 +137,8 @@ impl Verifier {
 
     /// Verifies `token` (signature, `exp`, `nbf`, `iss`, `aud`) and reads its identity.
     pub fn verify(&self, token: &str) -> Result<Identity, AuthError> {
-        let header = jsonwebtoken::decode_header(token).map_err(from_jwt)?;
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|err| AuthError::Malformed(err.to_string()))?;
         let key = self.key_for(&header)?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
@@ -146,7 +147,7 @@ impl Verifier {
         validation.leeway = self.leeway;
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation)
-            .map_err(from_jwt)?;
+            .map_err(|err| from_jwt(err, header.alg))?;
         identity_from(&data.claims, &self.claims)
     }
 
@@ -186,7 +187,7 @@ fn public_algorithm(jwk: &jsonwebtoken::jwk::Jwk) -> Option<Algorithm> {
     }
 }
 
-fn from_jwt(err: jsonwebtoken::errors::Error) -> AuthError {
+fn from_jwt(err: jsonwebtoken::errors::Error, alg: Algorithm) -> AuthError {
     match err.kind() {
         ErrorKind::ExpiredSignature => AuthError::Expired,
         ErrorKind::ImmatureSignature => AuthError::NotYetValid,
@@ -195,7 +196,7 @@ fn from_jwt(err: jsonwebtoken::errors::Error) -> AuthError {
         ErrorKind::InvalidAudience => AuthError::WrongAudience,
         ErrorKind::MissingRequiredClaim(claim) => AuthError::MissingClaim(claim.clone()),
         ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-            AuthError::UnsupportedAlgorithm("of the token".to_owned())
+            AuthError::UnsupportedAlgorithm(format!("{alg:?}"))
         }
         // jsonwebtoken's kinds are non-exhaustive; everything else is an unreadable token.
         _ => AuthError::Malformed(err.to_string()),
@@ -465,6 +466,18 @@ mod tests {
         assert_eq!(
             v.verify(&token),
             Err(AuthError::UnsupportedAlgorithm("HS256".to_owned()))
+        );
+        // Only HS256, RS256 and ES256 are accepted, whatever the key.
+        let settings = jwt_settings();
+        let hs512 = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS512),
+            &claims_for(&settings, now() + 600),
+            &EncodingKey::from_secret(settings.hs256_secret.as_bytes()),
+        )
+        .expect("encode");
+        assert_eq!(
+            verifier(&settings).verify(&hs512),
+            Err(AuthError::UnsupportedAlgorithm("HS512".to_owned()))
         );
     }
 
