@@ -9,9 +9,11 @@ BINDIR ?= $(HOME)/.cargo/bin
 
 .PHONY: run build link test services browser model bench fmt lint check clean
 
-## run: build if needed, then start all four services on the embedded default
+## run: build if needed, then start all four services on the embedded default, on loopback, with
+## auth.mode = dev: calls need a token, which the CLI signs from the secret `up` generates
+## (data/dev-auth-secret); other clients get one from `ontoloop token issue`
 run: link
-	$(BIN) up
+	ONTOLOOP__AUTH__MODE=dev $(BIN) up
 
 # The same feature set as `make test` (tokio's test-util is on for every build, see Cargo.toml),
 # so whichever of the two runs first builds the dependencies for both.

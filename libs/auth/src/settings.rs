@@ -13,6 +13,9 @@ pub enum AuthMode {
     /// Every call carries `authorization: Bearer <JWT>`; the token says who calls and in which
     /// roles.
     Jwt,
+    /// Tokens as with `jwt`, signed with a secret `ontoloop up` generates and keeps in
+    /// `dev_secret_file`, from which the CLI signs its own: `make run`. Loopback addresses only.
+    Dev,
 }
 
 /// The `[auth]` section.
@@ -32,6 +35,8 @@ pub struct AuthSettings {
     pub audience: String,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds.
     pub leeway_seconds: u64,
+    /// Where `mode = "dev"` keeps its generated secret (and the CLI finds it).
+    pub dev_secret_file: String,
     /// Which claims carry the tenant, principal, groups and roles.
     pub claims: ClaimNames,
 }
@@ -74,8 +79,16 @@ impl AuthSettings {
                 format!("must be at least {MIN_SECRET_BYTES} bytes"),
             ));
         }
-        if self.mode == AuthMode::Off {
-            return Ok(());
+        match self.mode {
+            AuthMode::Off => return Ok(()),
+            AuthMode::Dev if self.dev_secret_file.trim().is_empty() => {
+                return Err(InvalidSetting::new(
+                    "dev_secret_file",
+                    "required when auth.mode = \"dev\"",
+                ));
+            }
+            AuthMode::Dev => return Ok(()),
+            AuthMode::Jwt => {}
         }
         if self.issuer.trim().is_empty() {
             return Err(InvalidSetting::new(
@@ -99,6 +112,34 @@ impl AuthSettings {
     }
 }
 
+/// Issuer and audience of dev-mode tokens where the settings leave them empty.
+const DEV_NAME: &str = "ontoloop-dev";
+
+impl AuthSettings {
+    /// Whether calls must carry a token (`jwt` or `dev`).
+    pub fn checks_tokens(&self) -> bool {
+        self.mode != AuthMode::Off
+    }
+
+    /// The settings dev-mode tokens are signed and checked with: `secret`, and issuer and
+    /// audience `ontoloop-dev` where unset.
+    pub fn with_dev_secret(&self, secret: &str) -> AuthSettings {
+        let or_dev = |value: &str| {
+            if value.trim().is_empty() {
+                DEV_NAME.to_owned()
+            } else {
+                value.to_owned()
+            }
+        };
+        AuthSettings {
+            hs256_secret: secret.to_owned(),
+            issuer: or_dev(&self.issuer),
+            audience: or_dev(&self.audience),
+            ..self.clone()
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -112,6 +153,7 @@ pub(crate) mod tests {
             issuer: "https://issuer.test".to_owned(),
             audience: "ontoloop".to_owned(),
             leeway_seconds: 0,
+            dev_secret_file: "data/dev-auth-secret".to_owned(),
             claims: ClaimNames {
                 tenant: "tenant".to_owned(),
                 principal: "sub".to_owned(),
@@ -145,5 +187,23 @@ pub(crate) mod tests {
         s.mode = AuthMode::Off;
         s.issuer.clear();
         assert_eq!(s.validate(), Ok(()));
+        s.mode = AuthMode::Dev;
+        s.hs256_secret.clear();
+        assert_eq!(s.validate(), Ok(()));
+        s.dev_secret_file.clear();
+        assert_eq!(s.validate().expect_err("no file").key, "dev_secret_file");
+    }
+
+    #[test]
+    fn dev_settings_fill_issuer_and_audience_only_where_unset() {
+        let mut s = jwt_settings();
+        s.mode = AuthMode::Dev;
+        s.issuer.clear();
+        let dev = s.with_dev_secret("generated-secret-generated-secret");
+        assert_eq!(dev.hs256_secret, "generated-secret-generated-secret");
+        assert_eq!(dev.issuer, "ontoloop-dev");
+        assert_eq!(dev.audience, "ontoloop");
+        assert_eq!(dev.mode, AuthMode::Dev);
+        assert!(dev.checks_tokens());
     }
 }

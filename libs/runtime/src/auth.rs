@@ -15,8 +15,13 @@ use ontoloop_proto::status_from;
 /// The verifier the settings ask for: none with `auth.mode = "off"`. The JWKS file is read here,
 /// once, so a missing or unusable one stops the service at start.
 pub fn verifier(settings: &AuthSettings) -> anyhow::Result<Option<Arc<Verifier>>> {
-    if settings.mode == AuthMode::Off {
-        return Ok(None);
+    match settings.mode {
+        AuthMode::Off => return Ok(None),
+        AuthMode::Dev if settings.hs256_secret.is_empty() => anyhow::bail!(
+            "auth.mode = \"dev\" checks tokens signed with the secret `ontoloop up` generates \
+             (make run); run the services with `ontoloop up`, or use auth.mode = \"jwt\""
+        ),
+        AuthMode::Dev | AuthMode::Jwt => {}
     }
     let jwks = if settings.jwks_file.trim().is_empty() {
         None
@@ -31,16 +36,19 @@ pub fn verifier(settings: &AuthSettings) -> anyhow::Result<Option<Arc<Verifier>>
 }
 
 /// Refuses to serve on a non-loopback address without authentication: with `auth.mode = "off"`
-/// anyone who reaches the port could name any tenant and principal.
+/// anyone who reaches the port could name any tenant and principal, and `dev` is for one machine.
 pub fn ensure_auth_for(addr: SocketAddr, settings: &AuthSettings) -> anyhow::Result<()> {
-    if settings.mode == AuthMode::Off && !addr.ip().is_loopback() {
-        anyhow::bail!(
-            "refusing to serve on {addr} with auth.mode = \"off\": a non-loopback address needs \
-             auth.mode = \"jwt\" (with auth.hs256_secret or auth.jwks_file, auth.issuer and \
-             auth.audience), or bind services.host to 127.0.0.1"
-        );
-    }
-    Ok(())
+    let mode = match settings.mode {
+        AuthMode::Jwt => return Ok(()),
+        _ if addr.ip().is_loopback() => return Ok(()),
+        AuthMode::Off => "off",
+        AuthMode::Dev => "dev",
+    };
+    anyhow::bail!(
+        "refusing to serve on {addr} with auth.mode = \"{mode}\": a non-loopback address needs \
+         auth.mode = \"jwt\" (with auth.hs256_secret or auth.jwks_file, auth.issuer and \
+         auth.audience), or bind services.host to 127.0.0.1"
+    )
 }
 
 /// The layer of [`Authenticated`]; without a verifier it lets every call through.
@@ -228,6 +236,13 @@ mod tests {
         assert!(err.to_string().contains("auth.mode"), "{err}");
         settings.mode = AuthMode::Jwt;
         assert!(ensure_auth_for(any, &settings).is_ok());
+        settings.mode = AuthMode::Dev;
+        assert!(ensure_auth_for(loopback, &settings).is_ok());
+        let err = ensure_auth_for(any, &settings).expect_err("dev is loopback only");
+        assert!(err.to_string().contains("auth.mode = \"dev\""), "{err}");
+        settings.hs256_secret.clear();
+        let err = verifier(&settings).expect_err("dev needs the generated secret");
+        assert!(err.to_string().contains("ontoloop up"), "{err}");
     }
 
     /// Every method of every ontoloop service has its own entry in the role table, so none

@@ -31,6 +31,11 @@ impl Bearer {
         Ok(Self(Some(value)))
     }
 
+    /// Whether calls carry a token.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// The bearer of `$ONTOLOOP_TOKEN`, or none when it is unset or empty.
     pub fn from_env() -> anyhow::Result<Self> {
         match std::env::var(TOKEN_VAR) {
@@ -79,8 +84,13 @@ async fn channel(addr: &str) -> anyhow::Result<Channel> {
 }
 
 impl Clients {
-    /// Dials the addresses the settings give.
+    /// Dials the addresses the settings give, with `$ONTOLOOP_TOKEN` as the bearer.
     pub async fn from_settings(settings: &Settings) -> anyhow::Result<Self> {
+        Self::from_settings_with(settings, Bearer::from_env()?).await
+    }
+
+    /// Dials the addresses the settings give, calls carrying `bearer`.
+    pub async fn from_settings_with(settings: &Settings, bearer: Bearer) -> anyhow::Result<Self> {
         let addr = |kind: ServiceKind| {
             format!(
                 "{}:{}",
@@ -93,11 +103,12 @@ impl Clients {
             &addr(ServiceKind::Telemetry),
             &addr(ServiceKind::Analyst),
             &addr(ServiceKind::Firewall),
+            bearer,
         )
         .await
     }
 
-    /// Dials bound addresses (an embedded system).
+    /// Dials bound addresses (an embedded system), with `$ONTOLOOP_TOKEN` as the bearer.
     pub async fn from_addrs(addrs: &[(ServiceKind, SocketAddr)]) -> anyhow::Result<Self> {
         let addr = |kind: ServiceKind| {
             addrs
@@ -111,6 +122,7 @@ impl Clients {
             &addr(ServiceKind::Telemetry),
             &addr(ServiceKind::Analyst),
             &addr(ServiceKind::Firewall),
+            Bearer::from_env()?,
         )
         .await
     }
@@ -120,8 +132,8 @@ impl Clients {
         telemetry: &str,
         analyst: &str,
         firewall: &str,
+        bearer: Bearer,
     ) -> anyhow::Result<Self> {
-        let bearer = Bearer::from_env()?;
         let with = |channel| InterceptedService::new(channel, bearer.clone());
         Ok(Self {
             retrieval: RetrievalServiceClient::new(with(channel(retrieval).await?)),

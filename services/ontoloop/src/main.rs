@@ -8,6 +8,7 @@
 //! libraries it calls.
 
 mod cmd;
+mod dev_auth;
 mod print;
 mod session;
 

@@ -387,6 +387,14 @@ pub fn up_banner(
     println!("ready: `ontoloop status` from another shell; Ctrl-C stops everything");
 }
 
+/// Prints how calls are authenticated in dev mode.
+pub fn dev_auth(secret_file: &str) {
+    println!(
+        "auth: dev mode (loopback only): tokens are signed with the secret in {secret_file}; the \
+         CLI signs its own from it, other clients get one from `ontoloop token issue`"
+    );
+}
+
 /// Prints that `ontoloop up` has stopped.
 pub fn stopped() {
     println!("ontoloop stopped");

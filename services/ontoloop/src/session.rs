@@ -5,7 +5,8 @@ use std::future::Future;
 use std::path::Path;
 
 use anyhow::Context as _;
-use ontoloop::client::Clients;
+use ontoloop::client::{Bearer, Clients};
+use ontoloop_auth::AuthMode;
 use ontoloop_core::Caller;
 use ontoloop_proto::v1;
 use ontoloop_settings::{Loader, Settings};
@@ -60,9 +61,26 @@ impl Session {
     pub async fn clients(&mut self) -> anyhow::Result<&mut Clients> {
         let clients = match self.clients.take() {
             Some(clients) => clients,
-            None => Clients::from_settings(&self.settings).await?,
+            None => Clients::from_settings_with(&self.settings, self.bearer()?).await?,
         };
         Ok(self.clients.insert(clients))
+    }
+
+    /// What the clients send as their bearer: `$ONTOLOOP_TOKEN` when set; else, unless
+    /// `auth.mode = "jwt"`, a short-lived token for the `--as` caller signed with the secret of
+    /// an `ontoloop up` in dev mode (`auth.dev_secret_file`) when there is one; else nothing.
+    fn bearer(&self) -> anyhow::Result<Bearer> {
+        let from_env = Bearer::from_env()?;
+        if from_env.is_set() || self.settings.auth.mode == AuthMode::Jwt {
+            return Ok(from_env);
+        }
+        let Some(caller) = &self.caller else {
+            return Ok(from_env);
+        };
+        match crate::dev_auth::command_token(&self.settings.auth, caller)? {
+            Some(token) => Bearer::new(&token),
+            None => Ok(from_env),
+        }
     }
 
     /// Calls a service with the clients (dialled on first use): `call` gets its own copy of
@@ -78,7 +96,16 @@ impl Session {
     }
 }
 
-/// Turns a failed call into an error naming what was asked.
+/// Turns a failed call into an error naming what was asked (with where a token comes from,
+/// when the call had none that verified).
 pub fn rpc(what: &str) -> impl FnOnce(tonic::Status) -> anyhow::Error + '_ {
-    move |status| anyhow::anyhow!("{what}: {}: {}", status.code(), status.message())
+    move |status| {
+        let hint = if status.code() == tonic::Code::Unauthenticated {
+            " (set ONTOLOOP_TOKEN, e.g. from `ontoloop token issue`; with `make run`, run the \
+             command where the CLI finds auth.dev_secret_file)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("{what}: {}: {}{hint}", status.code(), status.message())
+    }
 }

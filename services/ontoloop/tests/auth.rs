@@ -1,7 +1,8 @@
 //! Authentication with the real binary: `ontoloop up` refuses a non-loopback address with
 //! `auth.mode = "off"` naming the setting; with `auth.mode = "jwt"` a token from
 //! `ontoloop token issue`, handed to the CLI as `$ONTOLOOP_TOKEN`, opens the services, and the CLI
-//! without it, or acting for another tenant, is refused.
+//! without it, or acting for another tenant, is refused; with `auth.mode = "dev"` (`make run`)
+//! the CLI signs its own tokens from the secret `ontoloop up` generated, and nothing else gets in.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -163,4 +164,88 @@ fn an_issued_token_opens_the_services_to_the_cli() {
     assert!(!wrong_role.status.success());
     let stderr = String::from_utf8_lossy(&wrong_role.stderr);
     assert!(stderr.contains("`agent`"), "{stderr}");
+}
+
+#[test]
+fn dev_mode_checks_tokens_the_cli_signs_from_the_generated_secret() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret_file = dir.path().join("data/dev-auth-secret");
+    let mut env = env_for(dir.path());
+    env.push(("ONTOLOOP__AUTH__MODE".to_owned(), "dev".to_owned()));
+    env.push((
+        "ONTOLOOP__AUTH__DEV_SECRET_FILE".to_owned(),
+        secret_file.display().to_string(),
+    ));
+
+    let mut up = Command::new(BIN);
+    up.arg("up")
+        .envs(env.iter().cloned())
+        .env_remove("RUST_LOG");
+    let Up {
+        mut child, printed, ..
+    } = Up::start(up);
+    let signed = run(&["patterns", "--as", "acme/rev"], &env, None);
+    let issued = run(
+        &[
+            "token",
+            "issue",
+            "--tenant",
+            "acme",
+            "--principal",
+            "bot",
+            "--role",
+            "agent",
+        ],
+        &env,
+        None,
+    );
+    // A CLI that does not find the secret sends no token and is refused.
+    let mut elsewhere = env.clone();
+    elsewhere.push((
+        "ONTOLOOP__AUTH__DEV_SECRET_FILE".to_owned(),
+        dir.path().join("absent").display().to_string(),
+    ));
+    let unsigned = run(&["patterns", "--as", "acme/rev"], &elsewhere, None);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert!(
+        printed.iter().any(|l| l.contains("dev mode")),
+        "{printed:?}"
+    );
+    let secret = std::fs::read_to_string(&secret_file).expect("the generated secret");
+    assert_eq!(secret.trim().len(), 64);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&secret_file)
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "owner-only");
+    }
+    assert!(
+        signed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&signed.stderr)
+    );
+    assert!(issued.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&issued.stdout)
+            .trim()
+            .split('.')
+            .count(),
+        3
+    );
+    assert!(!unsigned.status.success());
+    let stderr = String::from_utf8_lossy(&unsigned.stderr);
+    assert!(stderr.contains("bearer"), "{stderr}");
+
+    // Dev mode is for this machine only.
+    let mut public = env.clone();
+    public.push(("ONTOLOOP__SERVICES__HOST".to_owned(), "0.0.0.0".to_owned()));
+    let refused = run(&["up"], &public, None);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("auth.mode = \"dev\""), "{stderr}");
 }

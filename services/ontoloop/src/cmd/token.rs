@@ -1,12 +1,13 @@
-//! `ontoloop token issue`: an HS256 bearer token signed with `auth.hs256_secret`, for operators
-//! handing a token to an agent, an integration or a reviewer.
+//! `ontoloop token issue`: an HS256 bearer token signed with `auth.hs256_secret` (in dev mode,
+//! with the secret `ontoloop up` generated), for operators handing a token to an agent, an
+//! integration or a reviewer.
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use ontoloop_auth::{Identity, Role};
+use ontoloop_auth::{AuthMode, Identity, Role};
 
 use crate::session::Session;
 
@@ -76,8 +77,19 @@ impl IssueArgs {
             .duration_since(UNIX_EPOCH)
             .context("read the clock")?
             .as_secs();
-        let token = ontoloop_auth::issue(&session.settings.auth, &identity, now, ttl)
-            .context("issue a token")?;
+        let mut auth = session.settings.auth.clone();
+        if auth.mode == AuthMode::Dev && auth.hs256_secret.is_empty() {
+            // Dev mode signs with the secret `ontoloop up` generated.
+            let secret =
+                crate::dev_auth::read(Path::new(&auth.dev_secret_file))?.with_context(|| {
+                    format!(
+                        "no dev secret at {}: start `ontoloop up` with auth.mode = \"dev\" first",
+                        auth.dev_secret_file
+                    )
+                })?;
+            auth = auth.with_dev_secret(&secret);
+        }
+        let token = ontoloop_auth::issue(&auth, &identity, now, ttl).context("issue a token")?;
         println!("{token}");
         Ok(ExitCode::SUCCESS)
     }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use ontoloop_auth::AuthMode;
 use ontoloop_core::ServiceKind;
 use ontoloop_runtime::Context;
 
@@ -33,8 +34,15 @@ impl Args {
                 ("queue.url", self.amqp_url.as_deref()),
             ],
         )?;
-        let settings = session.settings;
+        let mut settings = session.settings;
         ontoloop_observability::init(&settings.log).context("set up logging")?;
+        if settings.auth.mode == AuthMode::Dev {
+            let path = settings.auth.dev_secret_file.clone();
+            let secret = crate::dev_auth::load_or_create(Path::new(&path))
+                .context("set up auth.mode = \"dev\"")?;
+            settings.auth = settings.auth.with_dev_secret(&secret);
+            print::dev_auth(&path);
+        }
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
         for kind in ServiceKind::ALL {
