@@ -164,3 +164,16 @@ async fn a_prose_world_is_read_by_meaning() {
         assert_ontoloop_holds(&report, &world);
     }
 }
+
+/// A world of our own whose questions name a middle relation only by a verb phrase ("the team
+/// that maintains the system Kite depends on"), in prose with traps: every hop is mapped, so the
+/// answers follow the drift of the middle hop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_naming_a_middle_relation_by_a_verb_phrase_map_every_hop() {
+    let world =
+        world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/relay-prose.world.json"));
+    for mode in [Mode::Structured, Mode::Nl] {
+        let report = run(&world, mode).await;
+        assert_ontoloop_holds(&report, &world);
+    }
+}

@@ -1,6 +1,6 @@
 //! The pattern extractor: sentences of a text to claims, with the ontology's patterns.
 
-use super::ontology::{Ontology, PredicateKind};
+use super::ontology::{Ontology, Predicate, PredicateKind};
 
 /// Version of the rule set, recorded on every fact it produces.
 pub const RULE_SET: &str = "patterns/v1";
@@ -100,6 +100,9 @@ pub fn claims_in_sentence(ontology: &Ontology, sentence: &str) -> Vec<Claim> {
             let Some(found) = pattern.matches(sentence) else {
                 continue;
             };
+            if denied_in_slots(predicate, &found) {
+                continue;
+            }
             let subject = match (&found.subject, &predicate.fixed_subject) {
                 (Some(named), _) => ClaimSubject::Named(named.clone()),
                 (None, Some(fixed)) => ClaimSubject::Fixed(fixed.clone()),
@@ -120,6 +123,51 @@ pub fn claims_in_sentence(ontology: &Ontology, sentence: &str) -> Vec<Claim> {
     claims
 }
 
+/// Sentence openers that deny or hedge what follows and are never part of a name.
+const DENYING_OPENERS: &[&str] = &[
+    "if",
+    "maybe",
+    "perhaps",
+    "no",
+    "not",
+    "never",
+    "unless",
+    "suppose",
+    "assuming",
+    "hypothetically",
+];
+
+/// Whether the words a template's slots captured deny or hedge what it states: "Kite no longer
+/// depends on Relay" fits "{s} depends on {o}" with the subject "Kite no longer". Lower-case
+/// words of a subject or of an entity or number object are read (a name such as "Will Price"
+/// stays a name; a description may use any word), and an opener such as "Perhaps"; a rename's
+/// own past tense is allowed.
+fn denied_in_slots(predicate: &Predicate, found: &super::pattern::Match) -> bool {
+    let opener = found
+        .subject
+        .as_deref()
+        .and_then(|s| s.split_whitespace().next())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        });
+    if opener.is_some_and(|w| DENYING_OPENERS.contains(&w.as_str())) {
+        return true;
+    }
+    let mut captured = found.subject.clone().unwrap_or_default();
+    if predicate.object_type != "text" && predicate.object_type != "any" {
+        captured.push(' ');
+        captured.push_str(&found.object);
+    }
+    let lower: Vec<&str> = captured
+        .split_whitespace()
+        .filter(|w| w.chars().next().is_some_and(|c| !c.is_uppercase()))
+        .collect();
+    !lower.is_empty()
+        && super::semantic::refusal(&lower.join(" "), predicate.kind == PredicateKind::Rename)
+            .is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +184,29 @@ mod tests {
                 "Yes!Next"
             ]
         );
+    }
+
+    #[test]
+    fn a_template_whose_slots_capture_a_denial_states_nothing() {
+        let ontology = sample();
+        for denied in [
+            "Perhaps Payments service is owned by the Atlas team.",
+            "Tessaly Dock no longer is included in the Pro plan.",
+            "The Pro plan maybe costs €59 per user per month.",
+        ] {
+            assert!(
+                extract_claims(&ontology, denied).is_empty(),
+                "{denied}: {:?}",
+                extract_claims(&ontology, denied)
+            );
+        }
+        // Names stay names, and a rename's past tense is its own.
+        let kept = extract_claims(
+            &ontology,
+            "Will Ledger is owned by the Atlas team. Tessaly Beacon was formerly called Tessaly Track.",
+        );
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert_eq!(kept[0].subject.name(), "Will Ledger");
     }
 
     #[test]

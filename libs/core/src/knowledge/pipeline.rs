@@ -501,11 +501,21 @@ impl Extraction {
                         if !found.is_empty() {
                             claimed.insert(sentence.to_owned());
                         }
-                        claims.extend(found.into_iter().map(|mut c| {
-                            c.extractor = id.clone();
-                            c.confidence = confidence.semantic;
-                            c
-                        }));
+                        for (mut claim, typed) in found {
+                            // A claim whose every slot was typed in its own sentence types its
+                            // names for the page's later sentences ("the Ledger system" makes a
+                            // later bare "Ledger" a system); a guess from an untyped name does not.
+                            if typed {
+                                self.learn_names(
+                                    ontology,
+                                    std::slice::from_ref(&claim),
+                                    &mut lexicon,
+                                );
+                            }
+                            claim.extractor = id.clone();
+                            claim.confidence = confidence.semantic;
+                            claims.push(claim);
+                        }
                     }
                 }
                 Stage::Model => {

@@ -736,7 +736,9 @@ const MIN_COSINE_UNTYPED: f64 = 0.65;
 /// known type, a number, a description or a fixed subject (2 each).
 const FULL_FIT: f64 = 4.0;
 
-/// Claims one sentence states, read by meaning. `None` when it states nothing or is refused.
+/// Claims one sentence states, read by meaning, each with whether every slot was filled by
+/// something of its type (a name of known type, a number, a description or a fixed subject).
+/// Empty when it states nothing or is refused.
 pub(crate) fn claims_by_meaning(
     ontology: &Ontology,
     profiles: &[Profile],
@@ -744,7 +746,7 @@ pub(crate) fn claims_by_meaning(
     lexicon: &Lexicon,
     normaliser: &NameNormaliser,
     sentence: &str,
-) -> Vec<Claim> {
+) -> Vec<(Claim, bool)> {
     let toks = tokens(sentence);
     let type_nouns = ontology.type_nouns();
     let predicate_words: BTreeSet<String> = profiles
@@ -794,7 +796,7 @@ pub(crate) fn claims_by_meaning(
     let refused_outright = refusal(sentence, false).is_some();
     let refused_allowing_past = refusal(sentence, true).is_some();
     let past_tense = past_tense_after_subject(&toks, &found);
-    let mut best: Option<(f64, Claim)> = None;
+    let mut best: Option<(f64, Claim, bool)> = None;
     for ((predicate, profile), score) in ontology.predicates().iter().zip(profiles).zip(similarity)
     {
         let rename = predicate.kind == PredicateKind::Rename;
@@ -832,11 +834,12 @@ pub(crate) fn claims_by_meaning(
             continue;
         }
         let total = score + 0.05 * fit;
-        if best.as_ref().is_none_or(|(b, _)| total > *b) {
-            best = Some((total, claim));
+        if best.as_ref().is_none_or(|(b, _, _)| total > *b) {
+            best = Some((total, claim, fit >= FULL_FIT));
         }
     }
-    best.map(|(_, claim)| vec![claim]).unwrap_or_default()
+    best.map(|(_, claim, typed)| vec![(claim, typed)])
+        .unwrap_or_default()
 }
 
 pub(crate) fn lexical(profile: &Profile, content: &BTreeSet<String>) -> f64 {
@@ -1026,7 +1029,7 @@ mod tests {
             sentence,
         )
         .into_iter()
-        .map(|c| (c.predicate, c.subject.name().to_owned(), c.object))
+        .map(|(c, _)| (c.predicate, c.subject.name().to_owned(), c.object))
         .collect()
     }
 
