@@ -6,8 +6,8 @@ use crate::error::OrgError;
 /// Who is asking: a principal acting for a tenant. Tenant and principal are required and
 /// non-blank; permission filters are derived from this and nothing else.
 ///
-/// Groups only ever widen access through ACL entries that name them; until the identity carries
-/// groups, callers have none and group entries grant nothing.
+/// Groups only ever widen access through ACL entries that name them; they come from the bearer
+/// token (`caller_from` in `ontoloop-proto`), and a caller without a token has none.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Caller {
     tenant: String,
@@ -66,6 +66,15 @@ impl Caller {
     pub fn groups(&self) -> &[String] {
         &self.groups
     }
+
+    /// The one ACL rule of the workspace (pages, facts, work items): an empty ACL admits the
+    /// whole tenant; otherwise an entry must name the principal or one of the caller's groups.
+    pub fn admitted_by(&self, acl: &[String]) -> bool {
+        acl.is_empty()
+            || acl
+                .iter()
+                .any(|entry| *entry == self.principal || self.groups.contains(entry))
+    }
 }
 
 impl std::fmt::Display for Caller {
@@ -106,5 +115,19 @@ mod tests {
                 .groups(),
             ["oncall".to_owned()]
         );
+    }
+
+    #[test]
+    fn an_acl_admits_its_principals_and_the_members_of_its_groups() {
+        let acl = |entries: &[&str]| entries.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let bob = Caller::new("acme", "bob").expect("valid");
+        let finance = bob.clone().with_groups(["finance".to_owned()]);
+        assert!(bob.admitted_by(&[]));
+        assert!(bob.admitted_by(&acl(&["cfo", "bob"])));
+        assert!(!bob.admitted_by(&acl(&["cfo", "finance"])));
+        assert!(finance.admitted_by(&acl(&["cfo", "finance"])));
+        // A group is not a principal: a caller called `finance` without the group is not in it.
+        let named = Caller::new("acme", "cfo").expect("valid");
+        assert!(!named.admitted_by(&acl(&["finance"])));
     }
 }

@@ -196,12 +196,7 @@ pub struct WorkItem {
 impl WorkItem {
     /// The permission rule of the module docs.
     pub fn readable_by(&self, caller: &Caller) -> bool {
-        self.tenant == caller.tenant()
-            && (self.acl.is_empty()
-                || self
-                    .acl
-                    .iter()
-                    .any(|entry| entry == caller.principal() || caller.groups().contains(entry)))
+        self.tenant == caller.tenant() && caller.admitted_by(&self.acl)
     }
 }
 

@@ -7,6 +7,7 @@ use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
 use tantivy::{Index, IndexReader, TantivyDocument, Term, doc};
 
+use ontoloop_core::Caller;
 use ontoloop_core::knowledge::PageVersion;
 
 /// ACL value of a page the whole tenant may read.
@@ -53,9 +54,10 @@ impl PageIndex {
         })
     }
 
-    /// Page ids best first, at most `limit`, among pages `principal` may read. The permission
-    /// filter is part of the query, so a page the caller may not read is never ranked.
-    pub fn search(&self, query: &str, limit: usize, principal: &str) -> Vec<String> {
+    /// Page ids best first, at most `limit`, among pages `caller` may read (an ACL entry names
+    /// the principal or one of the caller's groups). The permission filter is part of the
+    /// query, so a page the caller may not read is never ranked.
+    pub fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<String> {
         let terms = self.terms(query);
         if terms.is_empty() || limit == 0 {
             return Vec::new();
@@ -72,8 +74,9 @@ impl PageIndex {
                 )
             })
             .collect();
-        let readable: Vec<(Occur, Box<dyn Query>)> = [EVERYONE, principal]
+        let readable: Vec<(Occur, Box<dyn Query>)> = [EVERYONE, caller.principal()]
             .into_iter()
+            .chain(caller.groups().iter().map(String::as_str))
             .map(|p| {
                 (
                     Occur::Should,
@@ -157,12 +160,24 @@ mod tests {
             page("c", "Office guide.", &[]),
         ];
         let index = PageIndex::build(&pages).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        let cfo = Caller::new("t", "cfo").expect("caller");
         assert_eq!(
-            index.search("How much is the Pro plan?", 3, "alice"),
+            index.search("How much is the Pro plan?", 3, &alice),
             vec!["a"]
         );
-        assert_eq!(index.search("How much is the Pro plan?", 3, "cfo")[0], "b");
-        assert!(index.search("", 3, "alice").is_empty());
-        assert!(index.search("zebra", 3, "alice").is_empty());
+        assert_eq!(index.search("How much is the Pro plan?", 3, &cfo)[0], "b");
+        assert!(index.search("", 3, &alice).is_empty());
+        assert!(index.search("zebra", 3, &alice).is_empty());
+    }
+
+    #[test]
+    fn a_group_in_an_acl_admits_the_callers_in_it() {
+        let pages = vec![page("d", "Gold plan budget: 80.", &["finance"])];
+        let index = PageIndex::build(&pages).expect("index");
+        let bob = Caller::new("t", "bob").expect("caller");
+        assert!(index.search("Gold plan budget", 3, &bob).is_empty());
+        let in_finance = bob.with_groups(["finance".to_owned()]);
+        assert_eq!(index.search("Gold plan budget", 3, &in_finance), vec!["d"]);
     }
 }

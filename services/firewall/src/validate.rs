@@ -4,7 +4,7 @@
 use ontoloop_core::knowledge::firewall::{
     ClaimToCheck, FirewallPolicy, FirewallView, Reason, ReasonCode, Risk, Triple, check_answer,
 };
-use ontoloop_core::knowledge::{Claim, Ontology, split_sentences};
+use ontoloop_core::knowledge::{Access, Claim, Ontology, split_sentences};
 use ontoloop_core::{Caller, DomainError, SignalType};
 use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
@@ -159,7 +159,7 @@ impl Validator {
         let view = FirewallView {
             ontology: &snapshot.ontology,
             graph: &snapshot.graph,
-            principal: caller.principal(),
+            access: Access::new(&caller, &snapshot.current),
             as_of,
             policy: &self.policy,
             threshold: self.policy.threshold(risk, &context.domain),

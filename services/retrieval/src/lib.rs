@@ -12,9 +12,9 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ontoloop_core::knowledge::PageVersion;
 use ontoloop_core::knowledge::ask::{self, Asked, Question};
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
+use ontoloop_core::knowledge::{Access, PageVersion};
 use ontoloop_core::{Caller, DomainError, ServiceKind};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
@@ -144,7 +144,7 @@ impl Retrieval {
         } else {
             &snapshot.current
         };
-        let search = |query: &str, k: usize| snapshot.index.search(query, k, caller.principal());
+        let search = |query: &str, k: usize| snapshot.index.search(query, k, caller);
         let settings = &self.ctx.settings.retrieval;
         let view = KnowledgeView {
             ontology: &snapshot.ontology,
@@ -152,7 +152,9 @@ impl Retrieval {
             current,
             log: &snapshot.log,
             search: &search,
-            principal: caller.principal(),
+            // Permission is today's: the newest version of every page decides, even as of an
+            // earlier instant.
+            access: Access::new(caller, &snapshot.current),
             as_of,
             hedge_below_authority: settings.hedge_below_authority,
             top_k: settings.top_k,
@@ -227,11 +229,10 @@ impl RetrievalService for Retrieval {
         let snapshot = self.snapshot(&caller).await?;
         // Names stated in the pages the question finds help link entities the graph lacks; the
         // same search is the first hop's, so it is handed on rather than run twice.
-        let found = snapshot.index.search(
-            &request.text,
-            self.ctx.settings.retrieval.top_k,
-            caller.principal(),
-        );
+        let found =
+            snapshot
+                .index
+                .search(&request.text, self.ctx.settings.retrieval.top_k, &caller);
         let pages: Vec<&PageVersion> = found
             .iter()
             .filter_map(|id| snapshot.current.get(id))

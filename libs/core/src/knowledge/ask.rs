@@ -234,6 +234,8 @@ mod tests {
     use chrono::Utc;
 
     use super::*;
+    use crate::Caller;
+    use crate::knowledge::Access;
     use crate::knowledge::ontology::tests::sample;
 
     fn page(id: &str, body: &str) -> PageVersion {
@@ -291,6 +293,7 @@ mod tests {
         graph.apply_page(&ontology, &stated, Utc::now());
         let current = BTreeMap::from([("p".to_owned(), stated)]);
         let log = BTreeMap::from([("p".to_owned(), 1)]);
+        let agent = Caller::new("t", "agent").expect("caller");
         let queries = RefCell::new(Vec::new());
         let search = |query: &str, _k: usize| {
             queries.borrow_mut().push(query.to_owned());
@@ -302,7 +305,7 @@ mod tests {
             current: &current,
             log: &log,
             search: &search,
-            principal: "agent",
+            access: Access::new(&agent, &current),
             as_of: Utc::now(),
             hedge_below_authority: 0,
             top_k: 5,
@@ -335,6 +338,7 @@ mod tests {
         graph.apply_page(&ontology, &stated, Utc::now());
         let current = BTreeMap::from([("p".to_owned(), stated)]);
         let log = BTreeMap::from([("p".to_owned(), 1)]);
+        let agent = Caller::new("t", "agent").expect("caller");
         let search = |_: &str, _k: usize| vec!["p".to_owned()];
         let view = KnowledgeView {
             ontology: &ontology,
@@ -342,7 +346,7 @@ mod tests {
             current: &current,
             log: &log,
             search: &search,
-            principal: "agent",
+            access: Access::new(&agent, &current),
             as_of: Utc::now(),
             hedge_below_authority: 0,
             top_k: 5,

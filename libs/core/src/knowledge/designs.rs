@@ -12,7 +12,7 @@ use super::answer::{
     Answer, AnswerStatus, Candidate, SlotContext, SlotDecision, decide, same_value,
 };
 use super::extract::{Claim, claims_in_sentence, split_sentences};
-use super::graph::{Graph, PageVersion, SourceRef, readable};
+use super::graph::{Access, Graph, PageVersion, SourceRef};
 use super::ontology::{Ontology, PredicateKind};
 
 /// Which design answers.
@@ -68,14 +68,15 @@ pub struct KnowledgeView<'a> {
     pub ontology: &'a Ontology,
     /// The graph.
     pub graph: &'a Graph,
-    /// The current version of every page (all pages, permission is checked on use).
+    /// The version of every page current at `as_of` (all pages, permission is checked on use).
     pub current: &'a BTreeMap<String, PageVersion>,
     /// Extraction log: page id to the version the graph last read.
     pub log: &'a BTreeMap<String, u64>,
     /// BM25 search over the pages the caller may read: page ids, best first.
     pub search: &'a dyn Fn(&str, usize) -> Vec<String>,
-    /// The caller's principal.
-    pub principal: &'a str,
+    /// What the caller may read, by the newest version of every page; every page, fact and
+    /// version number a design uses passes it first.
+    pub access: Access<'a>,
     /// Facts are taken as of this instant.
     pub as_of: DateTime<Utc>,
     /// ontoloop hedges answers resting only on origins below this authority.
@@ -86,9 +87,7 @@ pub struct KnowledgeView<'a> {
 
 impl KnowledgeView<'_> {
     fn readable_page(&self, id: &str) -> Option<&PageVersion> {
-        self.current
-            .get(id)
-            .filter(|p| p.readable_by(self.principal))
+        self.current.get(id).filter(|p| self.access.page(p))
     }
 
     fn ahead(&self, id: &str) -> bool {
@@ -227,7 +226,7 @@ fn ontoloop_slot(
         entity_ids.contains(&f.entity)
             && f.predicate == predicate
             && f.valid_at(view.as_of)
-            && readable(&f.acl, view.principal)
+            && view.access.fact(f)
     }) {
         if !read.contains_key(&fact.source.source_id)
             && let Some(page) = view.readable_page(&fact.source.source_id)
@@ -276,9 +275,11 @@ fn ontoloop_slot(
     }
     let ctx = SlotContext {
         read_versions: read.iter().map(|(id, p)| (id.clone(), p.version)).collect(),
+        // Only versions of pages the caller may read, so a hedge never names another.
         latest_versions: view
             .current
             .iter()
+            .filter(|(id, _)| view.access.source(id))
             .map(|(id, p)| (id.clone(), p.version))
             .collect(),
         hedge_below_authority: view.hedge_below_authority,
@@ -391,7 +392,7 @@ fn graph_items(
             f.entity == node.id
                 && f.predicate == predicate
                 && f.valid_at(view.as_of)
-                && readable(&f.acl, view.principal)
+                && view.access.fact(f)
         })
         .collect();
     facts.sort_by_key(|f| f.id);
@@ -569,6 +570,94 @@ impl SourceRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Caller;
+    use crate::knowledge::ontology::tests::sample;
+    use chrono::TimeZone;
+
+    fn at(day: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 9, day, 9, 0, 0)
+            .single()
+            .expect("valid date")
+    }
+
+    fn gold(version: u64, price: u32, day: u32, acl: &[&str]) -> PageVersion {
+        PageVersion {
+            source_id: "d09".into(),
+            version,
+            title: "Gold pricing".into(),
+            origin: "pricing-page".into(),
+            body: format!("The Gold plan costs €{price} per user per month."),
+            updated_at: at(day),
+            acl: acl.iter().map(|s| s.to_string()).collect(),
+            confidence: 1.0,
+        }
+    }
+
+    /// Version 1 of a page, readable by everyone, is in the graph; version 2, restricted to
+    /// `acl`, is not read yet. Returns each design's answer for `caller`.
+    fn ask_gold(caller: &Caller, acl: &[&str]) -> Vec<(Design, Answer)> {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        graph.apply_page(&ontology, &gold(1, 80, 1, &[]), at(1));
+        let current = BTreeMap::from([("d09".to_owned(), gold(2, 95, 5, acl))]);
+        let log = BTreeMap::from([("d09".to_owned(), 1)]);
+        // A search that ignores permissions: the view must filter on its own.
+        let search = |_: &str, _: usize| vec!["d09".to_owned()];
+        let view = KnowledgeView {
+            ontology: &ontology,
+            graph: &graph,
+            current: &current,
+            log: &log,
+            search: &search,
+            access: Access::new(caller, &current),
+            as_of: at(10),
+            hedge_below_authority: 0,
+            top_k: 3,
+        };
+        let hops = ["price".to_owned()];
+        Design::ALL
+            .into_iter()
+            .map(|d| {
+                (
+                    d,
+                    answer(&view, d, "Gold", &hops, "How much is the Gold plan?"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_caller_the_newest_version_excludes_learns_nothing_of_any_version() {
+        let bob = Caller::new("t", "bob").expect("caller");
+        for (design, answer) in ask_gold(&bob, &["cfo"]) {
+            assert_eq!(
+                answer.status,
+                AnswerStatus::Abstained,
+                "{design:?}: {answer:?}"
+            );
+            let shown = format!("{answer:?}");
+            for secret in ["80", "95", "d09", "version"] {
+                assert!(
+                    !shown.contains(secret),
+                    "{design:?} shows {secret:?}: {shown}"
+                );
+            }
+        }
+        let cfo = Caller::new("t", "cfo").expect("caller");
+        let ontoloop = &ask_gold(&cfo, &["cfo"])[0].1;
+        assert_eq!(ontoloop.value, "95", "{ontoloop:?}");
+        assert!(
+            ontoloop.hops.iter().all(|(_, _, d)| d.hedges.is_empty()),
+            "{ontoloop:?}"
+        );
+        // A group named in the ACL admits the token's members of it, and no one else.
+        let finance = bob.clone().with_groups(["finance".to_owned()]);
+        assert_eq!(ask_gold(&finance, &["finance"])[0].1.value, "95");
+        assert_eq!(
+            ask_gold(&bob, &["finance"])[0].1.status,
+            AnswerStatus::Abstained
+        );
+    }
 
     #[test]
     fn values_are_cleaned_for_the_next_hop() {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::answer::{Candidate, SlotContext, decide, same_value};
-use super::graph::{Fact, Graph, readable};
+use super::graph::{Access, Fact, Graph};
 use super::ontology::Ontology;
 use crate::settings::{InvalidSetting, share};
 
@@ -211,8 +211,8 @@ pub struct FirewallView<'a> {
     pub ontology: &'a Ontology,
     /// The graph.
     pub graph: &'a Graph,
-    /// Who will read the answer.
-    pub principal: &'a str,
+    /// What the reader of the answer may read (by the newest version of every page).
+    pub access: Access<'a>,
     /// The request time.
     pub as_of: DateTime<Utc>,
     /// Thresholds.
@@ -247,7 +247,7 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
     }) {
         let agrees = same_value(&fact.object, &triple.object);
         let current = fact.valid_at(view.as_of);
-        if !readable(&fact.acl, view.principal) {
+        if !view.access.fact(fact) {
             s.hidden_any = true;
             s.hidden_support |= agrees;
             continue;
@@ -555,7 +555,10 @@ pub fn check_answer(view: &FirewallView<'_>, claims: &[ClaimToCheck]) -> Vec<Vec
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::Caller;
     use crate::knowledge::graph::PageVersion;
     use crate::knowledge::ontology::tests::sample;
     use chrono::TimeZone;
@@ -587,6 +590,9 @@ mod tests {
             },
         }
     }
+
+    /// No page's newest version: facts are read under their own ACL.
+    static NO_PAGES: BTreeMap<String, PageVersion> = BTreeMap::new();
 
     fn page(id: &str, version: u64, origin: &str, body: &str, d: u32, acl: &[&str]) -> PageVersion {
         PageVersion {
@@ -672,10 +678,11 @@ mod tests {
         threshold: f64,
     ) -> Vec<Vec<ReasonCode>> {
         let policy = policy();
+        let caller = Caller::new("t", principal).expect("caller");
         let view = FirewallView {
             ontology,
             graph,
-            principal,
+            access: Access::new(&caller, &NO_PAGES),
             as_of: day(25),
             policy: &policy,
             threshold,
@@ -787,10 +794,11 @@ mod tests {
     fn unreadable_support_is_denied_without_revealing_it() {
         let (o, g) = world();
         let policy = policy();
+        let alice = Caller::new("t", "alice").expect("caller");
         let view = FirewallView {
             ontology: &o,
             graph: &g,
-            principal: "alice",
+            access: Access::new(&alice, &NO_PAGES),
             as_of: day(25),
             policy: &policy,
             threshold: 0.7,
@@ -807,6 +815,69 @@ mod tests {
         assert_eq!(reasons[0].code, ReasonCode::ScopeDenied);
         assert!(!reasons[0].message.contains("999") && !reasons[0].message.contains("board"));
         assert!(check(&g, &o, "cfo", &[("Secret", "price", "999")], 0.7)[0].is_empty());
+    }
+
+    #[test]
+    fn a_claim_resting_on_a_page_narrowed_since_is_not_passed() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let v1 = page(
+            "gold",
+            1,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            1,
+            &[],
+        );
+        graph.apply_page(&ontology, &v1, v1.updated_at);
+        // Version 2 narrows the page to a group; the graph has not read it yet.
+        let v2 = page(
+            "gold",
+            2,
+            "pricing-page",
+            "Gold: see the board.",
+            3,
+            &["finance"],
+        );
+        let latest = BTreeMap::from([("gold".to_owned(), v2)]);
+        let policy = policy();
+        let verdict = |caller: &Caller| {
+            let view = FirewallView {
+                ontology: &ontology,
+                graph: &graph,
+                access: Access::new(caller, &latest),
+                as_of: day(25),
+                policy: &policy,
+                threshold: 0.0,
+            };
+            check_triple(
+                &view,
+                &Triple {
+                    subject: "Gold".into(),
+                    predicate: "price".into(),
+                    object: "80".into(),
+                },
+            )
+        };
+        let bob = Caller::new("t", "bob").expect("caller");
+        let reasons = verdict(&bob);
+        assert_eq!(
+            reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
+            vec![ReasonCode::ScopeDenied]
+        );
+        assert!(
+            reasons
+                .iter()
+                .all(|r| !r.message.contains("gold") && !r.message.contains("version")),
+            "{reasons:?}"
+        );
+        let member = bob.with_groups(["finance".to_owned()]);
+        assert!(
+            !verdict(&member)
+                .iter()
+                .any(|r| r.code == ReasonCode::ScopeDenied),
+            "a member of the group reads the page"
+        );
     }
 
     #[test]
@@ -827,10 +898,11 @@ mod tests {
     fn chains_must_connect_and_hold_step_by_step() {
         let (o, g) = world();
         let policy = policy();
+        let alice = Caller::new("t", "alice").expect("caller");
         let view = FirewallView {
             ontology: &o,
             graph: &g,
-            principal: "alice",
+            access: Access::new(&alice, &NO_PAGES),
             as_of: day(25),
             policy: &policy,
             threshold: 0.7,

@@ -10,6 +10,7 @@ use super::extract::RULE_SET;
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
 use super::semantic::Lexicon;
+use crate::Caller;
 
 /// Origin of system-of-record facts whose source names no system (`record:billing` names
 /// `record`, `registry:missions` names `registry`); its authority comes from the ontology like
@@ -50,17 +51,11 @@ pub struct PageVersion {
     pub body: String,
     /// When this version appeared.
     pub updated_at: DateTime<Utc>,
-    /// Principals who may read it; empty means the whole tenant.
+    /// Principals or groups who may read it; empty means the whole tenant. Only the newest
+    /// version's ACL decides who may read the page (see [`Access`]).
     pub acl: Vec<String>,
     /// Confidence in the text in (0, 1]; facts extracted from it inherit it.
     pub confidence: f64,
-}
-
-impl PageVersion {
-    /// Whether `principal` may read this page.
-    pub fn readable_by(&self, principal: &str) -> bool {
-        readable(&self.acl, principal)
-    }
 }
 
 /// The newest version of every page among `pages`, ordered by page id.
@@ -75,9 +70,54 @@ pub fn current_versions<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) ->
     latest.into_values().cloned().collect()
 }
 
-/// Whether an ACL admits `principal` (an empty ACL admits the whole tenant).
-pub fn readable(acl: &[String], principal: &str) -> bool {
-    acl.is_empty() || acl.iter().any(|p| p == principal)
+/// Whether an ACL admits `caller`: an empty ACL admits the whole tenant, an entry admits the
+/// principal it names and every member of the group it names (groups come from the token).
+pub fn readable(acl: &[String], caller: &Caller) -> bool {
+    caller.admitted_by(acl)
+}
+
+/// What one caller may read of a tenant's knowledge. A page is read under the ACL of its newest
+/// version, whatever version is at hand: narrowing a page's ACL narrows every older version and
+/// every fact read from any of them, and a caller the newest version does not admit cannot read
+/// the page at all, so nothing it is shown (value, hedge, version number) can tell that a
+/// restricted version exists. A fact needs its own ACL too (the one of the version it was read
+/// from), so widening a page never opens what an older, narrower version said. Record sources
+/// are not pages and are decided by the fact's ACL alone.
+#[derive(Debug, Clone, Copy)]
+pub struct Access<'a> {
+    caller: &'a Caller,
+    latest: &'a BTreeMap<String, PageVersion>,
+}
+
+impl<'a> Access<'a> {
+    /// `caller`'s access, with `latest` the newest version of every page of the tenant (not the
+    /// versions current at an earlier instant: permission is always today's).
+    pub fn new(caller: &'a Caller, latest: &'a BTreeMap<String, PageVersion>) -> Self {
+        Self { caller, latest }
+    }
+
+    /// The caller.
+    pub fn caller(&self) -> &'a Caller {
+        self.caller
+    }
+
+    /// Whether the caller may read source `source_id` at all: its newest version admits them,
+    /// or it is not a page.
+    pub fn source(&self, source_id: &str) -> bool {
+        self.latest
+            .get(source_id)
+            .is_none_or(|page| readable(&page.acl, self.caller))
+    }
+
+    /// Whether the caller may read this version of a page.
+    pub fn page(&self, page: &PageVersion) -> bool {
+        readable(&page.acl, self.caller) && self.source(&page.source_id)
+    }
+
+    /// Whether the caller may read a fact: its own ACL and its source's newest ACL admit them.
+    pub fn fact(&self, fact: &Fact) -> bool {
+        readable(&fact.acl, self.caller) && self.source(&fact.source.source_id)
+    }
 }
 
 /// An entity: canonical id, display name, type, every name it has been called.
@@ -120,7 +160,8 @@ pub struct Fact {
     pub extractor: String,
     /// Extraction confidence.
     pub confidence: f64,
-    /// Who may read the source it came from.
+    /// Who may read the version it was read from; the ACL of the source's newest version must
+    /// admit a reader too ([`Access::fact`]).
     pub acl: Vec<String>,
 }
 
@@ -575,6 +616,65 @@ mod tests {
             .collect();
         values.sort();
         values
+    }
+
+    #[test]
+    fn a_page_is_read_under_its_newest_acl_in_every_version_and_fact() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let v1 = page(
+            "d09",
+            1,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            1,
+        );
+        graph.apply_page(&ontology, &v1, at(1));
+        let fact = graph.facts()[0].clone();
+        assert!(fact.acl.is_empty(), "read from a page the tenant may read");
+        let mut v2 = page(
+            "d09",
+            2,
+            "pricing-page",
+            "The Gold plan costs €95 per user per month.",
+            5,
+        );
+        v2.acl = vec!["cfo".to_owned()];
+        let latest = BTreeMap::from([("d09".to_owned(), v2.clone())]);
+        let bob = Caller::new("t", "bob").expect("caller");
+        let cfo = Caller::new("t", "cfo").expect("caller");
+        let narrowed = Access::new(&bob, &latest);
+        assert!(
+            !narrowed.fact(&fact),
+            "a narrowed page narrows its old facts"
+        );
+        assert!(!narrowed.page(&v1) && !narrowed.page(&v2));
+        assert!(!narrowed.source("d09"));
+        let cfo_access = Access::new(&cfo, &latest);
+        assert!(cfo_access.fact(&fact) && cfo_access.page(&v1) && cfo_access.page(&v2));
+        // A group of the token admits its members, and only them.
+        let mut v3 = v2.clone();
+        v3.version = 3;
+        v3.acl = vec!["finance".to_owned()];
+        let latest = BTreeMap::from([("d09".to_owned(), v3.clone())]);
+        assert!(!Access::new(&bob, &latest).fact(&fact));
+        let in_finance = bob.clone().with_groups(["finance".to_owned()]);
+        let finance = Access::new(&in_finance, &latest);
+        assert!(finance.fact(&fact) && finance.page(&v3));
+        assert!(!finance.page(&v2), "v2's own ACL names cfo only");
+        // Widening the page does not open what a narrower version said.
+        let mut secret = fact.clone();
+        secret.acl = vec!["cfo".to_owned()];
+        let mut v4 = v3.clone();
+        v4.version = 4;
+        v4.acl = Vec::new();
+        let latest = BTreeMap::from([("d09".to_owned(), v4.clone())]);
+        assert!(!Access::new(&bob, &latest).fact(&secret));
+        assert!(Access::new(&bob, &latest).page(&v4));
+        // A record source is no page: the fact's own ACL decides.
+        let mut record = fact;
+        record.source.source_id = "record:billing".to_owned();
+        assert!(Access::new(&bob, &latest).fact(&record));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub use answer::{
 };
 pub use extract::{Claim, ClaimSubject, extract_claims, pattern_claims, split_sentences};
 pub use graph::{
-    Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, current_versions,
+    Access, Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, current_versions,
     readable, record_origin,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};

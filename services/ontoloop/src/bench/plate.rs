@@ -335,7 +335,7 @@ fn baseline(
         );
         let k = want.items.len();
         let expected: HashSet<&str> = want.items.iter().map(|i| i.id.as_str()).collect();
-        let found = index.search(&query, k, caller.principal());
+        let found = index.search(&query, k, caller);
         let hits = found
             .iter()
             .filter(|id| expected.contains(id.as_str()))
