@@ -21,5 +21,5 @@ pub use denied::Denied;
 /// A JSON Web Key Set (RFC 7517), as the JWKS file holds it.
 pub use jsonwebtoken::jwk::JwkSet;
 pub use roles::{Access, Identity, Role, access, rpc_role};
-pub use settings::{AuthMode, AuthSettings, ClaimNames};
+pub use settings::{AuthMode, AuthSettings, ClaimNames, origin_host};
 pub use verify::{AuthError, Verifier, issue, load_jwks};

@@ -37,6 +37,10 @@ pub struct AuthSettings {
     pub leeway_seconds: u64,
     /// Where `mode = "dev"` keeps its generated secret (and the CLI finds it).
     pub dev_secret_file: String,
+    /// Origins (`scheme://host[:port]`) the dashboard is reached at besides its own bound
+    /// address (a public name, a TLS proxy in front); a browser request from any other origin,
+    /// or for any other Host, is refused.
+    pub dashboard_origins: Vec<String>,
     /// Which claims carry the tenant, principal, groups and roles.
     pub claims: ClaimNames,
 }
@@ -71,6 +75,14 @@ impl AuthSettings {
         ] {
             if name.trim().is_empty() {
                 return Err(InvalidSetting::new(key, "must name a claim"));
+            }
+        }
+        for origin in &self.dashboard_origins {
+            if origin_host(origin).is_none() {
+                return Err(InvalidSetting::new(
+                    "dashboard_origins",
+                    format!("{origin:?} is not scheme://host[:port] (http or https, no path)"),
+                ));
             }
         }
         if !self.hs256_secret.is_empty() && self.hs256_secret.len() < MIN_SECRET_BYTES {
@@ -110,6 +122,19 @@ impl AuthSettings {
         }
         Ok(())
     }
+}
+
+/// The `host[:port]` of an origin `http://host[:port]` or `https://host[:port]` (what a browser
+/// sends as `Host` for it); `None` for anything else, a path or a trailing slash included.
+pub fn origin_host(origin: &str) -> Option<&str> {
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))?;
+    let valid = !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    valid.then_some(rest)
 }
 
 /// Issuer and audience of dev-mode tokens where the settings leave them empty.
@@ -154,6 +179,7 @@ pub(crate) mod tests {
             audience: "ontoloop".to_owned(),
             leeway_seconds: 0,
             dev_secret_file: "data/dev-auth-secret".to_owned(),
+            dashboard_origins: Vec::new(),
             claims: ClaimNames {
                 tenant: "tenant".to_owned(),
                 principal: "sub".to_owned(),
@@ -192,6 +218,23 @@ pub(crate) mod tests {
         assert_eq!(s.validate(), Ok(()));
         s.dev_secret_file.clear();
         assert_eq!(s.validate().expect_err("no file").key, "dev_secret_file");
+    }
+
+    #[test]
+    fn dashboard_origins_are_scheme_host_and_port() {
+        assert_eq!(
+            origin_host("https://review.example.com"),
+            Some("review.example.com")
+        );
+        assert_eq!(origin_host("http://10.0.0.5:8081"), Some("10.0.0.5:8081"));
+        assert_eq!(origin_host("http://[::1]:8081"), Some("[::1]:8081"));
+        assert_eq!(origin_host("review.example.com"), None);
+        assert_eq!(origin_host("https://review.example.com/"), None);
+        assert_eq!(origin_host("ftp://review.example.com"), None);
+        assert_eq!(origin_host("https://"), None);
+        let mut s = jwt_settings();
+        s.dashboard_origins = vec!["https://review.example.com/app".to_owned()];
+        assert_eq!(s.validate().expect_err("a path").key, "dashboard_origins");
     }
 
     #[test]

@@ -137,6 +137,12 @@ impl Verifier {
 
     /// Verifies `token` (signature, `exp`, `nbf`, `iss`, `aud`) and reads its identity.
     pub fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        self.verify_until(token).map(|(identity, _)| identity)
+    }
+
+    /// As [`Verifier::verify`], with the token's `exp` (seconds since the epoch), so what the
+    /// token opens (a dashboard session) can end no later than the token does.
+    pub fn verify_until(&self, token: &str) -> Result<(Identity, u64), AuthError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|err| AuthError::Malformed(err.to_string()))?;
         let key = self.key_for(&header)?;
@@ -148,7 +154,16 @@ impl Verifier {
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation)
             .map_err(|err| from_jwt(err, header.alg))?;
-        identity_from(&data.claims, &self.claims)
+        // `exp` is required and was validated as a number of seconds.
+        let exp = data
+            .claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| AuthError::BadClaim {
+                claim: "exp".to_owned(),
+                reason: "expected whole seconds since the epoch".to_owned(),
+            })?;
+        Ok((identity_from(&data.claims, &self.claims)?, exp))
     }
 
     fn key_for(&self, header: &Header) -> Result<&DecodingKey, AuthError> {
@@ -317,8 +332,13 @@ mod tests {
     #[test]
     fn an_issued_token_verifies_into_its_identity() {
         let settings = jwt_settings();
-        let token = issue(&settings, &agent(), now(), 3600).expect("issue");
+        let issued_at = now();
+        let token = issue(&settings, &agent(), issued_at, 3600).expect("issue");
         assert_eq!(verifier(&settings).verify(&token), Ok(agent()));
+        assert_eq!(
+            verifier(&settings).verify_until(&token),
+            Ok((agent(), issued_at + 3600))
+        );
     }
 
     #[test]

@@ -113,8 +113,9 @@ pub async fn run<S: Service>(
 
 /// Serves with an existing context (shared with other services by `ontoloop up`) until
 /// `shutdown` resolves: refuses a non-loopback address with `auth.mode = "off"`, builds the
-/// parts, then runs the gRPC server, the HTTP server (a service's own routes, the dashboard, on
-/// loopback only: it has no sign-in yet) and every task as one [`TaskGroup`]. On shutdown the servers stop taking calls and every task finishes
+/// parts, then runs the gRPC server, the HTTP server (a service's own routes, the dashboard,
+/// behind a Host/Origin check) and every task as one [`TaskGroup`]. On shutdown the servers stop
+/// taking calls and every task finishes
 /// what it holds within `services.drain_timeout_ms`; consumers leave the messages they had not
 /// started to the queue.
 pub async fn serve<S: Service>(
@@ -131,11 +132,11 @@ pub async fn serve<S: Service>(
     }
     let verifier = crate::auth::verifier(&ctx.settings.auth)
         .with_context(|| format!("start {}", kind.name()))?;
-    // The dashboard has no sign-in yet: it is served on loopback addresses only.
     let http_addr = listeners
         .http
         .local_addr()
         .context("read a bound address")?;
+    let dashboard_origins = ctx.settings.auth.dashboard_origins.clone();
     let parts = S::build(ctx)
         .await
         .with_context(|| format!("start {}", kind.name()))?;
@@ -148,16 +149,13 @@ pub async fn serve<S: Service>(
     );
     let mut http = crate::http::metrics_router(format!("ontoloop_{}_", kind.name()), parts.scrape);
     if let Some(routes) = parts.http {
-        if http_addr.ip().is_loopback() {
-            http = http.merge(routes);
-        } else {
-            tracing::warn!(
-                service = kind.name(),
-                addr = %http_addr,
-                "the dashboard has no sign-in yet, so it is not served on a non-loopback address; \
-                 /metrics is"
-            );
-        }
+        // A non-loopback address got here only with auth.mode = "jwt", where the dashboard
+        // signs reviewers in with their tokens.
+        http = http.merge(crate::http::same_origin_only(
+            routes,
+            http_addr,
+            &dashboard_origins,
+        ));
     }
     let mut group = TaskGroup::new(crate::cancel_on(shutdown));
     let routes = parts.routes;

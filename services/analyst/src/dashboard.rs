@@ -1,52 +1,80 @@
 //! The reviewers' dashboard, served by the analyst over HTTP: one static page (no build step)
-//! and the JSON API it calls. Every API call names its tenant and reviewer, as every gRPC call
-//! carries its caller; decisions go through the same [`Reviews`] as the gRPC `Decide`.
+//! and the JSON API it calls; decisions go through the same [`Reviews`] as the gRPC `Decide`.
+//!
+//! With `auth.mode = "off"` (loopback only) every API call names its tenant and reviewer, as
+//! every gRPC call carries its caller. With `jwt` or `dev` a reviewer signs in with a bearer
+//! token holding the `reviewer` or `admin` role (`POST /api/session`), which opens a session
+//! ([`crate::session`]) held in an HttpOnly, SameSite=Strict cookie; the tenant and reviewer of
+//! every call are the session's (a request naming others is refused with 403), and every POST
+//! but the sign-in itself must carry the session's CSRF token in `x-csrf-token`. The runtime
+//! refuses a foreign Host or Origin before any route here runs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
+use ontoloop_auth::{Denied, Role, Verifier};
 use ontoloop_core::{Caller, ErrorCode, ServiceError};
 use ontoloop_runtime::Context;
 use ontoloop_store::UpdateRecord;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::knowledge::KnowledgeWriter;
 use crate::refusal::Refusal;
 use crate::review::{Decision, Reviews};
+use crate::session::{Session, Sessions, same_secret};
 
 const PAGE: &str = include_str!("../assets/dashboard.html");
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "ontoloop_session";
+
+/// The header state-changing requests carry the session's CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
 
 #[derive(Clone)]
 struct Dashboard {
     ctx: Context,
     reviews: Reviews,
     writer: KnowledgeWriter,
+    /// Checks sign-in tokens; `None` with `auth.mode = "off"`.
+    verifier: Option<Arc<Verifier>>,
+    sessions: Sessions,
 }
 
-/// The dashboard's routes: `/` (the page), `/api/queue`, `/api/decide`, `/api/patterns`,
-/// `/api/freshness` and `/api/decisions` (the runtime serves `/metrics` beside them).
-pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> Router {
+/// The dashboard's routes: `/` (the page), `/api/session` (`GET`: who is signed in; `POST`:
+/// sign in), `/api/signout`, `/api/queue`, `/api/decide`, `/api/patterns`, `/api/freshness` and
+/// `/api/decisions` (the runtime serves `/metrics` beside them). Fails when the auth settings
+/// cannot make a verifier (an unreadable JWKS file).
+pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow::Result<Router> {
+    let verifier = ontoloop_runtime::auth::verifier(&ctx.settings.auth)?;
     let state = Arc::new(Dashboard {
         ctx,
         reviews,
         writer,
+        verifier,
+        sessions: Sessions::default(),
     });
-    Router::new()
+    Ok(Router::new()
         .route("/", get(|| async { Html(PAGE) }))
+        .route("/api/session", get(session_info).post(sign_in))
+        .route("/api/signout", post(sign_out))
         .route("/api/queue", get(queue))
         .route("/api/decide", post(decide))
         .route("/api/patterns", get(patterns))
         .route("/api/freshness", get(freshness))
         .route("/api/decisions", get(decisions))
-        .with_state(state)
+        .with_state(state))
 }
 
 #[derive(Deserialize)]
@@ -63,6 +91,20 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 
 /// A failed API call: the error's message, with the HTTP status of its code.
 fn failure(err: impl ServiceError) -> Response {
+    refused(err).into_response()
+}
+
+/// A refused API call: the HTTP status and the reason.
+struct Refused(StatusCode, String);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        error(self.0, self.1)
+    }
+}
+
+/// The refusal of a service error, with the HTTP status of its code.
+fn refused(err: impl ServiceError) -> Refused {
     let status = match err.error_code() {
         ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
@@ -73,11 +115,200 @@ fn failure(err: impl ServiceError) -> Response {
         ErrorCode::Unimplemented => StatusCode::NOT_IMPLEMENTED,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    error(status, err.to_string())
+    Refused(status, err.to_string())
 }
 
 fn unavailable(err: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The session id in the request's cookie, if any.
+fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim())
+        .filter(|value| !value.is_empty())
+}
+
+impl Dashboard {
+    /// The session the request's cookie names; 401 without a live one.
+    fn session(&self, headers: &HeaderMap) -> Result<Session, Refused> {
+        session_id(headers)
+            .and_then(|id| self.sessions.get(id, now_secs()))
+            .ok_or_else(|| {
+                Refused(
+                    StatusCode::UNAUTHORIZED,
+                    "sign in first: POST /api/session with a reviewer's bearer token".to_owned(),
+                )
+            })
+    }
+
+    /// The caller of an API call. With auth off, the tenant and reviewer it names. With auth
+    /// on, the signed-in session's (401 without one); naming another tenant or reviewer is 403,
+    /// and so is a state change (`write`) without the session's CSRF token.
+    fn caller(
+        &self,
+        headers: &HeaderMap,
+        tenant: &str,
+        reviewer: &str,
+        write: bool,
+    ) -> Result<Caller, Refused> {
+        if self.verifier.is_none() {
+            return Caller::new(tenant, reviewer).map_err(refused);
+        }
+        let session = self.session(headers)?;
+        if write {
+            check_csrf(headers, &session)?;
+        }
+        let identity = &session.identity;
+        for (field, given, own) in [
+            ("tenant", tenant, &identity.tenant),
+            ("reviewer", reviewer, &identity.principal),
+        ] {
+            let given = given.trim();
+            if !given.is_empty() && given != own {
+                return Err(Refused(
+                    StatusCode::FORBIDDEN,
+                    format!("{field} {given:?} is not the signed-in reviewer's"),
+                ));
+            }
+        }
+        Caller::new(&identity.tenant, &identity.principal).map_err(refused)
+    }
+}
+
+/// 403 unless the request's `x-csrf-token` is the session's.
+fn check_csrf(headers: &HeaderMap, session: &Session) -> Result<(), Refused> {
+    let given = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if same_secret(given.trim(), &session.csrf) {
+        Ok(())
+    } else {
+        Err(Refused(
+            StatusCode::FORBIDDEN,
+            format!("missing or wrong {CSRF_HEADER}: send the csrf_token GET /api/session returns"),
+        ))
+    }
+}
+
+/// A JSON body, read after the caller was checked (so a refused call learns nothing of it).
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refused> {
+    serde_json::from_slice(body)
+        .map_err(|err| Refused(StatusCode::BAD_REQUEST, format!("body: {err}")))
+}
+
+fn session_json(session: &Session) -> Value {
+    json!({
+        "auth": true,
+        "tenant": session.identity.tenant,
+        "reviewer": session.identity.principal,
+        "csrf_token": session.csrf,
+        "expires_at": session.expires_at,
+    })
+}
+
+/// `GET /api/session`: `{"auth": false}` with auth off; the signed-in session (tenant, reviewer,
+/// CSRF token, expiry) otherwise, or 401.
+async fn session_info(State(state): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
+    if state.verifier.is_none() {
+        return Json(json!({ "auth": false })).into_response();
+    }
+    match state.session(&headers) {
+        Ok(session) => Json(session_json(&session)).into_response(),
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    #[serde(default)]
+    token: String,
+}
+
+/// `POST /api/session {"token": "<JWT>"}`: opens a session for a token with the `reviewer` (or
+/// `admin`) role, ending no later than the token; sets the session cookie.
+async fn sign_in(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(verifier) = &state.verifier else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "auth.mode = \"off\": the dashboard has no sign-in; name the tenant and reviewer",
+        );
+    };
+    let SignIn { token } = match parse(&body) {
+        Ok(body) => body,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let (identity, exp) = match verifier.verify_until(token.trim()) {
+        Ok(verified) => verified,
+        Err(err) => return failure(Denied::Token(err)),
+    };
+    if let Err(denied) = Denied::unless_may(&identity, Role::Reviewer, "the dashboard") {
+        return failure(denied);
+    }
+    let now = now_secs();
+    let Some((id, session)) = state.sessions.open(identity, exp, now) else {
+        return failure(Denied::Token(ontoloop_auth::AuthError::Expired));
+    };
+    // Secure when the page was reached over TLS (a proxy in front), so the cookie never travels
+    // in clear text then; a plain-HTTP dashboard on loopback could not sign in with it.
+    let secure = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|origin| origin.starts_with("https://"));
+    let cookie = format!(
+        "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        session.expires_at - now,
+        if secure { "; Secure" } else { "" }
+    );
+    tracing::info!(
+        tenant = %session.identity.tenant,
+        reviewer = %session.identity.principal,
+        "dashboard sign-in"
+    );
+    with_cookie(Json(session_json(&session)).into_response(), &cookie)
+}
+
+/// `POST /api/signout` (with the CSRF token): ends the session and clears the cookie.
+async fn sign_out(State(state): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
+    if state.verifier.is_none() {
+        return Json(json!({ "signed_out": false })).into_response();
+    }
+    let session = match state.session(&headers) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if let Err(refusal) = check_csrf(&headers, &session) {
+        return refusal.into_response();
+    }
+    if let Some(id) = session_id(&headers) {
+        state.sessions.close(id);
+    }
+    let cookie = format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    with_cookie(Json(json!({ "signed_out": true })).into_response(), &cookie)
+}
+
+fn with_cookie(mut response: Response, cookie: &str) -> Response {
+    match HeaderValue::from_str(cookie) {
+        Ok(value) => {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+            response
+        }
+        Err(err) => error(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()),
+    }
 }
 
 /// The JSON form of an update on the dashboard's API.
@@ -102,10 +333,14 @@ fn update_json(update: &UpdateRecord) -> Value {
     })
 }
 
-async fn queue(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match Caller::new(&who.tenant, &who.reviewer) {
+async fn queue(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Query(who): Query<Who>,
+) -> Response {
+    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
         Ok(caller) => caller,
-        Err(err) => return failure(err),
+        Err(refusal) => return refusal.into_response(),
     };
     match state.ctx.store.review_queue(caller.tenant(), 200).await {
         Ok(updates) => Json(json!({
@@ -132,10 +367,21 @@ struct DecideBody {
     note: String,
 }
 
-async fn decide(State(state): State<Arc<Dashboard>>, Json(body): Json<DecideBody>) -> Response {
-    let caller = match Caller::new(&body.tenant, &body.reviewer) {
+async fn decide(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: Bytes) -> Response {
+    // With auth on, the session and CSRF token are checked before the body is read; the tenant
+    // and reviewer it names, if any, are then checked against the session's.
+    if state.verifier.is_some()
+        && let Err(refusal) = state.caller(&headers, "", "", true)
+    {
+        return refusal.into_response();
+    }
+    let body: DecideBody = match parse(&body) {
+        Ok(body) => body,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let caller = match state.caller(&headers, &body.tenant, &body.reviewer, true) {
         Ok(caller) => caller,
-        Err(err) => return failure(err),
+        Err(refusal) => return refusal.into_response(),
     };
     let Some(decision) = Decision::from_name(&body.decision) else {
         return error(
@@ -167,10 +413,14 @@ async fn decide(State(state): State<Arc<Dashboard>>, Json(body): Json<DecideBody
     }
 }
 
-async fn patterns(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match Caller::new(&who.tenant, &who.reviewer) {
+async fn patterns(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Query(who): Query<Who>,
+) -> Response {
+    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
         Ok(caller) => caller,
-        Err(err) => return failure(err),
+        Err(refusal) => return refusal.into_response(),
     };
     match crate::patterns::with_status(&state.ctx, caller.tenant(), Utc::now()).await {
         Ok(found) => Json(json!({
@@ -246,10 +496,14 @@ pub async fn regions(writer: &KnowledgeWriter, tenant: &str) -> Result<Vec<Regio
         .unwrap_or_default())
 }
 
-async fn freshness(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match Caller::new(&who.tenant, &who.reviewer) {
+async fn freshness(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Query(who): Query<Who>,
+) -> Response {
+    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
         Ok(caller) => caller,
-        Err(err) => return failure(err),
+        Err(refusal) => return refusal.into_response(),
     };
     match regions(&state.writer, caller.tenant()).await {
         Ok(regions) => Json(json!({
@@ -266,10 +520,14 @@ async fn freshness(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) 
     }
 }
 
-async fn decisions(State(state): State<Arc<Dashboard>>, Query(who): Query<Who>) -> Response {
-    let caller = match Caller::new(&who.tenant, &who.reviewer) {
+async fn decisions(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Query(who): Query<Who>,
+) -> Response {
+    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
         Ok(caller) => caller,
-        Err(err) => return failure(err),
+        Err(refusal) => return refusal.into_response(),
     };
     match state.ctx.store.decisions(caller.tenant(), 50).await {
         Ok(found) => Json(json!({

@@ -16,6 +16,7 @@ mod org;
 mod patterns;
 mod refusal;
 pub mod review;
+pub mod session;
 pub mod supervise;
 mod wire;
 
@@ -117,7 +118,7 @@ impl ontoloop_runtime::Service for Service {
         });
         Ok(Parts::new(service)
             .scrape(metrics::scrape(ctx.clone(), writer.clone()))
-            .http(dashboard::router(ctx, reviews, writer))
+            .http(dashboard::router(ctx, reviews, writer).context("set up the dashboard")?)
             .task(format!("{} consumer", topics::EVENTS), events)
             .task(format!("{} consumer", topics::SIGNALS), signals)
             .task("hr records warmer", warm))

@@ -1,0 +1,466 @@
+//! The dashboard's sign-in, over plain HTTP against the system served as `ontoloop up` serves it,
+//! with `auth.mode = "jwt"`: without a session every API call is 401; a token without the
+//! reviewer role cannot sign in; a signed-in reviewer's state changes need the session's CSRF
+//! token (missing or forged: 403); a foreign Origin or Host is 403; a body or query naming
+//! another tenant or reviewer is 403; none of those refusals leaves a decision. Then the session
+//! approves one update and the store holds exactly that decision, by the token's reviewer; after
+//! sign-out the cookie opens nothing. (The browser test, `dashboard.rs`, runs with auth off.)
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ontoloop_auth::{AuthSettings, Identity, Role};
+use ontoloop_core::ServiceKind;
+use ontoloop_proto::v1;
+use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(15);
+const TENANT: &str = "acme";
+const SECRET: &str = "dashboard-suite-secret-0123456789abcdef";
+const ONTOLOGY: &str = r#"{"predicates":[
+  {"name":"budget","subject_type":"project","object_type":"number","patterns":["{s} has a budget of {o}."]}],
+  "authority":{"project-record":4,"default":2}}"#;
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+fn token(auth: &AuthSettings, tenant: &str, principal: &str, roles: &[Role], ttl: u64) -> String {
+    let identity = Identity {
+        tenant: tenant.to_owned(),
+        principal: principal.to_owned(),
+        groups: Vec::new(),
+        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+    };
+    ontoloop_auth::issue(auth, &identity, now(), ttl).expect("issue a token")
+}
+
+fn bearer<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header value"),
+    );
+    request
+}
+
+/// A request the dashboard must refuse: what it tries, its headers, its body.
+type Refused<'a> = (&'a str, Vec<(&'a str, &'a str)>, String);
+
+/// An HTTP answer: status, headers (names in lowercase) and the body as JSON (null if not).
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    json: Value,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request to the dashboard: `Host` is its address unless `headers` names one.
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Answer {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connect to the dashboard");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    if method == "POST" {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("send the request");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .await
+        .expect("read the answer");
+    let (head, body) = response.split_once("\r\n\r\n").expect("headers and body");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .expect("a status line");
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        json: serde_json::from_str(body).unwrap_or(Value::Null),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
+    let records = Records::new(
+        TENANT,
+        &[
+            (
+                "kite.md",
+                "# Project Kite\nProject Kite has a budget of 40000.\n",
+            ),
+            (
+                "lark.md",
+                "# Project Lark\nProject Lark has a budget of 900.\n",
+            ),
+        ],
+    );
+    let sandbox = Sandbox::embedded(&records.and(&[
+        ("supervisor.seed", "11"),
+        ("auth.mode", "jwt"),
+        ("auth.hs256_secret", SECRET),
+        ("auth.issuer", "https://issuer.test"),
+        ("auth.audience", "ontoloop"),
+        ("auth.leeway_seconds", "0"),
+    ]))
+    .await;
+    let auth = sandbox.ctx.settings.auth.clone();
+    let c = sandbox.clients();
+    let (mut telemetry, mut retrieval) = (c.telemetry.clone(), c.retrieval.clone());
+
+    // Two financial updates wait for review (as in the browser test), reached with tokens.
+    let admin = token(&auth, TENANT, "ops", &[Role::Admin], 600);
+    let pushed = telemetry
+        .push_event(bearer(
+            v1::Event {
+                kind: Some(ontology(ONTOLOGY)),
+                ..Default::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("push the ontology")
+        .into_inner()
+        .sequence;
+    retrieval
+        .lookup(bearer(
+            v1::LookupRequest {
+                entity: "Project Kite".into(),
+                predicate_path: vec!["budget".into()],
+                min_sequence: pushed,
+                ..Default::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("the ontology is applied");
+    for project in ["Project Kite", "Project Lark"] {
+        for n in 0..3 {
+            let agent = format!("agent-{n}");
+            telemetry
+                .report_signal(bearer(
+                    v1::Signal {
+                        r#type: v1::SignalType::EntityMissing as i32,
+                        query: format!("what is the budget of {project}?"),
+                        entity: project.into(),
+                        agent_id: agent.clone(),
+                        idempotency_key: format!("{project}-{n}"),
+                        ..Default::default()
+                    },
+                    &token(&auth, TENANT, &agent, &[Role::Agent], 600),
+                ))
+                .await
+                .expect("signal");
+        }
+    }
+    let queued = wait_until(WAIT, || {
+        let store = sandbox.ctx.store.clone();
+        async move {
+            store
+                .review_queue(TENANT, 10)
+                .await
+                .is_ok_and(|q| q.len() == 2)
+        }
+    })
+    .await;
+    assert!(queued, "both financial updates wait for review");
+    let queue = sandbox
+        .ctx
+        .store
+        .review_queue(TENANT, 10)
+        .await
+        .expect("queue");
+    let kite = queue
+        .iter()
+        .find(|u| u.entity == "Project Kite")
+        .map(|u| u.id.clone())
+        .expect("Kite's update");
+
+    let addr = sandbox.http_addr(ServiceKind::Analyst);
+    let own_origin = format!("http://{addr}");
+    let approve = format!(r#"{{"update_id":"{kite}","decision":"approve"}}"#);
+
+    // The page itself is public; the API is not without a session.
+    let page = http(addr, "GET", "/", &[], None).await;
+    assert_eq!(page.status, 200);
+    for path in [
+        "/api/session",
+        "/api/queue",
+        "/api/patterns",
+        "/api/freshness",
+        "/api/decisions",
+    ] {
+        let answer = http(addr, "GET", path, &[], None).await;
+        assert_eq!(answer.status, 401, "GET {path}: {answer:?}");
+    }
+    let answer = http(addr, "POST", "/api/decide", &[], Some(&approve)).await;
+    assert_eq!(answer.status, 401, "decide without a session: {answer:?}");
+    let answer = http(
+        addr,
+        "GET",
+        "/api/queue",
+        &[("Cookie", "ontoloop_session=forged")],
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 401, "a forged session id: {answer:?}");
+
+    // Sign-in: a bad token is 401, a token without the reviewer role 403.
+    let sign_in = |token: String| format!(r#"{{"token":"{token}"}}"#);
+    let answer = http(
+        addr,
+        "POST",
+        "/api/session",
+        &[],
+        Some(&sign_in("garbage".into())),
+    )
+    .await;
+    assert_eq!(answer.status, 401, "{answer:?}");
+    let wrong_secret = AuthSettings {
+        hs256_secret: "another-secret-0123456789abcdef-0123".to_owned(),
+        ..auth.clone()
+    };
+    let forged = token(&wrong_secret, TENANT, "alice", &[Role::Reviewer], 600);
+    let answer = http(addr, "POST", "/api/session", &[], Some(&sign_in(forged))).await;
+    assert_eq!(answer.status, 401, "a wrongly signed token: {answer:?}");
+    let agent = token(&auth, TENANT, "bot", &[Role::Agent], 600);
+    let answer = http(addr, "POST", "/api/session", &[], Some(&sign_in(agent))).await;
+    assert_eq!(answer.status, 403, "an agent is no reviewer: {answer:?}");
+    assert!(
+        answer.json["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("reviewer")),
+        "{answer:?}"
+    );
+    let alice = token(&auth, TENANT, "alice", &[Role::Reviewer], 600);
+    let answer = http(
+        addr,
+        "POST",
+        "/api/session",
+        &[("Origin", "http://evil.example")],
+        Some(&sign_in(alice.clone())),
+    )
+    .await;
+    assert_eq!(
+        answer.status, 403,
+        "sign-in from a foreign origin: {answer:?}"
+    );
+    assert!(answer.header("set-cookie").is_none());
+
+    let signed_in = http(
+        addr,
+        "POST",
+        "/api/session",
+        &[("Origin", &own_origin)],
+        Some(&sign_in(alice)),
+    )
+    .await;
+    assert_eq!(signed_in.status, 200, "{signed_in:?}");
+    let cookie_header = signed_in.header("set-cookie").expect("a session cookie");
+    assert!(cookie_header.contains("HttpOnly"), "{cookie_header}");
+    assert!(cookie_header.contains("SameSite=Strict"), "{cookie_header}");
+    let cookie = cookie_header
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    assert!(cookie.starts_with("ontoloop_session=") && cookie.len() > 40);
+    assert_eq!(signed_in.json["tenant"], TENANT);
+    assert_eq!(signed_in.json["reviewer"], "alice");
+    let expires_at = signed_in.json["expires_at"].as_u64().expect("expiry");
+    assert!(
+        expires_at <= now() + 600,
+        "the session ends no later than the token"
+    );
+    let csrf = signed_in.json["csrf_token"]
+        .as_str()
+        .expect("a CSRF token")
+        .to_owned();
+    assert_ne!(csrf, cookie, "the CSRF token is not the session id");
+
+    // Reads take the tenant from the session; naming another is refused.
+    let with_cookie = [("Cookie", cookie.as_str())];
+    let answer = http(addr, "GET", "/api/queue", &with_cookie, None).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(
+        answer.json["updates"].as_array().map(Vec::len),
+        Some(2),
+        "{answer:?}"
+    );
+    let answer = http(addr, "GET", "/api/session", &with_cookie, None).await;
+    assert_eq!(
+        (answer.status, &answer.json["csrf_token"]),
+        (200, &Value::from(csrf.clone()))
+    );
+    for path in [
+        "/api/queue?tenant=globex",
+        "/api/decisions?tenant=globex&reviewer=alice",
+        "/api/patterns?reviewer=mallory",
+    ] {
+        let answer = http(addr, "GET", path, &with_cookie, None).await;
+        assert_eq!(answer.status, 403, "GET {path}: {answer:?}");
+    }
+    let answer = http(
+        addr,
+        "GET",
+        "/api/queue",
+        &[("Cookie", &cookie), ("Host", "evil.example")],
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 403, "DNS rebinding: {answer:?}");
+
+    // State changes: CSRF missing or forged, a foreign origin, another tenant or reviewer.
+    let refused: Vec<Refused> = vec![
+        (
+            "no CSRF token",
+            vec![("Cookie", &cookie), ("Origin", &own_origin)],
+            approve.clone(),
+        ),
+        (
+            "a forged CSRF token",
+            vec![
+                ("Cookie", &cookie),
+                ("Origin", &own_origin),
+                (
+                    "X-CSRF-Token",
+                    "0000000000000000000000000000000000000000000000000000000000000000",
+                ),
+            ],
+            approve.clone(),
+        ),
+        (
+            "a foreign origin",
+            vec![
+                ("Cookie", &cookie),
+                ("Origin", "http://evil.example"),
+                ("X-CSRF-Token", &csrf),
+            ],
+            approve.clone(),
+        ),
+        (
+            "another tenant in the body",
+            vec![("Cookie", &cookie), ("X-CSRF-Token", &csrf)],
+            format!(r#"{{"tenant":"globex","update_id":"{kite}","decision":"approve"}}"#),
+        ),
+        (
+            "another reviewer in the body",
+            vec![("Cookie", &cookie), ("X-CSRF-Token", &csrf)],
+            format!(r#"{{"reviewer":"mallory","update_id":"{kite}","decision":"approve"}}"#),
+        ),
+    ];
+    for (case, headers, body) in &refused {
+        let answer = http(addr, "POST", "/api/decide", headers, Some(body)).await;
+        assert_eq!(answer.status, 403, "{case}: {answer:?}");
+    }
+    assert!(
+        sandbox
+            .ctx
+            .store
+            .decisions(TENANT, 10)
+            .await
+            .expect("decisions")
+            .is_empty(),
+        "no refused request decided anything"
+    );
+
+    // The session approves Kite's update; the decision is the token's reviewer's.
+    let answer = http(
+        addr,
+        "POST",
+        "/api/decide",
+        &[
+            ("Cookie", &cookie),
+            ("Origin", &own_origin),
+            ("X-CSRF-Token", &csrf),
+        ],
+        Some(&format!(
+            r#"{{"tenant":"{TENANT}","reviewer":"alice","update_id":"{kite}","decision":"approve"}}"#
+        )),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.json["applied"], true, "{answer:?}");
+    let decisions: Vec<(String, String, String)> = sandbox
+        .ctx
+        .store
+        .decisions(TENANT, 10)
+        .await
+        .expect("decisions")
+        .into_iter()
+        .map(|d| (d.update_id, d.decision, d.reviewer))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![(kite.clone(), "approve".to_owned(), "alice".to_owned())]
+    );
+
+    // Sign-out needs the CSRF token too, and ends the session.
+    let answer = http(addr, "POST", "/api/signout", &with_cookie, Some("")).await;
+    assert_eq!(answer.status, 403, "sign-out without CSRF: {answer:?}");
+    let answer = http(
+        addr,
+        "POST",
+        "/api/signout",
+        &[("Cookie", &cookie), ("X-CSRF-Token", &csrf)],
+        Some(""),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(
+        answer
+            .header("set-cookie")
+            .is_some_and(|c| c.contains("Max-Age=0")),
+        "{answer:?}"
+    );
+    let answer = http(addr, "GET", "/api/queue", &with_cookie, None).await;
+    assert_eq!(
+        answer.status, 401,
+        "the old cookie opens nothing: {answer:?}"
+    );
+    sandbox.shutdown().await.expect("clean shutdown");
+}
