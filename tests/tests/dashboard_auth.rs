@@ -4,7 +4,9 @@
 //! token (missing or forged: 403); a foreign Origin or Host is 403; a body or query naming
 //! another tenant or reviewer is 403; none of those refusals leaves a decision. Then the session
 //! approves one update and the store holds exactly that decision, by the token's reviewer; after
-//! sign-out the cookie opens nothing. (The browser test, `dashboard.rs`, runs with auth off.)
+//! sign-out the cookie opens nothing. In headless Chromium, the page refuses an agent's token,
+//! signs a reviewer in, approves one update as that reviewer and signs out. (`dashboard.rs`, the
+//! full browser test, runs with auth off.)
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use ontoloop_auth::{AuthSettings, Identity, Role};
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
+use ontoloop_tests::browser::{Browser, artifact_path};
 use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 use serde_json::Value;
 
@@ -124,8 +127,9 @@ async fn http(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
+/// The system with `auth.mode = "jwt"` and two financial updates waiting for review (as in the
+/// browser test), reached with tokens; its auth settings and the ids of Kite's and Lark's updates.
+async fn two_updates_waiting() -> (Sandbox, AuthSettings, String, String) {
     let records = Records::new(
         TENANT,
         &[
@@ -214,11 +218,20 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
         .review_queue(TENANT, 10)
         .await
         .expect("queue");
-    let kite = queue
-        .iter()
-        .find(|u| u.entity == "Project Kite")
-        .map(|u| u.id.clone())
-        .expect("Kite's update");
+    let id_of = |entity: &str| {
+        queue
+            .iter()
+            .find(|u| u.entity == entity)
+            .map(|u| u.id.clone())
+            .expect("an update for the project")
+    };
+    let (kite, lark) = (id_of("Project Kite"), id_of("Project Lark"));
+    (sandbox, auth, kite, lark)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
+    let (sandbox, auth, kite, _) = two_updates_waiting().await;
 
     let addr = sandbox.http_addr(ServiceKind::Analyst);
     let own_origin = format!("http://{addr}");
@@ -461,6 +474,100 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
     assert_eq!(
         answer.status, 401,
         "the old cookie opens nothing: {answer:?}"
+    );
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_signs_in_with_a_token_in_the_browser() {
+    let (sandbox, auth, kite, lark) = two_updates_waiting().await;
+    let addr = sandbox.http_addr(ServiceKind::Analyst);
+    let browser = Browser::launch()
+        .await
+        .expect("headless Chromium (run scripts/install-browser.sh)");
+    browser
+        .goto(&format!("http://{addr}/?tenant=globex&reviewer=mallory"))
+        .await
+        .expect("the dashboard loads");
+    let sign_in_shown = wait_until(WAIT, || async {
+        browser
+            .execute("return !document.getElementById('signin').hidden", vec![])
+            .await
+            .is_ok_and(|shown| shown == Value::Bool(true))
+    })
+    .await;
+    assert!(sign_in_shown, "without a session the page asks for a token");
+
+    let agent = token(&auth, TENANT, "bot", &[Role::Agent], 600);
+    browser.type_text("#token", &agent).await.expect("type");
+    browser.click("#signin-button").await.expect("sign in");
+    browser
+        .wait_for_text("#status", "could not sign in", WAIT)
+        .await
+        .expect("an agent's token is refused");
+
+    let alice = token(&auth, TENANT, "alice", &[Role::Reviewer], 600);
+    browser.type_text("#token", &alice).await.expect("type");
+    browser.click("#signin-button").await.expect("sign in");
+    browser
+        .wait_for_text("#status", "signed in as alice of acme", WAIT)
+        .await
+        .expect("signed in");
+    let row = |id: &str| format!(r#"#queue [data-update-id="{id}"]"#);
+    browser
+        .wait_for(&row(&kite), WAIT)
+        .await
+        .expect("Kite's row");
+    browser
+        .wait_for(&row(&lark), WAIT)
+        .await
+        .expect("Lark's row");
+    let cookie = browser
+        .execute("return document.cookie", vec![])
+        .await
+        .expect("script");
+    assert_eq!(
+        cookie,
+        Value::from(""),
+        "the session cookie is HttpOnly, out of scripts' reach"
+    );
+    browser
+        .click(&format!(r#"{} button[data-action="approve"]"#, row(&kite)))
+        .await
+        .expect("approve");
+    browser
+        .wait_for_text("#status", &format!("approved {kite}"), WAIT)
+        .await
+        .expect("approved");
+    browser
+        .screenshot(artifact_path("dashboard-signed-in.png").expect("artifact dir"))
+        .await
+        .expect("screenshot");
+    browser.click("#signout").await.expect("sign out");
+    browser
+        .wait_for_text("#status", "signed out", WAIT)
+        .await
+        .expect("signed out");
+    let queue = browser
+        .execute("return fetch('api/queue').then((r) => r.status)", vec![])
+        .await
+        .expect("script");
+    assert_eq!(queue, Value::from(401), "signed out, the API is closed");
+    browser.close().await.expect("close the browser");
+
+    let decisions: Vec<(String, String, String)> = sandbox
+        .ctx
+        .store
+        .decisions(TENANT, 10)
+        .await
+        .expect("decisions")
+        .into_iter()
+        .map(|d| (d.update_id, d.decision, d.reviewer))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![(kite, "approve".to_owned(), "alice".to_owned())],
+        "one decision, by the token's reviewer, whatever the URL named"
     );
     sandbox.shutdown().await.expect("clean shutdown");
 }
