@@ -298,7 +298,8 @@ impl Loader {
             .with_list_parse_key("plate.default_scopes")
             .with_list_parse_key("plate.report_severities")
             .with_list_parse_key("plate.dependency_severities")
-            .with_list_parse_key("extract.stages");
+            .with_list_parse_key("extract.stages")
+            .with_list_parse_key("auth.dashboard_origins");
         if let Some(vars) = self.env {
             env = env.source(Some(vars.into_iter().collect()));
         }
@@ -642,6 +643,27 @@ mod tests {
         let err =
             load_with(&[("ONTOLOOP__EXTRACT__STAGES", "patterns,patterns")]).expect_err("twice");
         assert!(err.to_string().contains("extract.stages"), "{err}");
+    }
+
+    #[test]
+    fn dashboard_origins_come_from_the_environment_and_a_path_names_the_key() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert!(settings.auth.dashboard_origins.is_empty());
+        let settings = load_with(&[(
+            "ONTOLOOP__AUTH__DASHBOARD_ORIGINS",
+            "https://review.example.com,http://10.0.0.5:8484",
+        )])
+        .expect("valid");
+        assert_eq!(
+            settings.auth.dashboard_origins,
+            vec!["https://review.example.com", "http://10.0.0.5:8484"]
+        );
+        let err = load_with(&[(
+            "ONTOLOOP__AUTH__DASHBOARD_ORIGINS",
+            "https://review.example.com/queue",
+        )])
+        .expect_err("a path");
+        assert!(err.to_string().contains("auth.dashboard_origins"), "{err}");
     }
 
     #[test]

@@ -391,7 +391,8 @@ pub fn up_banner(
 pub fn dev_auth(secret_file: &str) {
     println!(
         "auth: dev mode (loopback only): tokens are signed with the secret in {secret_file}; the \
-         CLI signs its own from it, other clients get one from `ontoloop token issue`"
+         CLI signs its own from it, other clients get one from `ontoloop token issue`; sign in \
+         to the dashboard with `ontoloop token issue --tenant T --principal YOU --role reviewer`"
     );
 }
 

@@ -2,7 +2,8 @@
 //! `auth.mode = "off"` naming the setting; with `auth.mode = "jwt"` a token from
 //! `ontoloop token issue`, handed to the CLI as `$ONTOLOOP_TOKEN`, opens the services, and the CLI
 //! without it, or acting for another tenant, is refused; with `auth.mode = "dev"` (`make run`)
-//! the CLI signs its own tokens from the secret `ontoloop up` generated, and nothing else gets in.
+//! the CLI signs its own tokens from the secret `ontoloop up` generated, nothing else gets in, and
+//! the dashboard signs in a reviewer's token from `ontoloop token issue` (not an agent's).
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -32,6 +33,22 @@ fn jwt_env(dir: &std::path::Path) -> Vec<(String, String)> {
         env.push((key.to_owned(), value.to_owned()));
     }
     env
+}
+
+/// `POST path` with a JSON body to `addr` (`host:port`); the whole answer, headers included.
+fn post_json(addr: &str, path: &str, body: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the dashboard");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    answer
 }
 
 /// Runs the binary with `args` and `env`, without any token of the test's own environment.
@@ -206,6 +223,35 @@ fn dev_mode_checks_tokens_the_cli_signs_from_the_generated_secret() {
         dir.path().join("absent").display().to_string(),
     ));
     let unsigned = run(&["patterns", "--as", "acme/rev"], &elsewhere, None);
+    // The dashboard signs in with a reviewer's token issued from the same secret.
+    let reviewer = run(
+        &[
+            "token",
+            "issue",
+            "--tenant",
+            "acme",
+            "--principal",
+            "rev",
+            "--role",
+            "reviewer",
+        ],
+        &env,
+        None,
+    );
+    let dashboard = printed
+        .iter()
+        .find_map(|l| l.split("dashboard http://").nth(1))
+        .map(|rest| rest.trim_end_matches('/').to_owned())
+        .expect("the dashboard's address is printed");
+    let sign_in = |token: &[u8]| {
+        post_json(
+            &dashboard,
+            "/api/session",
+            &format!(r#"{{"token":"{}"}}"#, String::from_utf8_lossy(token).trim()),
+        )
+    };
+    let as_reviewer = sign_in(&reviewer.stdout);
+    let as_agent = sign_in(&issued.stdout);
     let _ = child.kill();
     let _ = child.wait();
 
@@ -240,6 +286,13 @@ fn dev_mode_checks_tokens_the_cli_signs_from_the_generated_secret() {
     assert!(!unsigned.status.success());
     let stderr = String::from_utf8_lossy(&unsigned.stderr);
     assert!(stderr.contains("bearer"), "{stderr}");
+    assert!(
+        as_reviewer.starts_with("HTTP/1.1 200")
+            && as_reviewer.contains("HttpOnly")
+            && as_reviewer.contains(r#""reviewer":"rev""#),
+        "{as_reviewer}"
+    );
+    assert!(as_agent.starts_with("HTTP/1.1 403"), "{as_agent}");
 
     // Dev mode is for this machine only.
     let mut public = env.clone();
