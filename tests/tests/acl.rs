@@ -220,6 +220,8 @@ async fn facts_follow_their_pages_newest_acl_and_groups_admit_their_members() {
     // say where it came from; a member of the group has it checked as usual.
     for (claim, page) in [
         ("The Gold plan costs €80 per month.", "gold-page"),
+        // A wrong value is refused alike, so the verdict is no oracle for the hidden one.
+        ("The Gold plan costs €81 per month.", "gold-page"),
         ("The Silver plan costs €35 per month.", "silver-page"),
     ] {
         let verdict = validate(&c, &bob, claim).await;

@@ -29,7 +29,7 @@ pub enum ReasonCode {
     BrokenChain,
     /// Claims of one answer that cannot hold at the same time.
     TemporalInconsistency,
-    /// The claim rests on facts the caller may not read.
+    /// Only facts the caller may not read state the slot (whatever value they state).
     ScopeDenied,
     /// The graph could not be read: the firewall fails closed.
     FirewallUnavailable,
@@ -227,7 +227,6 @@ struct Slot<'a> {
     readable_current: Vec<&'a Fact>,
     supporting: Vec<&'a Fact>,
     expired: Vec<&'a Fact>,
-    hidden_support: bool,
     hidden_any: bool,
 }
 
@@ -238,7 +237,6 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
         readable_current: Vec::new(),
         supporting: Vec::new(),
         expired: Vec::new(),
-        hidden_support: false,
         hidden_any: false,
     };
     let Some(entity) = entity else { return s };
@@ -249,7 +247,6 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
         let current = fact.valid_at(view.as_of);
         if !view.access.fact(fact) {
             s.hidden_any = true;
-            s.hidden_support |= agrees;
             continue;
         }
         if current {
@@ -285,15 +282,16 @@ pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason
     None
 }
 
-/// Rule `scope_denied`: the only support is in facts the caller may not read. The message says
-/// no more than that.
+/// Rule `scope_denied`: nothing the caller may read states the slot, but facts they may not read
+/// do. It fires whether or not those facts agree with the claim, so it is no oracle for a hidden
+/// value (a wrong value used to pass, a right one to be denied), and the message says no more.
+/// Facts the caller may read decide alone when there are any.
 fn scope_denied(s: &Slot<'_>) -> Option<Reason> {
-    (s.supporting.is_empty() && s.expired.is_empty() && s.hidden_support).then(|| {
-        Reason::new(
-            ReasonCode::ScopeDenied,
-            "the claim rests on facts you may not read",
-        )
-    })
+    (s.hidden_any
+        && s.supporting.is_empty()
+        && s.expired.is_empty()
+        && s.readable_current.is_empty())
+    .then(|| Reason::new(ReasonCode::ScopeDenied, "nothing you may read states this"))
 }
 
 /// Rule `expired_relationship`: the claimed value held once, not at the request time.
@@ -841,7 +839,7 @@ mod tests {
         );
         let latest = BTreeMap::from([("gold".to_owned(), v2)]);
         let policy = policy();
-        let verdict = |caller: &Caller| {
+        let verdict = |caller: &Caller, price: &str| {
             let view = FirewallView {
                 ontology: &ontology,
                 graph: &graph,
@@ -855,16 +853,18 @@ mod tests {
                 &Triple {
                     subject: "Gold".into(),
                     predicate: "price".into(),
-                    object: "80".into(),
+                    object: price.into(),
                 },
             )
         };
         let bob = Caller::new("t", "bob").expect("caller");
-        let reasons = verdict(&bob);
+        let reasons = verdict(&bob, "80");
         assert_eq!(
             reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
             vec![ReasonCode::ScopeDenied]
         );
+        // A wrong value is refused alike: the verdict is no oracle for the hidden one.
+        assert_eq!(verdict(&bob, "81"), reasons);
         assert!(
             reasons
                 .iter()
@@ -873,7 +873,7 @@ mod tests {
         );
         let member = bob.with_groups(["finance".to_owned()]);
         assert!(
-            !verdict(&member)
+            !verdict(&member, "80")
                 .iter()
                 .any(|r| r.code == ReasonCode::ScopeDenied),
             "a member of the group reads the page"
