@@ -240,6 +240,11 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
     // The page itself is public; the API is not without a session.
     let page = http(addr, "GET", "/", &[], None).await;
     assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("x-frame-options"),
+        Some("DENY"),
+        "no other site frames the page"
+    );
     for path in [
         "/api/session",
         "/api/queue",
@@ -322,6 +327,7 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
         .expect("name=value")
         .to_owned();
     assert!(cookie.starts_with("ontoloop_session=") && cookie.len() > 40);
+    assert_eq!(signed_in.header("cache-control"), Some("no-store"));
     assert_eq!(signed_in.json["tenant"], TENANT);
     assert_eq!(signed_in.json["reviewer"], "alice");
     let expires_at = signed_in.json["expires_at"].as_u64().expect("expiry");

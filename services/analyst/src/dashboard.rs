@@ -66,7 +66,7 @@ pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow
         sessions: Sessions::default(),
     });
     Ok(Router::new()
-        .route("/", get(|| async { Html(PAGE) }))
+        .route("/", get(page))
         .route("/api/session", get(session_info).post(sign_in))
         .route("/api/signout", post(sign_out))
         .route("/api/queue", get(queue))
@@ -120,6 +120,19 @@ fn refused(err: impl ServiceError) -> Refused {
 
 fn unavailable(err: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
+}
+
+/// The page, which no other site may frame: its buttons decide updates, so a foreign page must
+/// not overlay them (clickjacking).
+async fn page() -> Response {
+    (
+        [
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::CONTENT_SECURITY_POLICY, "frame-ancestors 'none'"),
+        ],
+        Html(PAGE),
+    )
+        .into_response()
 }
 
 fn now_secs() -> u64 {
@@ -211,6 +224,14 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refused> {
         .map_err(|err| Refused(StatusCode::BAD_REQUEST, format!("body: {err}")))
 }
 
+/// An answer carrying a session's CSRF token, which no cache may keep.
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 fn session_json(session: &Session) -> Value {
     json!({
         "auth": true,
@@ -228,7 +249,7 @@ async fn session_info(State(state): State<Arc<Dashboard>>, headers: HeaderMap) -
         return Json(json!({ "auth": false })).into_response();
     }
     match state.session(&headers) {
-        Ok(session) => Json(session_json(&session)).into_response(),
+        Ok(session) => no_store(Json(session_json(&session)).into_response()),
         Err(refusal) => refusal.into_response(),
     }
 }
@@ -279,7 +300,10 @@ async fn sign_in(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: 
         reviewer = %session.identity.principal,
         "dashboard sign-in"
     );
-    with_cookie(Json(session_json(&session)).into_response(), &cookie)
+    with_cookie(
+        no_store(Json(session_json(&session)).into_response()),
+        &cookie,
+    )
 }
 
 /// `POST /api/signout` (with the CSRF token): ends the session and clears the cookie.
