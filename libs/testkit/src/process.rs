@@ -7,22 +7,27 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use crate::servers::free_port;
-
-/// Environment variables giving each service's gRPC port and the four HTTP ports a free port.
+/// Environment variables giving each service's gRPC port and the four HTTP ports a free port,
+/// eight distinct ones: all are held at once while chosen, so the system never hands one out
+/// twice (which the settings refuse as a port used by another service).
 pub fn ports_env() -> Vec<(String, String)> {
-    let grpc = ["RETRIEVAL", "FIREWALL", "TELEMETRY", "ANALYST"].map(|service| {
-        (
-            format!("ONTOLOOP__SERVICES__{service}_PORT"),
-            free_port().to_string(),
-        )
-    });
-    let http = (0..4)
-        .map(|_| free_port().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut env = grpc.to_vec();
-    env.push(("ONTOLOOP__SERVICES__HTTP_PORTS".to_owned(), http));
+    let held: Vec<std::net::TcpListener> = (0..8)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    let ports: Vec<String> = held
+        .iter()
+        .map(|l| l.local_addr().expect("a bound port").port().to_string())
+        .collect();
+    drop(held);
+    let mut env: Vec<(String, String)> = ["RETRIEVAL", "FIREWALL", "TELEMETRY", "ANALYST"]
+        .iter()
+        .zip(&ports)
+        .map(|(service, port)| (format!("ONTOLOOP__SERVICES__{service}_PORT"), port.clone()))
+        .collect();
+    env.push((
+        "ONTOLOOP__SERVICES__HTTP_PORTS".to_owned(),
+        ports[4..].join(","),
+    ));
     env
 }
 

@@ -3,7 +3,8 @@
 //! `ontoloop token issue`, handed to the CLI as `$ONTOLOOP_TOKEN`, opens the services, and the CLI
 //! without it, or acting for another tenant, is refused; with `auth.mode = "dev"` (`make run`)
 //! the CLI signs its own tokens from the secret `ontoloop up` generated, nothing else gets in, and
-//! the dashboard signs in a reviewer's token from `ontoloop token issue` (not an agent's).
+//! the dashboard signs in a reviewer's token from `ontoloop token issue` (not an agent's); with
+//! `jwt` on `0.0.0.0` the dashboard is served (it signs reviewers in), to its own Host only.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -33,6 +34,52 @@ fn jwt_env(dir: &std::path::Path) -> Vec<(String, String)> {
         env.push((key.to_owned(), value.to_owned()));
     }
     env
+}
+
+/// `GET path` from `addr` (`host:port`) naming `host` in the Host header; the whole answer.
+fn get_as(addr: &str, host: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the dashboard");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    answer
+}
+
+#[test]
+fn with_jwt_the_dashboard_is_served_on_every_address() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut env = jwt_env(dir.path());
+    env.push(("ONTOLOOP__SERVICES__HOST".to_owned(), "0.0.0.0".to_owned()));
+    let mut up = Command::new(BIN);
+    up.arg("up")
+        .envs(env.iter().cloned())
+        .env_remove("RUST_LOG");
+    let Up {
+        mut child, printed, ..
+    } = Up::start(up);
+    let port = printed
+        .iter()
+        .find_map(|l| l.split("dashboard http://").nth(1))
+        .and_then(|rest| rest.trim_end_matches('/').rsplit(':').next())
+        .map(str::to_owned)
+        .expect("the dashboard's address is printed");
+    let local = format!("127.0.0.1:{port}");
+    let page = get_as(&local, &local, "/");
+    let queue = get_as(&local, &local, "/api/queue");
+    let rebound = get_as(&local, &format!("evil.example:{port}"), "/");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        page.starts_with("HTTP/1.1 200") && page.contains("Review queue"),
+        "{page}"
+    );
+    assert!(queue.starts_with("HTTP/1.1 401"), "{queue}");
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
 }
 
 /// `POST path` with a JSON body to `addr` (`host:port`); the whole answer, headers included.
