@@ -6,6 +6,7 @@
 //! sleeps.
 
 pub mod browser;
+pub mod tokens;
 
 use std::future::Future;
 use std::net::SocketAddr;

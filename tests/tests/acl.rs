@@ -4,10 +4,9 @@
 //! exists, and the firewall must not pass the claim for him), and an ACL entry naming a group
 //! admits the callers whose token carries it.
 
-use std::collections::BTreeSet;
-
-use ontoloop_auth::{AuthSettings, Identity, Role};
+use ontoloop_auth::{AuthSettings, Role};
 use ontoloop_proto::v1;
+use ontoloop_tests::tokens::{Holder, bearer, jwt, now};
 use ontoloop_tests::{Clients, Sandbox, doc, ontology};
 
 const SECRET: &str = "acl-suite-secret-0123456789abcdef0123";
@@ -17,26 +16,17 @@ const ONTOLOGY: &str = r#"{"predicates":[
   "authority":{"pricing-page":3,"default":1}}"#;
 
 fn token(auth: &AuthSettings, principal: &str, groups: &[&str], roles: &[Role]) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    let identity = Identity {
-        tenant: TENANT.to_owned(),
-        principal: principal.to_owned(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+    let holder = Holder {
+        tenant: TENANT,
+        principal,
+        groups,
+        roles,
     };
-    ontoloop_auth::issue(auth, &identity, now, 600).expect("issue a token")
+    holder.token_at(auth, now(), 600)
 }
 
 fn request<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("header value"),
-    );
-    request
+    bearer(message, Some(token))
 }
 
 /// Pushes an event as the token's caller; returns its intake sequence number.
@@ -139,13 +129,7 @@ fn assert_reveals_nothing(answer: &v1::Answer, page: &str, case: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn facts_follow_their_pages_newest_acl_and_groups_admit_their_members() {
-    let sandbox = Sandbox::embedded(&[
-        ("auth.mode", "jwt"),
-        ("auth.hs256_secret", SECRET),
-        ("auth.issuer", "https://issuer.test"),
-        ("auth.audience", "ontoloop"),
-    ])
-    .await;
+    let sandbox = Sandbox::embedded(&jwt(SECRET)).await;
     let c = sandbox.clients();
     let auth = sandbox.ctx.settings.auth.clone();
     let admin = token(&auth, "root", &[], &[Role::Admin]);

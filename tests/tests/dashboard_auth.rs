@@ -8,14 +8,14 @@
 //! signs a reviewer in, approves one update as that reviewer and signs out. (`dashboard.rs`, the
 //! full browser test, runs with auth off.)
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ontoloop_auth::{AuthSettings, Identity, Role};
+use ontoloop_auth::{AuthSettings, Role};
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
 use ontoloop_tests::browser::{Browser, artifact_path};
+use ontoloop_tests::tokens::{Holder, jwt, now};
 use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 use serde_json::Value;
 
@@ -26,30 +26,18 @@ const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"budget","subject_type":"project","object_type":"number","patterns":["{s} has a budget of {o}."]}],
   "authority":{"project-record":4,"default":2}}"#;
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs()
-}
-
 fn token(auth: &AuthSettings, tenant: &str, principal: &str, roles: &[Role], ttl: u64) -> String {
-    let identity = Identity {
-        tenant: tenant.to_owned(),
-        principal: principal.to_owned(),
-        groups: Vec::new(),
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+    let holder = Holder {
+        tenant,
+        principal,
+        groups: &[],
+        roles,
     };
-    ontoloop_auth::issue(auth, &identity, now(), ttl).expect("issue a token")
+    holder.token_at(auth, now(), ttl)
 }
 
 fn bearer<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("header value"),
-    );
-    request
+    ontoloop_tests::tokens::bearer(message, Some(token))
 }
 
 /// A request the dashboard must refuse: what it tries, its headers, its body.
@@ -143,15 +131,9 @@ async fn two_updates_waiting() -> (Sandbox, AuthSettings, String, String) {
             ),
         ],
     );
-    let sandbox = Sandbox::embedded(&records.and(&[
-        ("supervisor.seed", "11"),
-        ("auth.mode", "jwt"),
-        ("auth.hs256_secret", SECRET),
-        ("auth.issuer", "https://issuer.test"),
-        ("auth.audience", "ontoloop"),
-        ("auth.leeway_seconds", "0"),
-    ]))
-    .await;
+    let mut overrides = vec![("supervisor.seed", "11"), ("auth.leeway_seconds", "0")];
+    overrides.extend(jwt(SECRET));
+    let sandbox = Sandbox::embedded(&records.and(&overrides)).await;
     let auth = sandbox.ctx.settings.auth.clone();
     let c = sandbox.clients();
     let (mut telemetry, mut retrieval) = (c.telemetry.clone(), c.retrieval.clone());

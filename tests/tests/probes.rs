@@ -7,10 +7,9 @@
 //! another tenant's values and entity names, and, for anyone but `cfo`, the restricted page's
 //! value and id. The count of probes and of leaks is printed; the test needs 0 leaks.
 
-use std::collections::BTreeSet;
-
-use ontoloop_auth::{AuthSettings, Identity, Role};
+use ontoloop_auth::{AuthSettings, Role};
 use ontoloop_proto::v1;
+use ontoloop_tests::tokens::{Holder, bearer, jwt};
 use ontoloop_tests::{Clients, Sandbox, caller, doc, ontology};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -60,36 +59,18 @@ const TENANTS: [Tenant; 3] = [
 const RESTRICTED_PAGE: &str = "ledger-ownership-restricted";
 const PRINCIPALS: [&str; 3] = ["alice", "bob", "cfo"];
 
-fn auth_overrides() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("auth.mode", "jwt"),
-        ("auth.hs256_secret", SECRET),
-        ("auth.issuer", "https://issuer.test"),
-        ("auth.audience", "ontoloop"),
-    ]
-}
-
 fn token(auth: &AuthSettings, tenant: &str, principal: &str, roles: &[Role]) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    let identity = Identity {
-        tenant: tenant.to_owned(),
-        principal: principal.to_owned(),
-        groups: Vec::new(),
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+    let holder = Holder {
+        tenant,
+        principal,
+        groups: &[],
+        roles,
     };
-    ontoloop_auth::issue(auth, &identity, now, 3_600).expect("issue a token")
+    holder.token(auth)
 }
 
 fn request<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("header value"),
-    );
-    request
+    bearer(message, Some(token))
 }
 
 /// What `principal` of `tenant` must never see.
@@ -300,7 +281,7 @@ async fn probe(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_random_probes_reveal_nothing_of_another_tenant_or_an_unreadable_page() {
-    let sandbox = Sandbox::embedded(&auth_overrides()).await;
+    let sandbox = Sandbox::embedded(&jwt(SECRET)).await;
     let c = sandbox.clients();
     let auth = sandbox.ctx.settings.auth.clone();
     let mut last = Vec::new();

@@ -6,11 +6,10 @@
 //! is served, and an empty body caller is the token's. Health stays open, and `ontology.set`
 //! needs admin.
 
-use std::collections::BTreeSet;
-
-use ontoloop_auth::{AuthSettings, Identity, Role};
+use ontoloop_auth::{AuthSettings, Role};
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
+use ontoloop_tests::tokens::{Holder, bearer, jwt, now};
 use ontoloop_tests::{Clients, Sandbox, caller, doc, ontology};
 use tonic::{Code, Status};
 
@@ -21,20 +20,9 @@ const ONTOLOGY: &str = r#"{"predicates":[
   "authority":{"wiki":2,"default":1}}"#;
 
 fn auth_overrides() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("auth.mode", "jwt"),
-        ("auth.hs256_secret", SECRET),
-        ("auth.issuer", "https://issuer.test"),
-        ("auth.audience", "ontoloop"),
-        ("auth.leeway_seconds", "0"),
-    ]
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs()
+    let mut overrides = jwt(SECRET);
+    overrides.push(("auth.leeway_seconds", "0"));
+    overrides
 }
 
 /// A token for `principal` of `tenant` in `roles`, signed with `auth` (the system's settings,
@@ -47,13 +35,13 @@ fn token_with(
     issued_at: u64,
     ttl: u64,
 ) -> String {
-    let identity = Identity {
-        tenant: tenant.to_owned(),
-        principal: principal.to_owned(),
-        groups: Vec::new(),
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+    let holder = Holder {
+        tenant,
+        principal,
+        groups: &[],
+        roles,
     };
-    ontoloop_auth::issue(auth, &identity, issued_at, ttl).expect("issue a token")
+    holder.token_at(auth, issued_at, ttl)
 }
 
 /// Every RPC of the four services.
@@ -102,14 +90,7 @@ impl Rpc {
 }
 
 fn request<T>(message: T, token: Option<&str>) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    if let Some(token) = token {
-        request.metadata_mut().insert(
-            "authorization",
-            format!("Bearer {token}").parse().expect("header value"),
-        );
-    }
-    request
+    bearer(message, token)
 }
 
 fn signal(who: Option<v1::Caller>, key: &str) -> v1::Signal {
