@@ -140,7 +140,30 @@ impl Validator {
         }
         let (mut checked, coverage) = match &input {
             Input::Text(text) => {
-                self.claims_from_text(&snapshot.ontology, &snapshot.graph, text)
+                // The pipeline (and its encoder) is CPU work: on the blocking pool, never on an
+                // async worker. Fail closed if that task cannot finish.
+                let read = {
+                    let (snapshot, text) = (std::sync::Arc::clone(&snapshot), text.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let ontology = &snapshot.ontology;
+                        ontology.extraction().claims(
+                            ontology,
+                            &text,
+                            &snapshot.graph.lexicon(ontology),
+                        )
+                    })
+                    .await
+                };
+                let claims = match read {
+                    Ok(claims) => claims,
+                    Err(err) => {
+                        return Ok(fail_closed(
+                            &input,
+                            &format!("the answer text could not be read: {err}"),
+                        ));
+                    }
+                };
+                self.claims_from_text(&snapshot.ontology, text, claims)
                     .await
             }
             Input::Claims(list) => (
@@ -171,18 +194,16 @@ impl Validator {
         Ok(response(checked, coverage))
     }
 
+    /// `claims`: what the pipeline that reads pages read in `text`, with the graph's names, so a
+    /// paraphrased claim is checked like a templated one; the model extractor, when configured,
+    /// then reads the sentences left.
     async fn claims_from_text(
         &self,
         ontology: &Ontology,
-        graph: &ontoloop_core::knowledge::Graph,
         text: &str,
+        claims: Vec<Claim>,
     ) -> (Vec<Checked>, pb::Coverage) {
         let sentences = split_sentences(text);
-        // The same pipeline that reads pages reads the answer, with the graph's names, so a
-        // paraphrased claim is checked like a templated one.
-        let claims = ontology
-            .extraction()
-            .claims(ontology, text, &graph.lexicon(ontology));
         let mut checked: Vec<Checked> = claims.iter().map(from_claim).collect();
         let mut unrecognised: Vec<&str> = sentences
             .iter()

@@ -23,6 +23,7 @@ use ontoloop_proto::v1::{
 };
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_runtime::{Context, Parts};
+use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
 use ontoloop_readmodel::{Snapshot, Snapshots};
@@ -124,44 +125,6 @@ impl Retrieval {
         Ok(seq)
     }
 
-    /// Answers `question` from `snapshot` as of `as_of` (now when absent). `searched` is a
-    /// search already run for the question's text, reused instead of run again.
-    fn answer(
-        &self,
-        caller: &Caller,
-        snapshot: &Snapshot,
-        question: Question,
-        design: Design,
-        as_of: Option<prost_types::Timestamp>,
-        searched: Option<&[String]>,
-    ) -> Result<Asked, Status> {
-        let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())?;
-        // As of an earlier instant, a page is seen at the version it had then.
-        let current_then;
-        let current = if snapshot.latest_change > as_of {
-            current_then = snapshot.current_at(as_of);
-            &current_then
-        } else {
-            &snapshot.current
-        };
-        let search = |query: &str, k: usize| snapshot.index.search(query, k, caller);
-        let settings = &self.ctx.settings.retrieval;
-        let view = KnowledgeView {
-            ontology: &snapshot.ontology,
-            graph: &snapshot.graph,
-            current,
-            log: &snapshot.log,
-            search: &search,
-            // Permission is today's: the newest version of every page decides, even as of an
-            // earlier instant.
-            access: Access::new(caller, &snapshot.current),
-            as_of,
-            hedge_below_authority: settings.hedge_below_authority,
-            top_k: settings.top_k,
-        };
-        Ok(ask::answer(&view, design, question, searched))
-    }
-
     async fn snapshot(&self, caller: &Caller) -> Result<std::sync::Arc<Snapshot>, Status> {
         self.snapshots
             .get(caller.tenant())
@@ -207,6 +170,54 @@ impl Retrieval {
     }
 }
 
+/// Answers `question` from `snapshot` as of `as_of` (now when absent). `searched` is a search
+/// already run for the question's text, reused instead of run again. CPU work (the graph, the
+/// search, the extraction pipeline and its encoder on the pages read): callers run it on the
+/// blocking pool, never on an async worker.
+fn answer(
+    settings: &RetrievalSettings,
+    caller: &Caller,
+    snapshot: &Snapshot,
+    question: Question,
+    design: Design,
+    as_of: Option<prost_types::Timestamp>,
+    searched: Option<&[String]>,
+) -> Result<Asked, Status> {
+    let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())?;
+    // As of an earlier instant, a page is seen at the version it had then.
+    let current_then;
+    let current = if snapshot.latest_change > as_of {
+        current_then = snapshot.current_at(as_of);
+        &current_then
+    } else {
+        &snapshot.current
+    };
+    let search = |query: &str, k: usize| snapshot.index.search(query, k, caller);
+    let view = KnowledgeView {
+        ontology: &snapshot.ontology,
+        graph: &snapshot.graph,
+        current,
+        log: &snapshot.log,
+        search: &search,
+        // Permission is today's: the newest version of every page decides, even as of an
+        // earlier instant.
+        access: Access::new(caller, &snapshot.current),
+        as_of,
+        hedge_below_authority: settings.hedge_below_authority,
+        top_k: settings.top_k,
+    };
+    Ok(ask::answer(&view, design, question, searched))
+}
+
+/// Runs `work` on the blocking pool (the answer's CPU work must not hold an async worker).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| Status::internal(format!("the answer's task failed: {err}")))?
+}
+
 #[tonic::async_trait]
 impl RetrievalService for Retrieval {
     async fn ask(&self, request: Request<AskRequest>) -> Result<Response<Answer>, Status> {
@@ -227,33 +238,35 @@ impl RetrievalService for Retrieval {
             return Ok(Response::new(answer));
         }
         let snapshot = self.snapshot(&caller).await?;
-        // Names stated in the pages the question finds help link entities the graph lacks; the
-        // same search is the first hop's, so it is handed on rather than run twice.
-        let found =
-            snapshot
-                .index
-                .search(&request.text, self.ctx.settings.retrieval.top_k, &caller);
-        let pages: Vec<&PageVersion> = found
-            .iter()
-            .filter_map(|id| snapshot.current.get(id))
-            .collect();
-        let asked = match ask::link(&request.text, &snapshot.ontology, &snapshot.graph, &pages) {
-            Ok(question) => self.answer(
-                &caller,
-                &snapshot,
-                question,
-                design,
-                request.as_of,
-                Some(&found),
-            )?,
-            Err(why) => ask::unlinked(request.text, &why, design),
-        };
+        let settings = self.ctx.settings.retrieval.clone();
+        let who = caller.clone();
+        let (asked, response) = blocking(move || {
+            // Names stated in the pages the question finds help link entities the graph lacks;
+            // the same search is the first hop's, so it is handed on rather than run twice.
+            let found = snapshot.index.search(&request.text, settings.top_k, &who);
+            let pages: Vec<&PageVersion> = found
+                .iter()
+                .filter_map(|id| snapshot.current.get(id))
+                .collect();
+            let asked = match ask::link(&request.text, &snapshot.ontology, &snapshot.graph, &pages)
+            {
+                Ok(question) => answer(
+                    &settings,
+                    &who,
+                    &snapshot,
+                    question,
+                    design,
+                    request.as_of,
+                    Some(&found),
+                )?,
+                Err(why) => ask::unlinked(request.text, &why, design),
+            };
+            let response = wire::answer(&asked, &snapshot.graph, applied);
+            Ok((asked, response))
+        })
+        .await?;
         self.report(&caller, &asked).await;
-        Ok(Response::new(wire::answer(
-            &asked,
-            &snapshot.graph,
-            applied,
-        )))
+        Ok(Response::new(response))
     }
 
     async fn lookup(&self, request: Request<LookupRequest>) -> Result<Response<Answer>, Status> {
@@ -287,13 +300,24 @@ impl RetrievalService for Retrieval {
             )));
         }
         let question = Question::lookup(request.entity, request.predicate_path, request.query);
-        let asked = self.answer(&caller, &snapshot, question, design, request.as_of, None)?;
+        let settings = self.ctx.settings.retrieval.clone();
+        let who = caller.clone();
+        let (asked, response) = blocking(move || {
+            let asked = answer(
+                &settings,
+                &who,
+                &snapshot,
+                question,
+                design,
+                request.as_of,
+                None,
+            )?;
+            let response = wire::answer(&asked, &snapshot.graph, applied);
+            Ok((asked, response))
+        })
+        .await?;
         self.report(&caller, &asked).await;
-        Ok(Response::new(wire::answer(
-            &asked,
-            &snapshot.graph,
-            applied,
-        )))
+        Ok(Response::new(response))
     }
 
     async fn plate(
