@@ -3,7 +3,8 @@
 //! store and queue the settings name: the embedded default ([`Sandbox::embedded`]) or the
 //! machine's PostgreSQL and RabbitMQ ([`Sandbox::on_servers`]). Tests talk to it through
 //! [`Clients`] with a wire [`caller`], and get a shutdown trigger and [`wait_until`] instead of
-//! sleeps.
+//! sleeps. With `[tls]` settings the servers serve TLS and the sandbox's channels dial `https://`
+//! with the client half of those settings (`tls.ca_file`, `tls.client_cert_file`).
 
 pub mod browser;
 pub mod tokens;
@@ -23,7 +24,7 @@ use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use ontoloop_runtime::Context;
 use ontoloop_settings::{Loader, Settings};
 pub use ontoloop_testkit::servers::{PgDatabase, amqp_namespace, amqp_url};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig};
 
 /// Settings for a test: defaults, no process environment, these overrides.
 pub fn settings(overrides: &[(&str, &str)]) -> Settings {
@@ -192,6 +193,8 @@ pub struct Sandbox {
     local: Local,
     /// The shared context (store and queue) the services run on.
     pub ctx: Context,
+    /// How the sandbox's channels dial: TLS from the settings' `[tls]` client half, or none.
+    tls: Option<ClientTlsConfig>,
     /// The embedded store's directory, removed after shutdown.
     _dir: Option<tempfile::TempDir>,
 }
@@ -200,11 +203,13 @@ impl Sandbox {
     /// Binds every service on `127.0.0.1:0`, connects the store and queue the settings name and
     /// starts serving.
     pub async fn start(settings: Settings) -> anyhow::Result<Self> {
+        let tls = ontoloop_runtime::tls::client_config(&settings.tls)?;
         let local = Local::start(settings).await?;
         let ctx = local.ctx.clone();
         Ok(Self {
             local,
             ctx,
+            tls,
             _dir: None,
         })
     }
@@ -233,9 +238,9 @@ impl Sandbox {
         (sandbox, database)
     }
 
-    /// A channel to a service, connecting on first use.
+    /// A channel to a service, connecting on first use (over TLS when the settings say so).
     pub fn channel(&self, kind: ServiceKind) -> Channel {
-        Endpoint::from_shared(self.endpoint(kind))
+        ontoloop_runtime::tls::endpoint(&self.addr(kind).to_string(), self.tls.as_ref())
             .expect("a valid endpoint")
             .connect_lazy()
     }
@@ -270,9 +275,10 @@ impl Sandbox {
             .expect("every service is bound")
     }
 
-    /// `http://ADDR` of a service, for a tonic client.
+    /// `http://ADDR` of a service, or `https://ADDR` when the sandbox dials TLS.
     pub fn endpoint(&self, kind: ServiceKind) -> String {
-        format!("http://{}", self.addr(kind))
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr(kind))
     }
 
     /// Triggers shutdown and waits for every service to drain.

@@ -31,7 +31,9 @@ async fn run(world: &World, mode: Mode) -> Report {
     let local = Local::start(settings(&[("store.url", &url)]))
         .await
         .expect("system starts");
-    let clients = Clients::from_addrs(&local.addrs).await.expect("clients");
+    let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls)
+        .await
+        .expect("clients");
     let report = drift::run(world, clients, mode, &mut |_| {})
         .await
         .expect("benchmark runs");

@@ -515,7 +515,7 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
     let local = ontoloop::up::Local::start(settings(&[("store.url", &url)]))
         .await
         .expect("system");
-    let clients = ontoloop::client::Clients::from_addrs(&local.addrs)
+    let clients = ontoloop::client::Clients::from_addrs(&local.addrs, &local.ctx.settings.tls)
         .await
         .expect("clients");
     let validator = ontoloop_firewall::Validator::new(

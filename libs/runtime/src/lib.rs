@@ -7,7 +7,8 @@
 //! drain on cancellation; and the extraction setup every service reads text with, the `model`
 //! stage's cache kept in the store (`model_cache`), and the trust boundary every gRPC server
 //! sits behind (`auth`: bearer token, role by method, the identity in the request's extensions;
-//! no serving on a non-loopback address with `auth.mode = "off"`). It holds no service behaviour
+//! no serving on a non-loopback address with `auth.mode = "off"`), with TLS and mTLS from `[tls]`
+//! (`tls`: the servers' rustls config and the clients' endpoints). It holds no service behaviour
 //! of its own.
 
 pub mod auth;
@@ -18,6 +19,7 @@ mod model_cache;
 mod serve;
 mod service;
 pub mod signals;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -12,13 +12,15 @@ use tonic::service::RoutesBuilder;
 
 /// Serves `routes` (one service, named `kind`) on `listener` with `grpc.health.v1` and server
 /// reflection, until `shutdown` resolves. With a verifier every call but health and reflection
-/// needs a bearer token and the method's role ([`crate::auth`]). Health turns NOT_SERVING as soon as shutdown starts,
-/// then in-flight calls finish.
+/// needs a bearer token and the method's role ([`crate::auth`]); with `tls` it serves TLS only
+/// (and mTLS when that config names a client CA, [`crate::tls`]). Health turns NOT_SERVING as
+/// soon as shutdown starts, then in-flight calls finish.
 pub(crate) async fn serve_grpc(
     listener: TcpListener,
     kind: ServiceKind,
     mut routes: RoutesBuilder,
     verifier: Option<Arc<ontoloop_auth::Verifier>>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -31,7 +33,7 @@ pub(crate) async fn serve_grpc(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     let addr = listener.local_addr()?;
-    tracing::info!(service = kind.name(), %addr, "serving");
+    tracing::info!(service = kind.name(), %addr, tls = tls.is_some(), "serving");
     routes.add_service(health_service).add_service(reflection);
     let reporter = health_reporter.clone();
     let shutdown = async move {
@@ -50,7 +52,11 @@ pub(crate) async fn serve_grpc(
             Ok(stream)
         })
     });
-    tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        server = server.tls_config(tls)?;
+    }
+    server
         .layer(crate::auth::AuthLayer::new(verifier))
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, shutdown)

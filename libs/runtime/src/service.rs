@@ -132,6 +132,8 @@ pub async fn serve<S: Service>(
     }
     let verifier = crate::auth::verifier(&ctx.settings.auth)
         .with_context(|| format!("start {}", kind.name()))?;
+    let tls = crate::tls::server_config(&ctx.settings.tls)
+        .with_context(|| format!("start {}", kind.name()))?;
     let http_addr = listeners
         .http
         .local_addr()
@@ -165,6 +167,7 @@ pub async fn serve<S: Service>(
             kind,
             routes,
             verifier,
+            tls,
             cancel.cancelled_owned(),
         )
     });

@@ -72,6 +72,8 @@ pub struct Settings {
     pub extract: ExtractSettings,
     /// Authentication of gRPC calls (`ontoloop-auth`'s own section).
     pub auth: AuthSettings,
+    /// TLS of the gRPC servers and of the clients that dial them.
+    pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
 }
@@ -180,6 +182,82 @@ pub struct ServicesSettings {
     pub http_ports: [u16; 4],
     /// Grace period for in-flight work after a shutdown signal.
     pub drain_timeout_ms: u64,
+}
+
+/// TLS (rustls) of the gRPC servers and of their clients: PEM file paths, empty for unset.
+/// Only paths are checked here; `ontoloop-runtime` reads the files at start-up and names the
+/// setting of one it cannot read or parse.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    /// The servers' certificate chain; with `key_file`, every gRPC server serves TLS only.
+    pub cert_file: String,
+    /// The servers' private key.
+    pub key_file: String,
+    /// mTLS: clients must present a certificate this CA signed.
+    pub client_ca_file: String,
+    /// Clients: the CA they trust; set, they dial `https://`.
+    pub ca_file: String,
+    /// Clients: the name verified in the server's certificate; empty, the host dialled.
+    pub domain: String,
+    /// Clients: the certificate they present (mTLS).
+    pub client_cert_file: String,
+    /// Clients: the key of `client_cert_file`.
+    pub client_key_file: String,
+}
+
+impl TlsSettings {
+    /// Whether the servers serve TLS.
+    pub fn serves_tls(&self) -> bool {
+        !self.cert_file.is_empty()
+    }
+
+    /// Whether clients dial with TLS: a CA to trust is configured, or the servers of these same
+    /// settings serve TLS (then `ca_file` is required, and its absence is reported when dialling).
+    pub fn dials_tls(&self) -> bool {
+        !self.ca_file.is_empty() || self.serves_tls()
+    }
+
+    /// Pairs that only work together.
+    fn validate(&self) -> Result<(), SettingsError> {
+        let pairs = [
+            (
+                "tls.cert_file",
+                &self.cert_file,
+                "tls.key_file",
+                &self.key_file,
+            ),
+            (
+                "tls.client_cert_file",
+                &self.client_cert_file,
+                "tls.client_key_file",
+                &self.client_key_file,
+            ),
+        ];
+        for (cert_key, cert, key_key, key) in pairs {
+            match (cert.is_empty(), key.is_empty()) {
+                (false, true) => return Err(invalid(key_key, format!("required with {cert_key}"))),
+                (true, false) => return Err(invalid(cert_key, format!("required with {key_key}"))),
+                _ => {}
+            }
+        }
+        if !self.client_ca_file.is_empty() && self.cert_file.is_empty() {
+            return Err(invalid(
+                "tls.client_ca_file",
+                "mTLS needs TLS: set tls.cert_file and tls.key_file too",
+            ));
+        }
+        if !self.domain.is_empty() && !self.dials_tls() {
+            return Err(invalid("tls.domain", "only used with tls.ca_file"));
+        }
+        if !self.client_cert_file.is_empty() && !self.dials_tls() {
+            return Err(invalid(
+                "tls.client_cert_file",
+                "a client certificate needs TLS: set tls.ca_file too",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Logging.
@@ -344,6 +422,7 @@ impl Settings {
         self.firewall.validate().map_err(in_section("firewall"))?;
         self.extract.validate().map_err(in_section("extract"))?;
         self.auth.validate().map_err(in_section("auth"))?;
+        self.tls.validate()?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),
@@ -723,6 +802,48 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn tls_is_off_by_default_and_its_halves_come_in_pairs() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert!(!settings.tls.serves_tls());
+        assert!(!settings.tls.dials_tls());
+        let invalid_key = |vars: &[(&str, &str)]| match load_with(vars) {
+            Err(SettingsError::Invalid { key, .. }) => key,
+            other => panic!("expected an invalid setting, got {other:?}"),
+        };
+        assert_eq!(
+            invalid_key(&[("ONTOLOOP__TLS__CERT_FILE", "server.pem")]),
+            "tls.key_file"
+        );
+        assert_eq!(
+            invalid_key(&[("ONTOLOOP__TLS__KEY_FILE", "server.key")]),
+            "tls.cert_file"
+        );
+        assert_eq!(
+            invalid_key(&[("ONTOLOOP__TLS__CLIENT_CA_FILE", "ca.pem")]),
+            "tls.client_ca_file"
+        );
+        assert_eq!(
+            invalid_key(&[
+                ("ONTOLOOP__TLS__CA_FILE", "ca.pem"),
+                ("ONTOLOOP__TLS__CLIENT_CERT_FILE", "client.pem"),
+            ]),
+            "tls.client_key_file"
+        );
+        assert_eq!(
+            invalid_key(&[("ONTOLOOP__TLS__DOMAIN", "localhost")]),
+            "tls.domain"
+        );
+        let settings = load_with(&[
+            ("ONTOLOOP__TLS__CERT_FILE", "server.pem"),
+            ("ONTOLOOP__TLS__KEY_FILE", "server.key"),
+            ("ONTOLOOP__TLS__CLIENT_CA_FILE", "ca.pem"),
+        ])
+        .expect("a server with mTLS");
+        assert!(settings.tls.serves_tls());
+        assert!(settings.tls.dials_tls());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! gRPC clients of the four services, dialled from settings or from a running embedded system.
-//! Every call carries `authorization: Bearer $ONTOLOOP_TOKEN` when that variable is set.
+//! Every call carries `authorization: Bearer $ONTOLOOP_TOKEN` when that variable is set; with
+//! `[tls]` client settings the channels are `https://`, trusting `tls.ca_file` only and presenting
+//! `tls.client_cert_file` for mTLS.
 
 use std::net::SocketAddr;
 
@@ -10,10 +12,10 @@ use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
 use ontoloop_proto::v1::firewall_service_client::FirewallServiceClient;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use ontoloop_settings::Settings;
+use ontoloop_settings::{Settings, TlsSettings};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig};
 
 /// The environment variable whose token the clients send as their bearer.
 pub const TOKEN_VAR: &str = "ONTOLOOP_TOKEN";
@@ -75,9 +77,8 @@ pub struct Clients {
     pub firewall: FirewallServiceClient<Transport>,
 }
 
-async fn channel(addr: &str) -> anyhow::Result<Channel> {
-    Endpoint::from_shared(format!("http://{addr}"))
-        .with_context(|| format!("bad address {addr}"))?
+async fn channel(addr: &str, tls: Option<&ClientTlsConfig>) -> anyhow::Result<Channel> {
+    ontoloop_runtime::tls::endpoint(addr, tls)?
         .connect()
         .await
         .with_context(|| format!("connect to {addr} (is `ontoloop up` running?)"))
@@ -104,12 +105,17 @@ impl Clients {
             &addr(ServiceKind::Analyst),
             &addr(ServiceKind::Firewall),
             bearer,
+            &settings.tls,
         )
         .await
     }
 
-    /// Dials bound addresses (an embedded system), with `$ONTOLOOP_TOKEN` as the bearer.
-    pub async fn from_addrs(addrs: &[(ServiceKind, SocketAddr)]) -> anyhow::Result<Self> {
+    /// Dials bound addresses (an embedded system, serving with `tls`), with `$ONTOLOOP_TOKEN` as
+    /// the bearer.
+    pub async fn from_addrs(
+        addrs: &[(ServiceKind, SocketAddr)],
+        tls: &TlsSettings,
+    ) -> anyhow::Result<Self> {
         let addr = |kind: ServiceKind| {
             addrs
                 .iter()
@@ -123,6 +129,7 @@ impl Clients {
             &addr(ServiceKind::Analyst),
             &addr(ServiceKind::Firewall),
             Bearer::from_env()?,
+            tls,
         )
         .await
     }
@@ -133,13 +140,16 @@ impl Clients {
         analyst: &str,
         firewall: &str,
         bearer: Bearer,
+        tls: &TlsSettings,
     ) -> anyhow::Result<Self> {
+        let tls = ontoloop_runtime::tls::client_config(tls)?;
+        let tls = tls.as_ref();
         let with = |channel| InterceptedService::new(channel, bearer.clone());
         Ok(Self {
-            retrieval: RetrievalServiceClient::new(with(channel(retrieval).await?)),
-            telemetry: TelemetryServiceClient::new(with(channel(telemetry).await?)),
-            analyst: AnalystServiceClient::new(with(channel(analyst).await?)),
-            firewall: FirewallServiceClient::new(with(channel(firewall).await?)),
+            retrieval: RetrievalServiceClient::new(with(channel(retrieval, tls).await?)),
+            telemetry: TelemetryServiceClient::new(with(channel(telemetry, tls).await?)),
+            analyst: AnalystServiceClient::new(with(channel(analyst, tls).await?)),
+            firewall: FirewallServiceClient::new(with(channel(firewall, tls).await?)),
         })
     }
 }

@@ -1,4 +1,5 @@
-//! The library half of `ontoloop status`: each service's gRPC health, asked concurrently.
+//! The library half of `ontoloop status`: each service's gRPC health, asked concurrently (over
+//! TLS when the `[tls]` client settings say so).
 
 use std::time::Duration;
 
@@ -50,16 +51,25 @@ pub async fn check(
     kinds: &[ServiceKind],
     timeout: Duration,
 ) -> Vec<ServiceStatus> {
+    let tls = ontoloop_runtime::tls::client_config(&settings.tls).map_err(|err| format!("{err:#}"));
     let checks = kinds.iter().map(|&kind| {
         let port = settings.services.port_of(kind.name()).unwrap_or_default();
         let addr = format!("{}:{port}", settings.services.host);
-        check_one(kind, addr, timeout)
+        check_one(kind, addr, tls.clone(), timeout)
     });
     futures::future::join_all(checks).await
 }
 
-async fn check_one(kind: ServiceKind, addr: String, timeout: Duration) -> ServiceStatus {
-    let outcome = tokio::time::timeout(timeout, ask(kind, &addr)).await;
+async fn check_one(
+    kind: ServiceKind,
+    addr: String,
+    tls: Result<Option<tonic::transport::ClientTlsConfig>, String>,
+    timeout: Duration,
+) -> ServiceStatus {
+    let outcome = match tls {
+        Ok(tls) => tokio::time::timeout(timeout, ask(kind, &addr, tls.as_ref())).await,
+        Err(err) => Ok(Err(err)),
+    };
     let (status, error) = match outcome {
         Ok(Ok(status)) => (status, None),
         Ok(Err(err)) => ("UNREACHABLE".to_owned(), Some(err)),
@@ -76,13 +86,16 @@ async fn check_one(kind: ServiceKind, addr: String, timeout: Duration) -> Servic
     }
 }
 
-async fn ask(kind: ServiceKind, addr: &str) -> Result<String, String> {
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|err| format!("bad address {addr}: {err}"))?;
+async fn ask(
+    kind: ServiceKind,
+    addr: &str,
+    tls: Option<&tonic::transport::ClientTlsConfig>,
+) -> Result<String, String> {
+    let endpoint = ontoloop_runtime::tls::endpoint(addr, tls).map_err(|err| format!("{err:#}"))?;
     let channel = endpoint
         .connect()
         .await
-        .map_err(|err| format!("connect: {err}"))?;
+        .map_err(|err| format!("connect: {}", with_sources(&err)))?;
     let mut client = HealthClient::new(channel);
     let response = client
         .check(HealthCheckRequest {
@@ -96,4 +109,20 @@ async fn ask(kind: ServiceKind, addr: &str) -> Result<String, String> {
     .map(|s| s.as_str_name().to_owned())
     .unwrap_or_else(|_| "UNKNOWN".to_owned());
     Ok(status)
+}
+
+/// An error and its sources, so a TLS failure says why ("invalid peer certificate: ...").
+fn with_sources(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        // Wrappers often repeat their source's message; say it once.
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -99,7 +99,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
     let plate_settings = settings.plate.clone();
     let local = Local::start(settings).await?;
     crate::org::load(&local.ctx.store, &world).await?;
-    let mut clients = Clients::from_addrs(&local.addrs).await?;
+    let mut clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
 
     let mut rng = StdRng::seed_from_u64(17);
     let people_ids: Vec<&str> = tenant.org.people().map(|p| p.id.as_str()).collect();

@@ -292,7 +292,7 @@ async fn bench_drift(
         let local = scratch.start(&settings).await?;
         let extraction = local.ctx.extraction.describe();
         progress(&format!("extraction: {extraction}"));
-        let clients = Clients::from_addrs(&local.addrs).await?;
+        let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
         let report = drift::run(&world, clients, mode, &mut progress).await?;
         let extraction = if settings.extract.model_wanted() {
             let usage = local.ctx.extraction.model_usage();
@@ -343,7 +343,7 @@ async fn bench_firewall(
     let mut progress = |line: &str| eprintln!("bench: {line}");
     let scratch = Scratch::new(None)?;
     let local = scratch.start(&settings).await?;
-    let clients = Clients::from_addrs(&local.addrs).await?;
+    let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
         ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
