@@ -383,7 +383,20 @@ pub fn map_question(
         (Some(entity), None) => entity,
         (None, None) => return Err(Unmapped::NoEntity),
     };
-    let unexplained = unexplained(ontology, &slots, &path, &words, &fits, &tokens, &named);
+    // The question's own verb ("who *audits* ...") is a relation too when the answer is not of
+    // the kind asked for: explained by no hop, it is named.
+    let answer_fits = asked.is_empty() || asked.contains(&target.object_type);
+    let verb = (!answer_fits)
+        .then(|| main_verb(&tokens, &named, &ontology.type_nouns()))
+        .flatten();
+    let unexplained = unexplained(
+        ontology,
+        &slots,
+        &path,
+        (&words, &fits),
+        (&tokens, &named),
+        verb,
+    );
     Ok(Mapped {
         entity,
         path: path.iter().map(|&i| slots[i].name.clone()).collect(),
@@ -529,10 +542,9 @@ fn unexplained(
     ontology: &Ontology,
     slots: &[&Predicate],
     path: &[usize],
-    words: &[QuestionWord],
-    fits: &[Vec<f64>],
-    tokens: &[String],
-    named: &BTreeSet<usize>,
+    (words, fits): (&[QuestionWord], &[Vec<f64>]),
+    (tokens, named): (&[String], &BTreeSet<usize>),
+    verb: Option<usize>,
 ) -> Vec<String> {
     let type_nouns = ontology.type_nouns();
     let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
@@ -552,11 +564,42 @@ fn unexplained(
             !path.contains(&q)
                 && (fit >= SKIPPED_COSINE || (fit >= 1.0 && sharing * 2 <= slots.len()))
         });
-        if names_another || relation_position(tokens, word.at, named) {
+        if names_another || relation_position(tokens, word.at, named) || verb == Some(word.at) {
             left.push(word.text.clone());
         }
     }
     left
+}
+
+/// Words that open a question.
+const QUESTION_WORDS: &[&str] = &["who", "whom", "which", "what", "how", "where", "when"];
+
+/// The question's own verb: the first word after its question word that is neither the noun it
+/// asks for ("which *team*", a type noun), an amount word ("how *long*"), an auxiliary or a small
+/// word, unless a name comes first.
+fn main_verb(tokens: &[String], named: &BTreeSet<usize>, type_nouns: &[String]) -> Option<usize> {
+    let opens = tokens
+        .iter()
+        .position(|t| QUESTION_WORDS.contains(&t.as_str()))?;
+    let mut at = opens + 1;
+    let asks_a_noun = matches!(tokens[opens].as_str(), "which" | "what");
+    if let Some(next) = tokens.get(at)
+        && !named.contains(&at)
+        && (type_nouns.contains(next)
+            || ["much", "many", "long", "often"].contains(&next.as_str())
+            || (asks_a_noun
+                && !AUXILIARIES.contains(&next.as_str())
+                && !STOPWORDS.contains(&next.as_str())))
+    {
+        at += 1;
+    }
+    while tokens.get(at).is_some_and(|t| {
+        !named.contains(&at)
+            && (AUXILIARIES.contains(&t.as_str()) || STOPWORDS.contains(&t.as_str()))
+    }) {
+        at += 1;
+    }
+    (at < tokens.len() && !named.contains(&at)).then_some(at)
 }
 
 /// Whether the word at `at` stands where a relation does: the verb of a relative clause ("the
@@ -743,6 +786,42 @@ mod tests {
         let m = systems_mapped("Who leads the team that audits Kite?");
         assert_eq!(m.path, ["maintained_by", "led_by"]);
         assert_eq!(m.unexplained, ["audits"]);
+        // The question's own verb, when the answer is not of the kind asked for ("who", a
+        // team); when it is, the verb reads as that relation ("which team reviews").
+        let ontology = Ontology::from_json(
+            r#"{"predicates": [
+                {"name": "flown_by", "subject_type": "mission", "object_type": "crew",
+                 "patterns": ["The {s} mission is flown by crew {o}."]},
+                {"name": "commanded_by", "subject_type": "crew", "object_type": "astronaut",
+                 "patterns": ["Crew {s} is commanded by {o}."]}],
+              "authority": {"default": 1}}"#,
+        )
+        .expect("ontology");
+        let mut graph = Graph::new(&ontology);
+        let page = PageVersion {
+            source_id: "crews".into(),
+            version: 1,
+            title: "crews".into(),
+            origin: "wiki".into(),
+            body: "The Heron mission is flown by crew Lyra. Crew Lyra is commanded by Ines Moreau."
+                .into(),
+            updated_at: Utc::now(),
+            acl: Vec::new(),
+            confidence: 1.0,
+        };
+        graph.apply_page(&ontology, &page, Utc::now());
+        let m = map_question(
+            "Who audits the crew that is flown on the Heron mission?",
+            &graph,
+            &ontology,
+            &[],
+        )
+        .expect("maps");
+        assert_eq!(m.path, ["flown_by"]);
+        assert_eq!(m.unexplained, ["audits"]);
+        let m = systems_mapped("Which team reviews changes to Kite?");
+        assert_eq!(m.path, ["maintained_by"]);
+        assert!(m.unexplained.is_empty(), "{:?}", m.unexplained);
         // A word of another relation the path does not follow.
         let m = systems_mapped("Which team maintains Kite in the region it is hosted in?");
         assert_eq!(m.path, ["maintained_by"]);
