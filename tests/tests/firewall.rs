@@ -523,10 +523,55 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
         ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
     )
     .expect("validator");
-    let report = ontoloop::bench::firewall::run(&world, clients, &validator, 20, 2, &mut |_| {})
-        .await
-        .expect("benchmark");
+    let (mut report, answer) =
+        ontoloop::bench::firewall::run(&world, clients, &validator, 20, 2, &mut |_| {})
+            .await
+            .expect("benchmark");
     local.stop().await.expect("stop");
+    // The same store restarted with auth.mode = jwt: the ten-claim answer, carrying the replayed
+    // caller's token, gets the verdict it got with authentication off.
+    let mut with_auth = settings(&[("store.url", &url)]);
+    with_auth.auth = ontoloop::bench::auth::jwt(&with_auth.auth);
+    let token = ontoloop::bench::auth::token(
+        &with_auth.auth,
+        answer.caller.tenant(),
+        answer.caller.principal(),
+    )
+    .expect("token");
+    let local = ontoloop::up::Local::start(with_auth.clone())
+        .await
+        .expect("system with auth");
+    let clients = ontoloop::client::Clients::from_addrs_with(
+        &local.addrs,
+        &local.ctx.settings.tls,
+        ontoloop::client::Bearer::new(&token).expect("bearer"),
+    )
+    .await
+    .expect("clients");
+    let validator = ontoloop_firewall::Validator::new(
+        local.ctx.clone(),
+        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
+    )
+    .expect("validator");
+    let verifier = ontoloop_auth::Verifier::new(&with_auth.auth, None).expect("verifier");
+    ontoloop::bench::firewall::time_with_auth(
+        &mut report,
+        &answer,
+        &validator,
+        &verifier,
+        &token,
+        clients,
+        5,
+    )
+    .await
+    .expect("timed with auth on");
+    local.stop().await.expect("stop");
+    let l = &report.latency_us;
+    assert!(
+        l.grpc_auth_p50 > 0 && l.grpc_auth_p99 >= l.grpc_auth_p50,
+        "{l:?}"
+    );
+    assert!(l.inproc_auth_p99 >= l.inproc_auth_p50, "{l:?}");
     let c = &report.confusion;
     assert_eq!(
         (c.false_pass, c.false_block),

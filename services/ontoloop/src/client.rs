@@ -116,6 +116,15 @@ impl Clients {
         addrs: &[(ServiceKind, SocketAddr)],
         tls: &TlsSettings,
     ) -> anyhow::Result<Self> {
+        Self::from_addrs_with(addrs, tls, Bearer::from_env()?).await
+    }
+
+    /// Dials bound addresses (an embedded system, serving with `tls`), calls carrying `bearer`.
+    pub async fn from_addrs_with(
+        addrs: &[(ServiceKind, SocketAddr)],
+        tls: &TlsSettings,
+        bearer: Bearer,
+    ) -> anyhow::Result<Self> {
         let addr = |kind: ServiceKind| {
             addrs
                 .iter()
@@ -128,7 +137,7 @@ impl Clients {
             &addr(ServiceKind::Telemetry),
             &addr(ServiceKind::Analyst),
             &addr(ServiceKind::Firewall),
-            Bearer::from_env()?,
+            bearer,
             tls,
         )
         .await

@@ -439,6 +439,10 @@ pub fn bench_plate(report: &PlateReport, json: bool) -> anyhow::Result<()> {
         "  oracle mismatches {}  p50 {:.3} ms  p99 {:.3} ms  {:.0} plates/s  peak RSS {:.0} MiB",
         report.oracle_mismatches, report.p50_ms, report.p99_ms, report.qps, report.peak_rss_mb
     );
+    println!(
+        "  loopback gRPC, auth on (HS256 bearer): p50 {:.3} ms  p99 {:.3} ms",
+        report.p50_auth_ms, report.p99_auth_ms
+    );
     for (people, ms) in &report.rebuild_ms {
         println!("  org graph rebuild at {people} people: {ms:.1} ms");
     }

@@ -1,7 +1,9 @@
 //! The firewall benchmark: a labelled claim set generated from a world at its last checkpoint
 //! (current true claims, also under former names; superseded values; draft values from
 //! low-authority pages; invented entities), validated through the running firewall, and the
-//! latency of validating a ten-claim answer in process and over loopback gRPC.
+//! latency of validating a ten-claim answer in process and over loopback gRPC, with
+//! authentication off and, on the same store restarted with `auth.mode = "jwt"` (an HS256 secret
+//! generated for the run, the caller's token), with it on ([`time_with_auth`]).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -62,6 +64,26 @@ pub struct Latency {
     pub grpc_p50: u64,
     /// Over loopback gRPC, p99.
     pub grpc_p99: u64,
+    /// In process with authentication: the caller's HS256 token verified, then validate; p50.
+    pub inproc_auth_p50: u64,
+    /// The same, p99.
+    pub inproc_auth_p99: u64,
+    /// Over loopback gRPC to the system with `auth.mode = "jwt"`, the call carrying the
+    /// caller's HS256 bearer; p50.
+    pub grpc_auth_p50: u64,
+    /// The same, p99.
+    pub grpc_auth_p99: u64,
+}
+
+/// The timed ten-claim answer: who asks, and the request.
+#[derive(Debug, Clone)]
+pub struct TenClaims {
+    /// The caller the world was replayed for.
+    pub caller: Caller,
+    /// The ten-claim validate request.
+    pub request: v1::ValidateRequest,
+    /// Its overall verdict with authentication off.
+    pub overall: i32,
 }
 
 /// The whole result.
@@ -321,7 +343,9 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[index.min(sorted.len() - 1)]
 }
 
-/// Runs the benchmark: confusion table over the labelled set and latency of ten-claim answers.
+/// Runs the benchmark: confusion table over the labelled set and latency of ten-claim answers
+/// (with authentication off; the auth-on rows are [`time_with_auth`]'s, from the returned
+/// answer).
 pub async fn run(
     world: &World,
     mut clients: Clients,
@@ -329,7 +353,7 @@ pub async fn run(
     rounds: usize,
     hedge_below_authority: i32,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Report> {
+) -> anyhow::Result<(Report, TenClaims)> {
     let scenario = world
         .parsed
         .iter()
@@ -469,14 +493,16 @@ pub async fn run(
         inproc.push(started.elapsed().as_micros() as u64);
     }
     let mut grpc = Vec::with_capacity(rounds);
+    let mut overall = 0;
     for _ in 0..rounds {
         let started = Instant::now();
-        clients
+        let response = clients
             .firewall
             .validate(request.clone())
             .await
             .context("validate over gRPC")?;
         grpc.push(started.elapsed().as_micros() as u64);
+        overall = response.into_inner().overall;
     }
     inproc.sort_unstable();
     grpc.sort_unstable();
@@ -485,8 +511,78 @@ pub async fn run(
         inproc_p99: percentile(&inproc, 0.99),
         grpc_p50: percentile(&grpc, 0.50),
         grpc_p99: percentile(&grpc, 0.99),
+        ..Latency::default()
     };
-    Ok(report)
+    Ok((
+        report,
+        TenClaims {
+            caller,
+            request,
+            overall,
+        },
+    ))
+}
+
+/// Times the same ten-claim answer with authentication on: in process as `token` verified by
+/// `verifier` then validated by `validator`, and over gRPC through `clients` (dialled to a
+/// system with `auth.mode = "jwt"` on the store [`run`] replayed into, their calls carrying
+/// `token`). The verdict must be the one given with authentication off.
+pub async fn time_with_auth(
+    report: &mut Report,
+    answer: &TenClaims,
+    validator: &ontoloop_firewall::Validator,
+    verifier: &ontoloop_auth::Verifier,
+    token: &str,
+    mut clients: Clients,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let first = clients
+        .firewall
+        .validate(answer.request.clone())
+        .await
+        .context("validate over gRPC with a bearer")?
+        .into_inner();
+    anyhow::ensure!(
+        first.overall == answer.overall,
+        "with authentication on the ten-claim answer's verdict is {}, with it off {}",
+        first.overall,
+        answer.overall
+    );
+    let mut inproc = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let identity = verifier
+            .verify(token)
+            .context("verify the benchmark's token")?;
+        anyhow::ensure!(
+            identity.tenant == answer.caller.tenant()
+                && identity.principal == answer.caller.principal(),
+            "the benchmark's token names another caller"
+        );
+        validator
+            .validate(answer.request.clone())
+            .await
+            .map_err(|s| anyhow::anyhow!("validate in process: {}", s.message()))?;
+        inproc.push(started.elapsed().as_micros() as u64);
+    }
+    let mut grpc = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        clients
+            .firewall
+            .validate(answer.request.clone())
+            .await
+            .context("validate over gRPC with a bearer")?;
+        grpc.push(started.elapsed().as_micros() as u64);
+    }
+    inproc.sort_unstable();
+    grpc.sort_unstable();
+    let latency = &mut report.latency_us;
+    latency.inproc_auth_p50 = percentile(&inproc, 0.50);
+    latency.inproc_auth_p99 = percentile(&inproc, 0.99);
+    latency.grpc_auth_p50 = percentile(&grpc, 0.50);
+    latency.grpc_auth_p99 = percentile(&grpc, 0.99);
+    Ok(())
 }
 
 impl Report {
@@ -536,8 +632,15 @@ impl Report {
             p.confusion.true_block
         ));
         out.push_str(&format!(
-            "\nten-claim answer latency (µs)   p50      p99\n  in process               {:>7}  {:>7}\n  loopback gRPC            {:>7}  {:>7}\n",
-            l.inproc_p50, l.inproc_p99, l.grpc_p50, l.grpc_p99
+            "\nten-claim answer latency (µs)                      p50      p99\n  in process                                  {:>7}  {:>7}\n  loopback gRPC                               {:>7}  {:>7}\n  in process, auth on (HS256 verify)          {:>7}  {:>7}\n  loopback gRPC, auth on (HS256 bearer)       {:>7}  {:>7}\n",
+            l.inproc_p50,
+            l.inproc_p99,
+            l.grpc_p50,
+            l.grpc_p99,
+            l.inproc_auth_p50,
+            l.inproc_auth_p99,
+            l.grpc_auth_p50,
+            l.grpc_auth_p99
         ));
         for mistake in &self.mistakes {
             out.push_str(&format!("  {mistake}\n"));

@@ -1,5 +1,6 @@
 //! `ontoloop bench ...`: benchmarks that drive the real services over gRPC.
 
+pub mod auth;
 pub mod drift;
 pub mod extract;
 pub mod fake_model;

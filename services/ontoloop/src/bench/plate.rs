@@ -3,7 +3,9 @@
 //! measured for a thousand callers against the independent oracle (`ontoloop_testkit::oracle`).
 //!
 //! It reports the oracle mismatches, the latency percentiles of one client and the throughput
-//! of several concurrent ones over loopback gRPC, the peak resident memory of the process (the
+//! of several concurrent ones over loopback gRPC, the same latency with authentication on (the
+//! store restarted with `auth.mode = "jwt"`, an HS256 secret generated for the run, each call
+//! carrying its caller's token), the peak resident memory of the process (the
 //! services with their graphs, plus the generated world the benchmark holds), the org-graph
 //! rebuild time at 10,000 and 100,000 people, the event-to-visible latency of an
 //! `employee.transferred` pushed through the telemetry intake, and, beside the plate, a flat
@@ -30,8 +32,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use serde::Serialize;
+use tonic::metadata::{Ascii, MetadataValue};
 
-use crate::client::Clients;
+use crate::client::{Bearer, Clients};
 use crate::org::GenSpec;
 use crate::up::Local;
 
@@ -44,6 +47,11 @@ pub struct PlateReport {
     pub p50_ms: f64,
     /// 99th percentile of the same.
     pub p99_ms: f64,
+    /// Median latency of the same plates with `auth.mode = "jwt"`, each call carrying its
+    /// caller's HS256 bearer.
+    pub p50_auth_ms: f64,
+    /// 99th percentile of the same.
+    pub p99_auth_ms: f64,
     /// Plates per second with several concurrent clients.
     pub qps: f64,
     /// Peak resident memory of the process (VmHWM) after serving every plate.
@@ -97,6 +105,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
         .first()
         .context("the generated world has no tenant")?;
     let plate_settings = settings.plate.clone();
+    let with_auth = settings.clone();
     let local = Local::start(settings).await?;
     crate::org::load(&local.ctx.store, &world).await?;
     let mut clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
@@ -162,6 +171,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
     transfers.sort_by(f64::total_cmp);
     let baseline_precision = baseline(&world.items, &tenant.org, &oracles)?;
     local.stop().await?;
+    let with_auth = latency_with_auth(with_auth, &callers, &request).await?;
 
     let mut rebuild_ms = BTreeMap::new();
     for size in [10_000, 100_000] {
@@ -171,6 +181,8 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
         oracle_mismatches: mismatches,
         p50_ms: ms(percentile(&latencies, 0.50)),
         p99_ms: ms(percentile(&latencies, 0.99)),
+        p50_auth_ms: ms(percentile(&with_auth, 0.50)),
+        p99_auth_ms: ms(percentile(&with_auth, 0.99)),
         qps,
         peak_rss_mb,
         rebuild_ms,
@@ -186,6 +198,55 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
             .unwrap_or_default(),
         event_to_visible_max_ms: transfers.last().copied().unwrap_or_default(),
     })
+}
+
+/// The latency of every caller's plate, one after the other, on the store `settings` name
+/// restarted with `auth.mode = "jwt"` and a secret of the run's own, each call carrying its
+/// caller's token; sorted.
+async fn latency_with_auth(
+    mut settings: Settings,
+    callers: &[Caller],
+    request: &(dyn Fn(&Caller) -> v1::PlateRequest + Sync),
+) -> anyhow::Result<Vec<Duration>> {
+    settings.auth = super::auth::jwt(&settings.auth);
+    let bearers = callers
+        .iter()
+        .map(|caller| {
+            let token = super::auth::token(&settings.auth, caller.tenant(), caller.principal())?;
+            format!("Bearer {token}")
+                .parse::<MetadataValue<Ascii>>()
+                .context("a token as a header value")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let local = Local::start(settings).await?;
+    let mut clients =
+        Clients::from_addrs_with(&local.addrs, &local.ctx.settings.tls, Bearer::default()).await?;
+    let call = |caller: &Caller, bearer: &MetadataValue<Ascii>| {
+        let mut call = tonic::Request::new(request(caller));
+        call.metadata_mut().insert("authorization", bearer.clone());
+        call
+    };
+    // The first plate loads the tenant from the store; it is not timed.
+    if let (Some(caller), Some(bearer)) = (callers.first(), bearers.first()) {
+        clients
+            .retrieval
+            .plate(call(caller, bearer))
+            .await
+            .map_err(|status| anyhow::anyhow!("plate: {}: {}", status.code(), status.message()))?;
+    }
+    let mut latencies = Vec::with_capacity(callers.len());
+    for (caller, bearer) in callers.iter().zip(&bearers) {
+        let started = Instant::now();
+        clients
+            .retrieval
+            .plate(call(caller, bearer))
+            .await
+            .map_err(|status| anyhow::anyhow!("plate: {}: {}", status.code(), status.message()))?;
+        latencies.push(started.elapsed());
+    }
+    local.stop().await?;
+    latencies.sort_unstable();
+    Ok(latencies)
 }
 
 /// Plates per second from [`CONCURRENCY`] clients sharing [`THROUGHPUT_REQUESTS`] requests.

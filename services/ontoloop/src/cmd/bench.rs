@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use ontoloop::bench::auth;
 use ontoloop::bench::drift::{self, Mode};
 use ontoloop::bench::fake_model;
-use ontoloop::client::Clients;
+use ontoloop::client::{Bearer, Clients};
 use ontoloop::up::Local;
 use ontoloop_core::knowledge::{ExtractSettings, Stage};
 use ontoloop_settings::Settings;
@@ -19,10 +20,11 @@ use crate::session::Session;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Plate over loopback gRPC on a generated world against the oracle, with latency,
+    /// Plate over loopback gRPC on a generated world against the oracle, with latency (also with
+    /// the store restarted with auth.mode = jwt, each call carrying its caller's HS256 bearer),
     /// throughput, peak memory, org-graph rebuild time, event-to-visible latency and a BM25
-    /// baseline; prints {"oracle_mismatches","p50_ms","p99_ms","qps","peak_rss_mb","rebuild_ms",
-    /// "precision","baseline_precision",...} with --json.
+    /// baseline; prints {"oracle_mismatches","p50_ms","p99_ms","p50_auth_ms","p99_auth_ms","qps",
+    /// "peak_rss_mb","rebuild_ms","precision","baseline_precision",...} with --json.
     Plate {
         /// People in the generated world.
         #[arg(long, default_value_t = 10_000)]
@@ -58,12 +60,14 @@ pub enum Command {
         json: bool,
     },
     /// Validate a labelled claim set generated from a world (confusion table) and time
-    /// ten-claim answers in process and over loopback gRPC.
+    /// ten-claim answers in process and over loopback gRPC, with authentication off and, on the
+    /// same store restarted with auth.mode = jwt (HS256, a secret of the run's own), on.
     Firewall {
         /// The world file.
         #[arg(long)]
         world: PathBuf,
-        /// Print {"confusion":{...},"latency_us":{...}}.
+        /// Print {"confusion":{...},"latency_us":{...}} (latency_us with inproc_, grpc_,
+        /// inproc_auth_ and grpc_auth_ p50 and p99).
         #[arg(long)]
         json: bool,
         /// Ten-claim answers timed each way.
@@ -348,13 +352,46 @@ async fn bench_firewall(
         local.ctx.clone(),
         ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
     )?;
-    let report = ontoloop::bench::firewall::run(
+    let (mut report, answer) = ontoloop::bench::firewall::run(
         &world,
         clients,
         &validator,
         rounds,
         settings.retrieval.hedge_below_authority,
         &mut progress,
+    )
+    .await?;
+    local.stop().await?;
+    // The same store, restarted with auth.mode = "jwt" and a secret of this run's own; the
+    // replayed caller's token carried by every call.
+    let mut with_auth = settings.clone();
+    with_auth.auth = auth::jwt(&settings.auth);
+    let token = auth::token(
+        &with_auth.auth,
+        answer.caller.tenant(),
+        answer.caller.principal(),
+    )?;
+    progress(&format!(
+        "timing {rounds} ten-claim answers in process and over gRPC with auth.mode = jwt"
+    ));
+    let local = scratch.start(&with_auth).await?;
+    let clients =
+        Clients::from_addrs_with(&local.addrs, &local.ctx.settings.tls, Bearer::new(&token)?)
+            .await?;
+    let validator = ontoloop_firewall::Validator::new(
+        local.ctx.clone(),
+        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
+    )?;
+    let verifier = ontoloop_auth::Verifier::new(&with_auth.auth, None)
+        .context("a verifier of the benchmark's tokens")?;
+    ontoloop::bench::firewall::time_with_auth(
+        &mut report,
+        &answer,
+        &validator,
+        &verifier,
+        &token,
+        clients,
+        rounds,
     )
     .await?;
     local.stop().await?;
