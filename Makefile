@@ -42,9 +42,10 @@ browser:
 model:
 	@scripts/fetch-model.sh
 
-## bench: the drift benchmark (both modes), the firewall and extraction benchmarks on every world in
-## ../shared/bench, then the signals benchmark through RabbitMQ, in a release build (latency
-## figures mean nothing in a debug build)
+## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
+## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
+## the signals benchmark through RabbitMQ, in a release build (latency figures mean nothing in a
+## debug build)
 # The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
 WORLDS ?= $(wildcard ../shared/bench/*.world.json tests/fixtures/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
@@ -56,6 +57,7 @@ bench: model
 	  for mode in structured nl; do \
 	    $(RELEASE_BIN) bench drift --world $$world --mode $$mode || exit 1; echo; \
 	  done; \
+	  $(RELEASE_BIN) bench drift --world $$world --mode structured --extractor patterns || exit 1; echo; \
 	  $(RELEASE_BIN) bench firewall --world $$world || exit 1; echo; \
 	  $(RELEASE_BIN) bench extract --world $$world || exit 1; echo; \
 	done
