@@ -238,6 +238,43 @@ impl Sandbox {
         (sandbox, database)
     }
 
+    /// Waits up to `timeout` until `tenant`'s review queue holds one update per entity of
+    /// `entities` (and no more), then returns their update ids in that order.
+    pub async fn review_ids(
+        &self,
+        tenant: &str,
+        entities: &[&str],
+        timeout: Duration,
+    ) -> Vec<String> {
+        let queued = wait_until(timeout, || {
+            let store = self.ctx.store.clone();
+            async move {
+                store
+                    .review_queue(tenant, 10)
+                    .await
+                    .is_ok_and(|q| q.len() == entities.len())
+            }
+        })
+        .await;
+        assert!(queued, "{} updates wait for review", entities.len());
+        let queue = self
+            .ctx
+            .store
+            .review_queue(tenant, 10)
+            .await
+            .expect("queue");
+        entities
+            .iter()
+            .map(|entity| {
+                queue
+                    .iter()
+                    .find(|u| u.entity == *entity)
+                    .map(|u| u.id.clone())
+                    .unwrap_or_else(|| panic!("an update for {entity}"))
+            })
+            .collect()
+    }
+
     /// A channel to a service, connecting on first use (over TLS when the settings say so).
     pub fn channel(&self, kind: ServiceKind) -> Channel {
         ontoloop_runtime::tls::endpoint(&self.addr(kind).to_string(), self.tls.as_ref())

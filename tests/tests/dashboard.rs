@@ -9,7 +9,7 @@ use std::time::Duration;
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
 use ontoloop_tests::browser::{Browser, artifact_path};
-use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
+use ontoloop_tests::{Records, Sandbox, ontology};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -72,31 +72,10 @@ async fn a_reviewer_approves_and_rejects_in_the_browser() {
                 .expect("signal");
         }
     }
-    let queued = wait_until(WAIT, || {
-        let store = sandbox.ctx.store.clone();
-        async move {
-            store
-                .review_queue(tenant, 10)
-                .await
-                .is_ok_and(|q| q.len() == 2)
-        }
-    })
-    .await;
-    assert!(queued, "both financial updates wait for review");
-    let queue = sandbox
-        .ctx
-        .store
-        .review_queue(tenant, 10)
-        .await
-        .expect("queue");
-    let id_of = |entity: &str| {
-        queue
-            .iter()
-            .find(|u| u.entity == entity)
-            .map(|u| u.id.clone())
-            .expect("an update for the project")
-    };
-    let (kite, lark) = (id_of("Project Kite"), id_of("Project Lark"));
+    let ids = sandbox
+        .review_ids(tenant, &["Project Kite", "Project Lark"], WAIT)
+        .await;
+    let (kite, lark) = (ids[0].clone(), ids[1].clone());
 
     let browser = Browser::launch()
         .await

@@ -183,31 +183,10 @@ async fn two_updates_waiting() -> (Sandbox, AuthSettings, String, String) {
                 .expect("signal");
         }
     }
-    let queued = wait_until(WAIT, || {
-        let store = sandbox.ctx.store.clone();
-        async move {
-            store
-                .review_queue(TENANT, 10)
-                .await
-                .is_ok_and(|q| q.len() == 2)
-        }
-    })
-    .await;
-    assert!(queued, "both financial updates wait for review");
-    let queue = sandbox
-        .ctx
-        .store
-        .review_queue(TENANT, 10)
-        .await
-        .expect("queue");
-    let id_of = |entity: &str| {
-        queue
-            .iter()
-            .find(|u| u.entity == entity)
-            .map(|u| u.id.clone())
-            .expect("an update for the project")
-    };
-    let (kite, lark) = (id_of("Project Kite"), id_of("Project Lark"));
+    let ids = sandbox
+        .review_ids(TENANT, &["Project Kite", "Project Lark"], WAIT)
+        .await;
+    let (kite, lark) = (ids[0].clone(), ids[1].clone());
     (sandbox, auth, kite, lark)
 }
 

@@ -335,7 +335,9 @@ pub fn map_question(
         .iter()
         .filter(|p| p.kind == PredicateKind::Slot)
         .collect();
-    let fits = fits(ontology, &slots, &words);
+    let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
+    let type_nouns = ontology.type_nouns();
+    let fits = fits(ontology, &slots, &vocabularies, &words);
     let start = entity
         .as_deref()
         .and_then(|e| entity_type(graph, ontology, e, extra_names));
@@ -387,11 +389,10 @@ pub fn map_question(
     // the kind asked for: explained by no hop, it is named.
     let answer_fits = asked.is_empty() || asked.contains(&target.object_type);
     let verb = (!answer_fits)
-        .then(|| main_verb(&tokens, &named, &ontology.type_nouns()))
+        .then(|| main_verb(&tokens, &named, &type_nouns))
         .flatten();
     let unexplained = unexplained(
-        ontology,
-        &slots,
+        (&vocabularies, &type_nouns),
         &path,
         (&words, &fits),
         (&tokens, &named),
@@ -488,8 +489,12 @@ fn question_words(tokens: &[String], named: &BTreeSet<usize>) -> Vec<QuestionWor
 
 /// How well each word explains each slot: 1 for a word of its vocabulary, else the encoder's
 /// similarity between the word and the slot's own words when at least [`EXPLAIN_COSINE`], else 0.
-fn fits(ontology: &Ontology, slots: &[&Predicate], words: &[QuestionWord]) -> Vec<Vec<f64>> {
-    let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
+fn fits(
+    ontology: &Ontology,
+    slots: &[&Predicate],
+    vocabularies: &[BTreeSet<String>],
+    words: &[QuestionWord],
+) -> Vec<Vec<f64>> {
     let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
     let terms: Vec<Vec<String>> = slots.iter().map(|p| relation_terms(p)).collect();
     let similar = ontology.extraction().word_similarities(&texts, &terms);
@@ -539,15 +544,12 @@ pub(crate) fn relation_terms(predicate: &Predicate) -> Vec<String> {
 /// to it), or a word where a relation stands — the verb of a relative clause ("that maintains"),
 /// or a word between a name and a preposition ("X depends on"). Type nouns are never counted.
 fn unexplained(
-    ontology: &Ontology,
-    slots: &[&Predicate],
+    (vocabularies, type_nouns): (&[BTreeSet<String>], &[String]),
     path: &[usize],
     (words, fits): (&[QuestionWord], &[Vec<f64>]),
     (tokens, named): (&[String], &BTreeSet<usize>),
     verb: Option<usize>,
 ) -> Vec<String> {
-    let type_nouns = ontology.type_nouns();
-    let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
     let mut left = Vec::new();
     for (word, row) in words.iter().zip(fits) {
         if path.iter().any(|&p| row[p] > 0.0)
@@ -562,7 +564,7 @@ fn unexplained(
             .count();
         let names_another = row.iter().enumerate().any(|(q, &fit)| {
             !path.contains(&q)
-                && (fit >= SKIPPED_COSINE || (fit >= 1.0 && sharing * 2 <= slots.len()))
+                && (fit >= SKIPPED_COSINE || (fit >= 1.0 && sharing * 2 <= vocabularies.len()))
         });
         if names_another || relation_position(tokens, word.at, named) || verb == Some(word.at) {
             left.push(word.text.clone());
