@@ -200,13 +200,35 @@ async fn facts_follow_their_pages_newest_acl_and_groups_admit_their_members() {
     let answer = ask(&c, &analyst, "How much is the Silver plan?", v2).await;
     assert_eq!(answer.value, "35", "a member of finance: {answer:?}");
 
-    // The firewall does not pass for bob what only the narrowed page supports, and does not
-    // say where it came from; a member of the group has it checked as usual.
-    for (claim, page) in [
-        ("The Gold plan costs €80 per month.", "gold-page"),
-        // A wrong value is refused alike, so the verdict is no oracle for the hidden one.
-        ("The Gold plan costs €81 per month.", "gold-page"),
-        ("The Silver plan costs €35 per month.", "silver-page"),
+    // A plan only the narrowed pages name is, for bob, a plan nothing names: the answer is the
+    // one a never-named plan gets, word for word but the name (no entity id, type or other
+    // wording of the abstention gives it away).
+    let never = ask(&c, &bob, "How much is the Zircon plan?", v2).await;
+    assert_reveals_nothing(&never, "gold-page", "bob, a plan nothing names");
+    for plan in ["Gold", "Silver"] {
+        let answer = ask(&c, &bob, &format!("How much is the {plan} plan?"), v2).await;
+        assert_eq!(
+            format!("{answer:?}").replace(plan, "NAME"),
+            format!("{never:?}").replace("Zircon", "NAME"),
+            "bob, {plan}"
+        );
+    }
+
+    // The firewall does not pass for bob what only the narrowed page supports, and blocks it
+    // exactly as a claim about a plan nothing names: the verdict is no oracle for the hidden
+    // page, whatever value the claim gives; a member of the group has it checked as usual.
+    let told = |verdict: &v1::ValidateResponse, name: &str| -> Vec<(String, String)> {
+        verdict
+            .verdicts
+            .iter()
+            .flat_map(|v| &v.reasons)
+            .map(|r| (r.code.clone(), r.message.replace(name, "NAME")))
+            .collect()
+    };
+    for (claim, plan) in [
+        ("The Gold plan costs €80 per month.", "Gold"),
+        ("The Gold plan costs €81 per month.", "Gold"),
+        ("The Silver plan costs €35 per month.", "Silver"),
     ] {
         let verdict = validate(&c, &bob, claim).await;
         assert_ne!(
@@ -214,18 +236,13 @@ async fn facts_follow_their_pages_newest_acl_and_groups_admit_their_members() {
             v1::Verdict::Pass as i32,
             "{claim}: {verdict:?}"
         );
-        let reasons: Vec<&v1::BlockReason> =
-            verdict.verdicts.iter().flat_map(|v| &v.reasons).collect();
-        assert!(
-            reasons.iter().any(|r| r.code == "scope_denied"),
-            "{claim}: {reasons:?}"
+        let unnamed = claim.replace(plan, "Zircon");
+        let baseline = validate(&c, &bob, &unnamed).await;
+        assert_eq!(
+            told(&verdict, plan),
+            told(&baseline, "Zircon"),
+            "{claim} against {unnamed}"
         );
-        for reason in &reasons {
-            assert!(
-                !reason.message.contains(page) && !reason.message.contains("version"),
-                "{claim}: {reason:?}"
-            );
-        }
     }
     let verdict = validate(&c, &analyst, "The Silver plan costs €35 per month.").await;
     assert_eq!(verdict.overall, v1::Verdict::Pass as i32, "{verdict:?}");

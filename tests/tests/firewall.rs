@@ -212,7 +212,8 @@ async fn the_invariants_hold_and_the_honest_gaps_show() {
         .expect("validate");
     assert_eq!(codes(&r.verdicts[0]), vec!["low_confidence"]);
 
-    // Scope: the claim rests on facts the caller may not read, and the reason does not say which.
+    // Scope: a claim resting only on facts the caller may not read is blocked exactly as one
+    // about a plan nothing names, so the verdict tells nothing of what is hidden.
     let r = text(
         &mut fw,
         "alice",
@@ -221,8 +222,24 @@ async fn the_invariants_hold_and_the_honest_gaps_show() {
     )
     .await
     .expect("validate");
-    assert_eq!(codes(&r.verdicts[0]), vec!["scope_denied"]);
-    assert!(!r.verdicts[0].reasons[0].message.contains("board"));
+    assert_ne!(r.overall, v1::Verdict::Pass as i32, "{r:?}");
+    let never = text(
+        &mut fw,
+        "alice",
+        "The Zircon plan costs €999 per month.",
+        std,
+    )
+    .await
+    .expect("validate");
+    let told = |r: &v1::ValidateResponse, name: &str| -> Vec<(String, String)> {
+        r.verdicts[0]
+            .reasons
+            .iter()
+            .map(|x| (x.code.clone(), x.message.replace(name, "NAME")))
+            .collect()
+    };
+    assert_eq!(told(&r, "Secret"), told(&never, "Zircon"));
+    assert!(!r.verdicts[0].reasons.iter().any(|x| x.message.contains("board")));
     assert_eq!(
         text(&mut fw, "cfo", "The Secret plan costs €999 per month.", std)
             .await

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ontoloop_core::knowledge::{
-    ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
+    Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
 };
 use ontoloop_store::{Store, StoreError};
 use tokio::sync::Mutex;
@@ -17,8 +17,8 @@ pub struct Snapshot {
     pub version: i64,
     /// The tenant's ontology.
     pub ontology: Ontology,
-    /// The graph.
-    pub graph: Graph,
+    /// The whole graph: what a caller may see of it is [`Snapshot::graph_for`].
+    pub graph: Arc<Graph>,
     /// Current version of every page.
     pub current: BTreeMap<String, PageVersion>,
     /// Extraction log.
@@ -29,9 +29,51 @@ pub struct Snapshot {
     pub versions: Vec<PageVersion>,
     /// The newest page version's time.
     pub latest_change: chrono::DateTime<chrono::Utc>,
+    /// The graphs callers who may not read every fact were shown, by the ids of the facts
+    /// hidden from them (a few ACLs make a few views; bounded, oldest out first).
+    views: std::sync::Mutex<Vec<(Vec<u64>, Arc<Graph>)>>,
+    /// Whether any fact or page has an ACL: without one every caller sees the whole graph.
+    restricted: bool,
 }
 
+/// Caller views of one snapshot's graph kept at most.
+const MAX_VIEWS: usize = 16;
+
 impl Snapshot {
+    /// What `access` lets its caller see of the graph: the whole graph when it admits every
+    /// fact, else only the admitted facts and the entities they name (see
+    /// [`Graph::visible_to`]). Every question is linked and answered, and every claim checked,
+    /// on this view, so an entity only a hidden page names is as unknown as one never named.
+    pub fn graph_for(&self, access: &Access<'_>) -> Arc<Graph> {
+        if !self.restricted {
+            return Arc::clone(&self.graph);
+        }
+        let hidden: Vec<u64> = self
+            .graph
+            .facts()
+            .iter()
+            .filter(|f| !access.fact(f))
+            .map(|f| f.id)
+            .collect();
+        if hidden.is_empty() {
+            return Arc::clone(&self.graph);
+        }
+        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, graph)) = views.iter().find(|(ids, _)| *ids == hidden) {
+            return Arc::clone(graph);
+        }
+        let graph = Arc::new(
+            self.graph
+                .visible_to(access)
+                .unwrap_or_else(|| (*self.graph).clone()),
+        );
+        if views.len() >= MAX_VIEWS {
+            views.remove(0);
+        }
+        views.push((hidden, Arc::clone(&graph)));
+        graph
+    }
+
     /// The version of every page that was current at `at` (pages that did not exist yet are
     /// absent).
     pub fn current_at(&self, at: chrono::DateTime<chrono::Utc>) -> BTreeMap<String, PageVersion> {
@@ -120,15 +162,19 @@ impl Snapshots {
             .map(|p| p.updated_at)
             .max()
             .unwrap_or_default();
+        let restricted = graph.facts().iter().any(|f| !f.acl.is_empty())
+            || current.values().any(|p| !p.acl.is_empty());
         let snapshot = Arc::new(Snapshot {
             latest_change,
             versions: rows.pages.clone(),
             version: rows.version,
             ontology,
-            graph,
+            graph: Arc::new(graph),
             current,
             log: rows.extraction_log,
             index,
+            views: std::sync::Mutex::new(Vec::new()),
+            restricted,
         });
         self.cache
             .lock()

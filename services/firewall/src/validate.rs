@@ -138,19 +138,21 @@ impl Validator {
                 }
             }
         }
+        // Read and checked on what the caller may see of the graph: an entity only hidden
+        // facts name is as unknown as a name that names nothing.
+        let graph = snapshot.graph_for(&Access::new(&caller, &snapshot.current));
         let (mut checked, coverage) = match &input {
             Input::Text(text) => {
                 // The pipeline (and its encoder) is CPU work: on the blocking pool, never on an
                 // async worker. Fail closed if that task cannot finish.
                 let read = {
                     let (snapshot, text) = (std::sync::Arc::clone(&snapshot), text.clone());
+                    let graph = std::sync::Arc::clone(&graph);
                     tokio::task::spawn_blocking(move || {
                         let ontology = &snapshot.ontology;
-                        ontology.extraction().claims(
-                            ontology,
-                            &text,
-                            &snapshot.graph.lexicon(ontology),
-                        )
+                        ontology
+                            .extraction()
+                            .claims(ontology, &text, &graph.lexicon(ontology))
                     })
                     .await
                 };
@@ -181,7 +183,7 @@ impl Validator {
         let to_check: Vec<ClaimToCheck> = checked.iter().map(|c| to_check(&c.claim)).collect();
         let view = FirewallView {
             ontology: &snapshot.ontology,
-            graph: &snapshot.graph,
+            graph: &graph,
             access: Access::new(&caller, &snapshot.current),
             as_of,
             policy: &self.policy,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ontoloop_core::knowledge::ask::{self, Asked, Question};
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
-use ontoloop_core::knowledge::{Access, PageVersion};
+use ontoloop_core::knowledge::{Access, Graph, PageVersion};
 use ontoloop_core::{Caller, DomainError, ServiceKind};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
@@ -163,9 +163,8 @@ impl Retrieval {
                 detail: signal.detail.clone(),
                 at: chrono::Utc::now(),
             };
-            if let Err(err) = ontoloop_runtime::signals::report_signal(&self.ctx, &report).await {
-                tracing::warn!(error = %err, "cannot report a signal");
-            }
+            // Off the request path: a slow or absent broker never slows an answer.
+            self.ctx.signals.report(report);
         }
     }
 }
@@ -173,11 +172,14 @@ impl Retrieval {
 /// Answers `question` from `snapshot` as of `as_of` (now when absent). `searched` is a search
 /// already run for the question's text, reused instead of run again. CPU work (the graph, the
 /// search, the extraction pipeline and its encoder on the pages read): callers run it on the
-/// blocking pool, never on an async worker.
+/// blocking pool, never on an async worker. `graph` is what the caller may see of the snapshot's
+/// graph ([`Snapshot::graph_for`]).
+#[allow(clippy::too_many_arguments)]
 fn answer(
     settings: &RetrievalSettings,
     caller: &Caller,
     snapshot: &Snapshot,
+    graph: &Graph,
     question: Question,
     design: Design,
     as_of: Option<prost_types::Timestamp>,
@@ -195,7 +197,7 @@ fn answer(
     let search = |query: &str, k: usize| snapshot.index.search(query, k, caller);
     let view = KnowledgeView {
         ontology: &snapshot.ontology,
-        graph: &snapshot.graph,
+        graph,
         current,
         log: &snapshot.log,
         search: &search,
@@ -248,12 +250,15 @@ impl RetrievalService for Retrieval {
                 .iter()
                 .filter_map(|id| snapshot.current.get(id))
                 .collect();
-            let asked = match ask::link(&request.text, &snapshot.ontology, &snapshot.graph, &pages)
-            {
+            // Linked and answered on what the caller may see: an entity only hidden facts name
+            // is as unknown as a name that names nothing.
+            let graph = snapshot.graph_for(&Access::new(&who, &snapshot.current));
+            let asked = match ask::link(&request.text, &snapshot.ontology, &graph, &pages) {
                 Ok(question) => answer(
                     &settings,
                     &who,
                     &snapshot,
+                    &graph,
                     question,
                     design,
                     request.as_of,
@@ -261,7 +266,7 @@ impl RetrievalService for Retrieval {
                 )?,
                 Err(why) => ask::unlinked(request.text, &why, design),
             };
-            let response = wire::answer(&asked, &snapshot.graph, applied);
+            let response = wire::answer(&asked, &graph, applied);
             Ok((asked, response))
         })
         .await?;
@@ -303,16 +308,18 @@ impl RetrievalService for Retrieval {
         let settings = self.ctx.settings.retrieval.clone();
         let who = caller.clone();
         let (asked, response) = blocking(move || {
+            let graph = snapshot.graph_for(&Access::new(&who, &snapshot.current));
             let asked = answer(
                 &settings,
                 &who,
                 &snapshot,
+                &graph,
                 question,
                 design,
                 request.as_of,
                 None,
             )?;
-            let response = wire::answer(&asked, &snapshot.graph, applied);
+            let response = wire::answer(&asked, &graph, applied);
             Ok((asked, response))
         })
         .await?;

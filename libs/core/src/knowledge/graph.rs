@@ -222,7 +222,48 @@ impl Graph {
 
     /// Rebuilds a graph from stored entities and facts.
     pub fn from_parts(ontology: &Ontology, entities: Vec<Entity>, facts: Vec<Fact>) -> Self {
-        let mut graph = Self::new(ontology);
+        Self::assemble(Self::new(ontology), entities, facts)
+    }
+
+    /// What `access` lets its caller see of the graph: `None` when it admits every fact (the
+    /// whole graph is theirs), else a graph of only the admitted facts and the entities they
+    /// name. An entity that only hidden facts name is then unknown to the caller: it cannot be
+    /// resolved, linked or told apart from a name that names nothing (no canonical id, type or
+    /// abstention of another wording gives it away). Aliases go with their entity.
+    pub fn visible_to(&self, access: &Access<'_>) -> Option<Graph> {
+        if self.facts.iter().all(|f| access.fact(f)) {
+            return None;
+        }
+        let facts: Vec<Fact> = self
+            .facts
+            .iter()
+            .filter(|f| access.fact(f))
+            .cloned()
+            .collect();
+        let mut named: BTreeSet<&str> = BTreeSet::new();
+        for fact in &facts {
+            named.insert(fact.entity.as_str());
+            if let Some(object) = self.resolve(&fact.object) {
+                named.insert(object.id.as_str());
+            }
+        }
+        let entities = self
+            .entities
+            .values()
+            .filter(|e| named.contains(e.id.as_str()))
+            .cloned()
+            .collect();
+        let empty = Self {
+            normaliser: self.normaliser.clone(),
+            ..Self::default()
+        };
+        let mut graph = Self::assemble(empty, entities, facts);
+        graph.next_fact_id = self.next_fact_id;
+        Some(graph)
+    }
+
+    /// `graph` (empty) with `entities` and `facts`, indexed.
+    fn assemble(mut graph: Self, entities: Vec<Entity>, facts: Vec<Fact>) -> Self {
         for entity in entities {
             for alias in &entity.aliases {
                 graph
@@ -675,6 +716,47 @@ mod tests {
         let mut record = fact;
         record.source.source_id = "record:billing".to_owned();
         assert!(Access::new(&bob, &latest).fact(&record));
+    }
+
+    #[test]
+    fn an_entity_only_hidden_facts_name_is_unknown_to_the_caller() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let public = page(
+            "d10",
+            1,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            1,
+        );
+        let mut secret = page(
+            "d11",
+            1,
+            "pricing-page",
+            "The Onyx plan costs €400 per user per month.",
+            2,
+        );
+        secret.acl = vec!["cfo".to_owned()];
+        graph.apply_page(&ontology, &public, at(1));
+        graph.apply_page(&ontology, &secret, at(2));
+        let latest = BTreeMap::from([
+            ("d10".to_owned(), public.clone()),
+            ("d11".to_owned(), secret.clone()),
+        ]);
+        let cfo = Caller::new("t", "cfo").expect("caller");
+        assert!(
+            graph.visible_to(&Access::new(&cfo, &latest)).is_none(),
+            "a caller every fact admits sees the whole graph"
+        );
+        let bob = Caller::new("t", "bob").expect("caller");
+        let seen = graph
+            .visible_to(&Access::new(&bob, &latest))
+            .expect("bob sees less");
+        assert!(graph.resolve("Onyx plan").is_some());
+        assert!(seen.resolve("Onyx plan").is_none(), "hidden entity resolved");
+        assert!(seen.resolve("Gold plan").is_some());
+        assert_eq!(current(&seen, "Gold plan", "price"), vec!["80"]);
+        assert!(seen.facts().iter().all(|f| f.source.source_id == "d10"));
     }
 
     #[test]
