@@ -7,9 +7,17 @@
 //! A graph is *live* while `now - created < ttl + extensions` and `now - last access < idle`.
 //! An expired graph is invisible to [`ContextRegistry::get`] and [`ContextRegistry::extend`] and
 //! is removed by the next [`ContextRegistry::sweep`], which reports it.
+//!
+//! Extensions add up to at most [`MAX_LIFETIME`] (ten years from creation), so a caller-given
+//! duration, however large, never pushes an instant past what the clock can represent: use
+//! [`ContextGraph::ends_at`] rather than adding to an `Instant`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+
+/// The longest lifetime extensions can give a graph, counted from its creation (ten years); a
+/// longer configured time to live is kept as it is, but never extended.
+pub const MAX_LIFETIME: Duration = Duration::from_secs(10 * 365 * 86_400);
 
 /// Lifetimes of context graphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +94,12 @@ impl ContextGraph {
     /// When the graph expires unless used or extended, as an offset from its creation.
     pub fn lifetime(&self) -> Duration {
         self.lifetime
+    }
+
+    /// When its lifetime ends, unless that lies beyond what an `Instant` can hold (then `None`:
+    /// in practice never).
+    pub fn ends_at(&self) -> Option<Instant> {
+        self.created.checked_add(self.lifetime)
     }
 
     /// When it was created.
@@ -169,7 +183,8 @@ impl ContextRegistry {
         Some(graph)
     }
 
-    /// Lengthens a live graph's lifetime by `by` and marks it used; returns the new lifetime.
+    /// Lengthens a live graph's lifetime by `by`, up to [`MAX_LIFETIME`] (or the configured time
+    /// to live when that is longer), and marks it used; returns the new lifetime.
     pub fn extend(
         &mut self,
         project: &str,
@@ -184,7 +199,10 @@ impl ContextRegistry {
         if !graph.is_live(now, &settings) {
             return Err(ContextError::Expired(project.to_owned()));
         }
-        graph.lifetime = graph.lifetime.saturating_add(by);
+        let cap = MAX_LIFETIME.max(settings.ttl);
+        graph.lifetime = graph
+            .lifetime
+            .max(graph.lifetime.saturating_add(by).min(cap));
         graph.last_access = graph.last_access.max(now);
         Ok(graph.lifetime)
     }
@@ -292,6 +310,28 @@ mod tests {
         );
         assert_eq!(registry.sweep(start + DAY * 40), vec!["hermes".to_owned()]);
         assert!(registry.is_empty());
+    }
+
+    #[test]
+    fn extensions_stop_at_the_maximum_lifetime() {
+        let start = Instant::now();
+        let mut registry = registry_with("apollo", start);
+        let huge = Duration::from_secs(u64::MAX);
+        assert_eq!(registry.extend("apollo", huge, start), Ok(MAX_LIFETIME));
+        assert_eq!(
+            registry.extend("apollo", Duration::MAX, start),
+            Ok(MAX_LIFETIME)
+        );
+        let graph = registry.get("apollo", start).expect("live");
+        assert_eq!(graph.ends_at(), start.checked_add(MAX_LIFETIME));
+        // A configured time to live beyond the cap is kept, never shortened nor extended.
+        let mut long = ContextRegistry::new(ContextSettings {
+            ttl: Duration::MAX,
+            idle: DAY,
+        });
+        long.create("x", [], [], [], start);
+        assert_eq!(long.extend("x", huge, start), Ok(Duration::MAX));
+        assert_eq!(long.get("x", start).and_then(ContextGraph::ends_at), None);
     }
 
     #[test]

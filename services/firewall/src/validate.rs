@@ -55,6 +55,11 @@ impl Validator {
         self.validate_as(caller, request.into_inner()).await
     }
 
+    /// The `[firewall]` settings it validates with (benchmarks size their inputs by them).
+    pub fn policy(&self) -> &FirewallPolicy {
+        &self.policy
+    }
+
     /// Validates one request in process, as the request's own `caller` (benchmarks).
     pub async fn validate(&self, request: ValidateRequest) -> Result<ValidateResponse, Status> {
         self.validate_call(tonic::Request::new(request)).await
@@ -83,10 +88,14 @@ impl Validator {
                 )));
             }
         }
+        if let Input::Text(text) = &input {
+            self.within_max_claims("text", "sentences", split_sentences(text).len())?;
+        }
         if let Input::Claims(list) = &input {
             if list.claims.is_empty() {
                 return Err(status_from(DomainError::missing("claims")));
             }
+            self.within_max_claims("claims", "claims", list.claims.len())?;
             for (i, claim) in list.claims.iter().enumerate() {
                 validate_claim_shape(i, claim)?;
             }
@@ -165,6 +174,9 @@ impl Validator {
                         ));
                     }
                 };
+                // A text of few sentences may still read as many claims (a long list in one
+                // sentence): the bound holds for the claims checked, not only the sentences.
+                self.within_max_claims("text", "claims", claims.len())?;
                 self.claims_from_text(&snapshot.ontology, text, claims)
                     .await
             }
@@ -196,6 +208,21 @@ impl Validator {
         Ok(response(checked, coverage))
     }
 
+    /// Refuses more than `firewall.max_claims` `what` in `field`: every claim is checked against
+    /// the graph and answered with its verdict, so this bounds the work and the response.
+    fn within_max_claims(&self, field: &str, what: &str, n: usize) -> Result<(), Status> {
+        if n <= self.policy.max_claims {
+            return Ok(());
+        }
+        Err(status_from(DomainError::invalid(
+            field,
+            format!(
+                "has {n} {what}; at most {} are validated at once (firewall.max_claims)",
+                self.policy.max_claims
+            ),
+        )))
+    }
+
     /// `claims`: what the pipeline that reads pages read in `text`, with the graph's names, so a
     /// paraphrased claim is checked like a templated one; the model extractor, when configured,
     /// then reads the sentences left.
@@ -207,13 +234,18 @@ impl Validator {
     ) -> (Vec<Checked>, pb::Coverage) {
         let sentences = split_sentences(text);
         let mut checked: Vec<Checked> = claims.iter().map(from_claim).collect();
+        // Most claims carry their sentence as split: found by a set lookup, so only the others
+        // (a claim read across sentences) are looked for by containment.
+        let read: std::collections::HashSet<&str> =
+            claims.iter().map(|c| c.sentence.trim()).collect();
         let mut unrecognised: Vec<&str> = sentences
             .iter()
             .copied()
             .filter(|s| {
-                !claims
-                    .iter()
-                    .any(|c| c.sentence.contains(s.trim()) || s.contains(&c.sentence))
+                !read.contains(s.trim())
+                    && !claims
+                        .iter()
+                        .any(|c| c.sentence.contains(s.trim()) || s.contains(&c.sentence))
             })
             .collect();
         if let Some(llm) = &self.llm
@@ -221,13 +253,14 @@ impl Validator {
         {
             match llm.extract(ontology, &unrecognised.join(" ")).await {
                 Ok(extraction) => {
-                    let recognised: std::collections::BTreeSet<&str> = extraction
-                        .claims
-                        .iter()
-                        .map(|c| c.sentence.as_str())
-                        .collect();
+                    // The model's claims count toward firewall.max_claims too: those beyond it
+                    // are not checked, and their sentences stay unrecognised.
+                    let room = self.policy.max_claims.saturating_sub(checked.len());
+                    let kept = &extraction.claims[..extraction.claims.len().min(room)];
+                    let recognised: std::collections::BTreeSet<&str> =
+                        kept.iter().map(|c| c.sentence.as_str()).collect();
                     unrecognised.retain(|s| !recognised.iter().any(|r| r.trim() == s.trim()));
-                    checked.extend(extraction.claims.iter().map(from_claim));
+                    checked.extend(kept.iter().map(from_claim));
                 }
                 // The model is an aid to coverage, not to the verdict: its failure leaves the
                 // sentences unrecognised (and counted), it never passes or blocks anything.
@@ -272,9 +305,8 @@ impl Validator {
                     .join(","),
                 at: chrono::Utc::now(),
             };
-            if let Err(err) = ontoloop_runtime::signals::report_signal(&self.ctx, &report).await {
-                tracing::warn!(error = %err, "cannot report a firewall signal");
-            }
+            // Off the request path: a slow or absent broker never slows a verdict.
+            self.ctx.signals.report(report);
         }
     }
 }
@@ -344,8 +376,20 @@ fn from_claim(claim: &Claim) -> Checked {
             object: claim.object.clone(),
             chain: Vec::new(),
         },
-        sentence: claim.sentence.clone(),
+        sentence: echoed(&claim.sentence),
         reasons: Vec::new(),
+    }
+}
+
+/// Longest sentence echoed beside a claim read from text, in characters; a longer one is cut and
+/// ends in "…". Several claims may come from one sentence, so this keeps the response within a
+/// fixed size per claim.
+pub const MAX_SENTENCE_CHARS: usize = 1000;
+
+fn echoed(sentence: &str) -> String {
+    match sentence.char_indices().nth(MAX_SENTENCE_CHARS) {
+        None => sentence.to_owned(),
+        Some((cut, _)) => format!("{}…", &sentence[..cut]),
     }
 }
 
@@ -433,7 +477,7 @@ fn fail_closed(input: &Input, why: &str) -> ValidateResponse {
                     .into_iter()
                     .map(|s| Checked {
                         claim: pb::Claim::default(),
-                        sentence: s.to_owned(),
+                        sentence: echoed(s),
                         reasons: vec![reason.clone()],
                     })
                     .collect(),
@@ -509,6 +553,15 @@ mod tests {
                 .message()
                 .contains("claims[0].chain[0].object")
         );
+    }
+
+    #[test]
+    fn long_sentences_are_echoed_cut() {
+        assert_eq!(echoed("The Pro plan costs €49."), "The Pro plan costs €49.");
+        let long = "€".repeat(MAX_SENTENCE_CHARS * 3);
+        let cut = echoed(&long);
+        assert_eq!(cut.chars().count(), MAX_SENTENCE_CHARS + 1);
+        assert!(cut.ends_with('…'));
     }
 
     #[test]

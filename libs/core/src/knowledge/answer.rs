@@ -137,7 +137,7 @@ pub fn same_value(a: &str, b: &str) -> bool {
     normalise_value(a) == normalise_value(b)
 }
 
-fn normalise_value(value: &str) -> String {
+pub(super) fn normalise_value(value: &str) -> String {
     value.trim().trim_end_matches('.').trim().to_lowercase()
 }
 

@@ -105,6 +105,9 @@ pub struct FirewallPolicy {
     pub multi_valued_predicates: Vec<String>,
     /// Longest answer text accepted, in bytes.
     pub max_text_bytes: usize,
+    /// Most claims checked in one validation: a longer claim list, or an answer text of more
+    /// sentences or read as more claims, is refused.
+    pub max_claims: usize,
     /// The optional model-based claim extractor (`ontoloop-llm`).
     pub llm: LlmSettings,
 }
@@ -155,6 +158,12 @@ impl FirewallPolicy {
         if self.max_text_bytes == 0 {
             return Err(InvalidSetting::new(
                 "max_text_bytes",
+                "must be greater than zero",
+            ));
+        }
+        if self.max_claims == 0 {
+            return Err(InvalidSetting::new(
+                "max_claims",
                 "must be greater than zero",
             ));
         }
@@ -266,7 +275,7 @@ pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason
     if view.graph.resolve(&triple.subject).is_none() {
         return Some(Reason::new(
             ReasonCode::UnknownEntity,
-            format!("no entity or alias is called {:?}", triple.subject),
+            format!("no entity or alias is called {:?}", shown(&triple.subject)),
         ));
     }
     let object_is_entity = view
@@ -276,7 +285,7 @@ pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason
     if object_is_entity && view.graph.resolve(&triple.object).is_none() {
         return Some(Reason::new(
             ReasonCode::UnknownEntity,
-            format!("no entity or alias is called {:?}", triple.object),
+            format!("no entity or alias is called {:?}", shown(&triple.object)),
         ));
     }
     None
@@ -359,7 +368,8 @@ fn not_in_graph(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
                 ReasonCode::NotInGraph,
                 format!(
                     "no fact states {} of {:?}",
-                    triple.predicate, triple.subject
+                    shown(&triple.predicate),
+                    shown(&triple.subject)
                 ),
             )
         })
@@ -423,7 +433,10 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
     if view.ontology.predicate(&triple.predicate).is_none() {
         return vec![Reason::new(
             ReasonCode::NotInGraph,
-            format!("{:?} is not a predicate of the ontology", triple.predicate),
+            format!(
+                "{:?} is not a predicate of the ontology",
+                shown(&triple.predicate)
+            ),
         )];
     }
     if let Some(reason) = unknown_entity(view, triple) {
@@ -444,7 +457,8 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
                 ReasonCode::Contradicted,
                 format!(
                     "{:?} and {:?} are different entities in the graph",
-                    triple.subject, triple.object
+                    shown(&triple.subject),
+                    shown(&triple.object)
                 ),
             )]
         };
@@ -480,8 +494,8 @@ pub fn broken_chain(view: &FirewallView<'_>, chain: &[Triple]) -> Option<Reason>
                 format!(
                     "step {} starts at {:?}, but step {i} ended at {:?}",
                     i + 1,
-                    step.subject,
-                    chain[i - 1].object
+                    shown(&step.subject),
+                    shown(&chain[i - 1].object)
                 ),
             ));
         }
@@ -513,42 +527,93 @@ pub fn check_answer(view: &FirewallView<'_>, claims: &[ClaimToCheck]) -> Vec<Vec
             }
         })
         .collect();
-    // Rule `temporal_inconsistency`: one functional slot with two values in one answer.
-    for i in 0..claims.len() {
-        for j in (i + 1)..claims.len() {
-            let (a, b) = (&claims[i].triple, &claims[j].triple);
-            if !claims[i].chain.is_empty()
-                || !claims[j].chain.is_empty()
-                || a.predicate != b.predicate
-                || view.policy.multi_valued_predicates.contains(&a.predicate)
-            {
-                continue;
-            }
-            let (ea, eb) = (
-                view.graph.resolve(&a.subject).map(|e| &e.id),
-                view.graph.resolve(&b.subject).map(|e| &e.id),
-            );
-            let same_entity = match (ea, eb) {
-                (Some(x), Some(y)) => x == y,
-                _ => {
-                    view.graph.normaliser().key(&a.subject)
-                        == view.graph.normaliser().key(&b.subject)
-                }
-            };
-            if same_entity && !same_value(&a.object, &b.object) {
-                let message = format!(
-                    "{} of {:?} cannot be both {:?} and {:?} at once",
-                    a.predicate, a.subject, a.object, b.object
-                );
-                verdicts[i].push(Reason::new(
-                    ReasonCode::TemporalInconsistency,
-                    message.clone(),
-                ));
-                verdicts[j].push(Reason::new(ReasonCode::TemporalInconsistency, message));
+    temporal_inconsistency(view, claims, &mut verdicts);
+    verdicts
+}
+
+/// Values of another claim named in a `temporal_inconsistency` message; the rest are counted.
+pub const MAX_CONFLICTS_NAMED: usize = 3;
+
+/// Longest input string quoted in a reason, in characters; longer ones end in "…". Reasons (and
+/// so responses) stay bounded whatever the claims carry.
+pub const MAX_QUOTED_CHARS: usize = 120;
+
+/// Rule `temporal_inconsistency`: one functional slot with two values in one answer. Claims are
+/// grouped by slot (the subject's entity, or its name's key when the graph knows no such
+/// entity, and the predicate), so the check is linear in the claims; each claim of a slot that
+/// holds several values gets one reason naming at most [`MAX_CONFLICTS_NAMED`] of the others
+/// and counting the rest.
+fn temporal_inconsistency(
+    view: &FirewallView<'_>,
+    claims: &[ClaimToCheck],
+    verdicts: &mut [Vec<Reason>],
+) {
+    use std::collections::HashMap;
+    /// The values one slot is given, in first-seen order: each as first written, with the
+    /// claims stating it; `index` finds a value by its key.
+    #[derive(Default)]
+    struct Values<'c> {
+        index: HashMap<String, usize>,
+        stated: Vec<(&'c str, Vec<usize>)>,
+    }
+    let mut slots: HashMap<(String, &str), Values<'_>> = HashMap::new();
+    for (i, claim) in claims.iter().enumerate() {
+        let t = &claim.triple;
+        if !claim.chain.is_empty() || view.policy.multi_valued_predicates.contains(&t.predicate) {
+            continue;
+        }
+        let subject = match view.graph.resolve(&t.subject) {
+            Some(entity) => format!("entity:{}", entity.id),
+            None => format!("name:{}", view.graph.normaliser().key(&t.subject)),
+        };
+        let values = slots.entry((subject, t.predicate.as_str())).or_default();
+        let key = super::answer::normalise_value(&t.object);
+        match values.index.get(&key) {
+            Some(&n) => values.stated[n].1.push(i),
+            None => {
+                values.index.insert(key, values.stated.len());
+                values.stated.push((t.object.as_str(), vec![i]));
             }
         }
     }
-    verdicts
+    for values in slots.values().map(|v| &v.stated).filter(|v| v.len() > 1) {
+        for (n, (own, stating)) in values.iter().enumerate() {
+            let named = values
+                .iter()
+                .enumerate()
+                .filter(|(m, _)| *m != n)
+                .take(MAX_CONFLICTS_NAMED)
+                .map(|(_, (value, _))| format!("{:?}", shown(value)))
+                .collect::<Vec<_>>();
+            let rest = values.len() - 1 - named.len();
+            let more = if rest > 0 {
+                format!(" (and {rest} more values)")
+            } else {
+                String::new()
+            };
+            let named = named.join(" and ");
+            for &i in stating {
+                let t = &claims[i].triple;
+                verdicts[i].push(Reason::new(
+                    ReasonCode::TemporalInconsistency,
+                    format!(
+                        "{} of {:?} cannot be both {:?} and {named}{more} at once",
+                        shown(&t.predicate),
+                        shown(&t.subject),
+                        shown(own)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// `value` as quoted in a reason: at most [`MAX_QUOTED_CHARS`] characters.
+fn shown(value: &str) -> std::borrow::Cow<'_, str> {
+    match value.char_indices().nth(MAX_QUOTED_CHARS) {
+        None => std::borrow::Cow::Borrowed(value),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!("{}…", &value[..cut])),
+    }
 }
 
 #[cfg(test)]
@@ -578,6 +643,7 @@ mod tests {
             high_risk_domains: vec!["financial".into()],
             multi_valued_predicates: Vec::new(),
             max_text_bytes: 1024,
+            max_claims: 100,
             llm: LlmSettings {
                 enabled: false,
                 base_url: String::new(),
@@ -892,6 +958,72 @@ mod tests {
         );
         assert!(verdicts[0].contains(&ReasonCode::TemporalInconsistency));
         assert!(verdicts[1].contains(&ReasonCode::TemporalInconsistency));
+    }
+
+    #[test]
+    fn many_values_of_one_slot_give_each_claim_one_bounded_reason() {
+        let (o, g) = world();
+        let policy = policy();
+        let alice = Caller::new("t", "alice").expect("caller");
+        let view = FirewallView {
+            ontology: &o,
+            graph: &g,
+            access: Access::new(&alice, &NO_PAGES),
+            as_of: day(25),
+            policy: &policy,
+            threshold: 0.7,
+        };
+        let long = "9".repeat(10 * MAX_QUOTED_CHARS);
+        let mut claims: Vec<ClaimToCheck> = (0..2000)
+            .map(|n| ClaimToCheck {
+                triple: Triple {
+                    // Two names of one entity: one slot.
+                    subject: if n % 2 == 0 { "Pro" } else { "Pro plan" }.into(),
+                    predicate: "price".into(),
+                    object: if n == 0 { long.clone() } else { n.to_string() },
+                },
+                chain: Vec::new(),
+            })
+            .collect();
+        // The same value twice is one value of the slot.
+        claims[2].triple.object = "1.".into();
+        let verdicts = check_answer(&view, &claims);
+        for (n, reasons) in verdicts.iter().enumerate() {
+            let inconsistent: Vec<&Reason> = reasons
+                .iter()
+                .filter(|r| r.code == ReasonCode::TemporalInconsistency)
+                .collect();
+            assert_eq!(inconsistent.len(), 1, "claim {n}: {reasons:?}");
+            let message = &inconsistent[0].message;
+            assert!(message.contains("(and 1995 more values)"), "{message}");
+            assert!(
+                message.len() < 6 * MAX_QUOTED_CHARS,
+                "{} bytes",
+                message.len()
+            );
+        }
+        assert!(verdicts[1].iter().any(|r| r.message.contains('…')));
+        // Another slot, or a value that fits the graph, is untouched by the rule.
+        let two = check(
+            &g,
+            &o,
+            "alice",
+            &[("Pro", "price", "59"), ("Starter", "price", "24")],
+            0.7,
+        );
+        assert!(
+            two.iter()
+                .flatten()
+                .all(|c| *c != ReasonCode::TemporalInconsistency)
+        );
+    }
+
+    #[test]
+    fn quoted_inputs_are_cut_at_a_character_boundary() {
+        assert_eq!(shown("short"), "short");
+        let cut = shown(&"é".repeat(MAX_QUOTED_CHARS + 5)).into_owned();
+        assert_eq!(cut.chars().count(), MAX_QUOTED_CHARS + 1);
+        assert!(cut.ends_with('…'));
     }
 
     #[test]

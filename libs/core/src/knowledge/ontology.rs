@@ -110,6 +110,16 @@ struct RawPredicate {
     patterns: Vec<String>,
 }
 
+/// Most predicates an ontology may define. Every page and every answer text is matched against
+/// every pattern, so the ontology's size bounds the work each read does.
+pub const MAX_PREDICATES: usize = 500;
+
+/// Most patterns one predicate may have.
+pub const MAX_PATTERNS_PER_PREDICATE: usize = 50;
+
+/// Longest pattern, in characters.
+pub const MAX_PATTERN_CHARS: usize = 500;
+
 /// The origin name whose authority applies to origins the map does not list.
 pub const DEFAULT_ORIGIN: &str = "default";
 
@@ -149,6 +159,15 @@ impl Ontology {
                 format!("needs a {DEFAULT_ORIGIN:?} entry for unlisted origins"),
             )
         })?;
+        if raw.predicates.len() > MAX_PREDICATES {
+            return Err(invalid(
+                "predicates".into(),
+                format!(
+                    "has {} predicates; at most {MAX_PREDICATES} are accepted (MAX_PREDICATES)",
+                    raw.predicates.len()
+                ),
+            ));
+        }
         let mut names = BTreeSet::new();
         let mut predicates = Vec::new();
         for (i, p) in raw.predicates.into_iter().enumerate() {
@@ -178,8 +197,28 @@ impl Ontology {
                     "needs at least one pattern".into(),
                 ));
             }
+            if p.patterns.len() > MAX_PATTERNS_PER_PREDICATE {
+                return Err(invalid(
+                    path("patterns"),
+                    format!(
+                        "has {} patterns; at most {MAX_PATTERNS_PER_PREDICATE} per predicate are \
+                         accepted (MAX_PATTERNS_PER_PREDICATE)",
+                        p.patterns.len()
+                    ),
+                ));
+            }
             let mut patterns = Vec::new();
             for (j, source) in p.patterns.iter().enumerate() {
+                let chars = source.chars().count();
+                if chars > MAX_PATTERN_CHARS {
+                    return Err(invalid(
+                        format!("predicates[{i}].patterns[{j}]"),
+                        format!(
+                            "is {chars} characters; at most {MAX_PATTERN_CHARS} are accepted \
+                             (MAX_PATTERN_CHARS)"
+                        ),
+                    ));
+                }
                 let pattern = Pattern::compile(source).map_err(|err: PatternError| {
                     invalid(format!("predicates[{i}].patterns[{j}]"), err.to_string())
                 })?;
@@ -354,6 +393,35 @@ pub(crate) mod tests {
                 assert!(column > 40);
             }
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn pattern_count_and_size_are_bounded() {
+        let doc = |predicates: usize, patterns: usize, chars: usize| {
+            let pattern = format!("{{s}} is {}{{o}}.", "x".repeat(chars.saturating_sub(11)));
+            let list: Vec<serde_json::Value> = (0..predicates)
+                .map(|n| {
+                    serde_json::json!({"name": format!("p{n}"), "subject_type": "a",
+                        "object_type": "text", "patterns": vec![pattern.clone(); patterns]})
+                })
+                .collect();
+            serde_json::json!({"predicates": list, "authority": {"default": 1}})
+        };
+        assert!(Ontology::from_value(doc(MAX_PREDICATES, 1, 20)).is_ok());
+        assert!(
+            Ontology::from_value(doc(1, MAX_PATTERNS_PER_PREDICATE, MAX_PATTERN_CHARS)).is_ok()
+        );
+        for (doc, limit) in [
+            (doc(MAX_PREDICATES + 1, 1, 20), "MAX_PREDICATES"),
+            (
+                doc(1, MAX_PATTERNS_PER_PREDICATE + 1, 20),
+                "MAX_PATTERNS_PER_PREDICATE",
+            ),
+            (doc(1, 1, MAX_PATTERN_CHARS + 1), "MAX_PATTERN_CHARS"),
+        ] {
+            let err = Ontology::from_value(doc).expect_err("over the limit");
+            assert!(err.to_string().contains(limit), "{err}");
         }
     }
 

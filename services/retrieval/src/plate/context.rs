@@ -238,8 +238,12 @@ impl Contexts {
     }
 
     fn opened(&self, graph: ContextGraph, now: Instant, created: bool) -> Opened {
-        let by_ttl = (graph.created() + graph.lifetime()).saturating_duration_since(now);
-        let by_idle = (graph.last_access() + self.settings.idle).saturating_duration_since(now);
+        // Checked: a lifetime or idle time too long for the clock means "not before Duration::MAX".
+        let left = |end: Option<Instant>| {
+            end.map_or(Duration::MAX, |end| end.saturating_duration_since(now))
+        };
+        let by_ttl = left(graph.ends_at());
+        let by_idle = left(graph.last_access().checked_add(self.settings.idle));
         Opened {
             expires_in: by_ttl.min(by_idle),
             graph,
@@ -339,6 +343,38 @@ mod tests {
             build_parts(&bad, &org, &product),
             Err(BuildError::UnknownService("nope".into()))
         );
+    }
+
+    /// A caller-given extension of any size, u64::MAX seconds included, is clamped instead of
+    /// overflowing the clock; so are configured lifetimes too long for it.
+    #[tokio::test(start_paused = true)]
+    async fn huge_extensions_are_clamped_not_a_panic() {
+        let (org, product) = graphs();
+        for settings in [
+            ContextSettings::default(),
+            ContextSettings {
+                ttl: Duration::MAX,
+                idle: Duration::MAX,
+            },
+        ] {
+            let contexts = Contexts::new(settings);
+            contexts
+                .open("acme", "apollo", || {
+                    build_parts(&spec("core"), &org, &product)
+                })
+                .expect("builds");
+            for secs in [u64::MAX, u64::MAX - 1, u64::MAX / 2, 1 << 40] {
+                let by = crate::plate::wire::extension(secs).expect("positive");
+                let extended = contexts.extend("acme", "apollo", by).expect("extends");
+                assert!(
+                    extended.graph.lifetime() >= ontoloop_org::context::MAX_LIFETIME,
+                    "{secs}: {:?}",
+                    extended.graph.lifetime()
+                );
+                let response = crate::plate::wire::project_response(&extended, false);
+                assert!(response.expires_at.is_some());
+            }
+        }
     }
 
     /// The sweeper runs on tokio's paused clock: a graph nobody uses goes after the idle time, a
