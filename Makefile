@@ -7,7 +7,7 @@ BIN := $(CARGO_TARGET_DIR)/debug/ontoloop
 # `make run` links the built CLI here so `ontoloop status` works from another shell.
 BINDIR ?= $(HOME)/.cargo/bin
 
-.PHONY: run build link test services browser model bench fmt lint check clean
+.PHONY: run build link test services browser model bench outbox-long fmt lint check clean
 
 ## run: build if needed, then start all four services on the embedded default, on loopback, with
 ## auth.mode = dev: calls need a token, which the CLI signs from the secret `up` generates
@@ -76,3 +76,10 @@ lint:
 clean:
 	$(CARGO) clean
 	rm -rf data
+## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client
+## retries through a TCP proxy to RabbitMQ that is cut for 30 s (tests/tests/outbox.rs at full
+## size; `make test` runs it with 300 each and a 4 s cut)
+outbox-long: services
+	ONTOLOOP_OUTBOX_N=10000 ONTOLOOP_OUTBOX_OUTAGE_MS=30000 \
+	  $(CARGO) test -p ontoloop-tests --test outbox -- --nocapture
+

@@ -13,6 +13,7 @@ mod m20261129_000005_create_org;
 mod m20261201_040000_model_stage;
 mod m20261201_050000_supervisor_rate_per_tenant;
 mod m20261201_060000_intake_sequence_per_tenant;
+mod m20261201_070000_intake_outbox;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_040000_model_stage::Migration),
             Box::new(m20261201_050000_supervisor_rate_per_tenant::Migration),
             Box::new(m20261201_060000_intake_sequence_per_tenant::Migration),
+            Box::new(m20261201_070000_intake_outbox::Migration),
         ]
     }
 }

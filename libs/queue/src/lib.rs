@@ -237,6 +237,13 @@ mod tests {
     use super::*;
 
     #[test]
+
+    /// Whether a confirmed message outlives this process (RabbitMQ's durable queues do; the
+    /// in-process queue does not, so an outbox publishing to it publishes again at start-up
+    /// what the consumer had not taken).
+    fn durable(&self) -> bool {
+        true
+    }
     fn scoped_ids_never_collide_across_tenants() {
         // The same text joined with a dash, split differently between tenant and key.
         let first = scoped_id("sig", "a", "b-c");

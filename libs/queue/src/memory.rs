@@ -145,6 +145,10 @@ impl Queue for MemoryQueue {
         Ok(())
     }
 
+    fn durable(&self) -> bool {
+        false
+    }
+
     fn kind(&self) -> &'static str {
         "memory"
     }

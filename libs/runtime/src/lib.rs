@@ -16,6 +16,7 @@ mod consume;
 mod group;
 mod http;
 mod model_cache;
+pub mod outbox;
 mod serve;
 mod service;
 pub mod signals;
@@ -30,12 +31,15 @@ use ontoloop_queue::{AmqpQueue, MemoryQueue, SharedQueue};
 use ontoloop_settings::{QueueBackend, Settings};
 use ontoloop_store::Store;
 
-pub use consume::{Handled, run_batch_consumer, run_consumer};
+pub use consume::{ConsumerOptions, Handled, Health, run_batch_consumer, run_consumer};
 pub use group::TaskGroup;
 pub use http::{Scrape, bind_http, serve_http};
 pub use model_cache::persisted_model_client;
 pub use service::{Parts, Service, main, run, serve};
 pub use tokio_util::sync::CancellationToken;
+
+/// Signals the services may have buffered for the intake before new ones are dropped.
+const SIGNAL_BUFFER: usize = 4096;
 
 /// What a service needs from the outside world, built once from settings. `ontoloop up` builds
 /// one and shares it, so the four services in one process share one store and one in-process
@@ -51,6 +55,9 @@ pub struct Context {
     /// How text becomes claims: the `[extract]` stages and the sentence encoder, loaded once
     /// per process and compiled into every ontology its services parse.
     pub extraction: ExtractionSetup,
+    /// Signals the services report about their own answers, buffered off the request path
+    /// ([`signals::Background`]).
+    pub signals: signals::Background,
 }
 
 impl Context {
@@ -74,11 +81,19 @@ impl Context {
             "connected store and queue"
         );
         let extraction = load_extraction(&settings, Some(&store)).await;
+        let settings = Arc::new(settings);
+        let signals = signals::Background::start(
+            store.clone(),
+            queue.clone(),
+            settings.clone(),
+            SIGNAL_BUFFER,
+        );
         Ok(Self {
-            settings: Arc::new(settings),
+            settings,
             store,
             queue,
             extraction,
+            signals,
         })
     }
 }

@@ -19,6 +19,7 @@ pub(crate) async fn serve_grpc(
     listener: TcpListener,
     kind: ServiceKind,
     mut routes: RoutesBuilder,
+    health: crate::consume::Health,
     verifier: Option<Arc<ontoloop_auth::Verifier>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -35,9 +36,32 @@ pub(crate) async fn serve_grpc(
     let addr = listener.local_addr()?;
     tracing::info!(service = kind.name(), %addr, tls = tls.is_some(), "serving");
     routes.add_service(health_service).add_service(reflection);
+    // The service is SERVING only while every consumer it runs does (`health`).
+    let watching = tokio_util::sync::CancellationToken::new();
+    let watcher = {
+        let (reporter, watching) = (health_reporter.clone(), watching.clone());
+        let mut board = health.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let status = if board.borrow_and_update().values().all(|running| *running) {
+                    tonic_health::ServingStatus::Serving
+                } else {
+                    tonic_health::ServingStatus::NotServing
+                };
+                reporter.set_service_status(name, status).await;
+                reporter.set_service_status("", status).await;
+                tokio::select! {
+                    () = watching.cancelled() => return,
+                    changed = board.changed() => if changed.is_err() { return },
+                }
+            }
+        })
+    };
     let reporter = health_reporter.clone();
     let shutdown = async move {
         shutdown.await;
+        watching.cancel();
+        let _ = watcher.await;
         reporter
             .set_service_status(name, tonic_health::ServingStatus::NotServing)
             .await;

@@ -40,6 +40,7 @@ pub struct Parts {
     http: Option<axum::Router>,
     scrape: Option<Scrape>,
     tasks: Vec<(String, Task)>,
+    health: crate::consume::Health,
 }
 
 impl Parts {
@@ -65,6 +66,7 @@ impl Parts {
             http: None,
             scrape: None,
             tasks: Vec::new(),
+            health: crate::consume::Health::new(),
         }
     }
 
@@ -77,6 +79,13 @@ impl Parts {
     /// HTTP routes served beside `/metrics` (the analyst's dashboard).
     pub fn http(mut self, routes: axum::Router) -> Self {
         self.http = Some(routes);
+        self
+    }
+
+    /// The board the service's consumers report on ([`crate::ConsumerOptions`]): while any
+    /// part is down the service's gRPC health answers NOT_SERVING.
+    pub fn health(mut self, health: crate::consume::Health) -> Self {
+        self.health = health;
         self
     }
 
@@ -161,11 +170,13 @@ pub async fn serve<S: Service>(
     }
     let mut group = TaskGroup::new(crate::cancel_on(shutdown));
     let routes = parts.routes;
+    let health = parts.health;
     group.spawn("grpc server", move |cancel| {
         crate::serve::serve_grpc(
             listeners.grpc,
             kind,
             routes,
+            health,
             verifier,
             tls,
             cancel.cancelled_owned(),

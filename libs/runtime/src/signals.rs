@@ -1,12 +1,13 @@
 //! The one way a failure signal enters the loop, whoever reports it (an agent through telemetry,
 //! or retrieval and the firewall about their own abstentions and blocks): recorded once by
 //! idempotency key, graded by how often its subject failed and for how many agents over the
-//! window, and published durably (publisher confirm) for the analyst with that severity.
+//! window, and published durably (publisher confirm) for the analyst with that severity — through
+//! the outbox: recorded with its message before it is acknowledged, published by the request or,
+//! failing that, by the relay (`crate::outbox`).
 
 use chrono::{DateTime, Utc};
-use ontoloop_core::{Severity, SignalType, severity, topics};
-use ontoloop_queue::Message;
-use ontoloop_store::SignalRecord;
+use ontoloop_core::{Severity, SignalType, severity};
+use ontoloop_store::{OutboxKind, SignalRecord};
 
 use crate::Context;
 
@@ -64,17 +65,12 @@ pub enum ReportError {
     /// The store failed.
     #[error("{0}")]
     Store(String),
-    /// The broker did not confirm the publish.
-    #[error("publish the signal: {0}")]
-    Publish(String),
 }
 
 impl ontoloop_core::ServiceError for ReportError {
     fn error_code(&self) -> ontoloop_core::ErrorCode {
         match self {
-            ReportError::Store(_) | ReportError::Publish(_) => {
-                ontoloop_core::ErrorCode::Unavailable
-            }
+            ReportError::Store(_) => ontoloop_core::ErrorCode::Unavailable,
         }
     }
 }
@@ -85,9 +81,22 @@ pub fn signal_message_id(tenant: &str, idempotency_key: &str) -> String {
     ontoloop_queue::scoped_id("sig", tenant, idempotency_key)
 }
 
-/// Records, grades and publishes one signal (see the module header).
+/// Records, grades and publishes one signal (see the module header). The signal and the message
+/// that announces it are recorded together, unpublished, in one transaction: once that commits
+/// the signal is acknowledged, and it is published now if the broker confirms within
+/// `queue.publish_timeout_ms`, else by the outbox relay ([`crate::outbox`]). A retry of a
+/// signal still unpublished publishes it again (consumers deduplicate by message id).
 pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accepted, ReportError> {
-    let settings = &ctx.settings.signals;
+    report_with(&ctx.store, &ctx.queue, &ctx.settings, report).await
+}
+
+async fn report_with(
+    store: &ontoloop_store::Store,
+    queue: &ontoloop_queue::SharedQueue,
+    all: &ontoloop_settings::Settings,
+    report: &SignalReport,
+) -> Result<Accepted, ReportError> {
+    let settings = &all.signals;
     let subject = report.subject();
     let record = SignalRecord {
         tenant: &report.tenant,
@@ -98,46 +107,23 @@ pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accep
         query: &report.query,
         at: report.at,
     };
-    let fresh = ctx
-        .store
-        .record_signal(&record)
-        .await
-        .map_err(|err| ReportError::Store(format!("record the signal: {err}")))?;
-    let frequency = ctx
-        .store
-        .signal_frequency(
-            &report.tenant,
-            report.kind.name(),
-            &subject,
+    let accepted = store
+        .accept_signal(
+            &record,
             report.at - settings.window(),
+            Some(crate::outbox::lease_until()),
+            |frequency| message_body(report, frequency, settings),
         )
         .await
-        .map_err(|err| ReportError::Store(format!("count signals: {err}")))?;
+        .map_err(|err| ReportError::Store(format!("record the signal: {err}")))?;
+    let frequency = accepted.frequency;
     let severity = severity(frequency.occurrences, frequency.agents, settings);
-    if fresh {
-        let body = serde_json::json!({
-            "tenant": report.tenant,
-            "type": report.kind.name(),
-            "query": report.query,
-            "entity": report.entity,
-            "relationship": report.relationship,
-            "sector": report.sector,
-            "agent_id": report.agent_id,
-            "reporter": report.reporter,
-            "idempotency_key": report.idempotency_key,
-            "detail": report.detail,
-            "severity": severity.name(),
-            "occurrences": frequency.occurrences,
-            "agents": frequency.agents,
-            "at": report.at,
-        });
-        // The id follows the tenant and the idempotency key, so a re-published signal is
-        // recognised downstream, and no other tenant's signal can ever share it.
-        let id = signal_message_id(&report.tenant, &report.idempotency_key);
-        ctx.queue
-            .publish(topics::SIGNALS, Message::with_id(id, body.to_string()))
-            .await
-            .map_err(|err| ReportError::Publish(err.to_string()))?;
+    if let Some(body) = accepted.pending_body {
+        let message = crate::outbox::signal_message(&report.tenant, &report.idempotency_key, &body);
+        crate::outbox::publish_with(store, queue, all, OutboxKind::Signal, accepted.row, message)
+            .await;
+    }
+    if accepted.fresh {
         ontoloop_observability::metrics::global().add(
             "ontoloop_signals_reported_total",
             "Failure signals taken in, by type and severity.",
@@ -146,9 +132,85 @@ pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accep
         );
     }
     Ok(Accepted {
-        duplicate: !fresh,
+        duplicate: !accepted.fresh,
         severity,
     })
+}
+
+/// Signals a service reports about its own answers (retrieval's abstentions, the firewall's
+/// blocks), taken off the request path: [`Background::report`] only puts the report in a bounded
+/// buffer, and one task per context records and publishes what is buffered. When the buffer is
+/// full (the store or the broker slow or away) the report is dropped and counted
+/// (`ontoloop_signals_dropped_total`), so no request ever waits on the intake.
+#[derive(Clone)]
+pub struct Background {
+    sender: tokio::sync::mpsc::Sender<SignalReport>,
+}
+
+impl Background {
+    /// A buffer of `capacity` reports and the task that drains it into the intake; the task ends
+    /// when every handle is dropped.
+    pub fn start(
+        store: ontoloop_store::Store,
+        queue: ontoloop_queue::SharedQueue,
+        settings: std::sync::Arc<ontoloop_settings::Settings>,
+        capacity: usize,
+    ) -> Self {
+        let (sender, mut buffered) = tokio::sync::mpsc::channel::<SignalReport>(capacity.max(1));
+        tokio::spawn(async move {
+            while let Some(report) = buffered.recv().await {
+                if let Err(err) = report_with(&store, &queue, &settings, &report).await {
+                    tracing::warn!(error = %err, reporter = %report.reporter, "cannot report a signal");
+                }
+            }
+        });
+        Self { sender }
+    }
+
+    /// Buffers `report` for the intake, or drops and counts it when the buffer is full. Never
+    /// waits.
+    pub fn report(&self, report: SignalReport) {
+        if let Err(err) = self.sender.try_send(report) {
+            let reporter = match &err {
+                tokio::sync::mpsc::error::TrySendError::Full(r)
+                | tokio::sync::mpsc::error::TrySendError::Closed(r) => r.reporter.clone(),
+            };
+            // The reporter is a service's own name, never data.
+            ontoloop_observability::metrics::global().add(
+                "ontoloop_signals_dropped_total",
+                "Signals a service reported about its own answers and dropped because the \
+                 buffer to the intake was full.",
+                &[("reporter", reporter.as_str())],
+                1.0,
+            );
+        }
+    }
+}
+
+/// The signals-queue message announcing `report`, graded by its subject's frequency.
+fn message_body(
+    report: &SignalReport,
+    frequency: ontoloop_store::Frequency,
+    settings: &ontoloop_core::SeverityThresholds,
+) -> String {
+    let severity = severity(frequency.occurrences, frequency.agents, settings);
+    serde_json::json!({
+        "tenant": report.tenant,
+        "type": report.kind.name(),
+        "query": report.query,
+        "entity": report.entity,
+        "relationship": report.relationship,
+        "sector": report.sector,
+        "agent_id": report.agent_id,
+        "reporter": report.reporter,
+        "idempotency_key": report.idempotency_key,
+        "detail": report.detail,
+        "severity": severity.name(),
+        "occurrences": frequency.occurrences,
+        "agents": frequency.agents,
+        "at": report.at,
+    })
+    .to_string()
 }
 
 #[cfg(test)]

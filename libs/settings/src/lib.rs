@@ -161,6 +161,19 @@ pub struct QueueSettings {
     pub backoff_initial_ms: u64,
     /// Longest wait between attempts.
     pub backoff_max_ms: u64,
+    /// `amqps://`: the CA (PEM) the broker's certificate must chain to; the only one trusted.
+    pub tls_ca_file: String,
+    /// `amqps://`: the client certificate (PEM) presented to a broker that asks for one.
+    pub tls_client_cert_file: String,
+    /// `amqps://`: the key of `tls_client_cert_file`.
+    pub tls_client_key_file: String,
+    /// How long a request waits for the broker's confirm of what it has just recorded before
+    /// leaving the publish to the outbox relay (the acknowledgement stands either way).
+    pub publish_timeout_ms: u64,
+    /// Deliveries of one message a consumer tries before dead-lettering it with the last reason.
+    pub max_attempts: u32,
+    /// Wait before a message that failed for a passing reason is tried again.
+    pub retry_delay_ms: u64,
 }
 
 /// Where the services listen.
@@ -465,6 +478,8 @@ impl Settings {
                 .iter()
                 .any(|(_, other)| other == port && *port != 0)
             {
+        positive("queue.publish_timeout_ms", self.queue.publish_timeout_ms)?;
+        positive("queue.max_attempts", u64::from(self.queue.max_attempts))?;
                 return Err(invalid(
                     key,
                     format!("port {port} is used by another service"),

@@ -36,6 +36,19 @@ pub mod intake_state {
     pub const FAILED: &str = "failed";
 }
 
+/// An event taken into the intake log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Intake {
+    /// The row's key (for the outbox; never shown to a tenant).
+    pub row: i64,
+    /// The tenant's intake number.
+    pub seq: i64,
+    /// The idempotency key was seen before: this is the earlier event.
+    pub duplicate: bool,
+    /// Still waiting in the outbox (unpublished and not yet settled).
+    pub pending: bool,
+}
+
 /// What became of an intake event a reader waited for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settled {
@@ -133,12 +146,32 @@ impl Store {
         body: &str,
         received_at: DateTime<Utc>,
     ) -> Result<(i64, bool), StoreError> {
+        let intake = self
+            .intake_accept(tenant, idempotency_key, kind, body, received_at, None)
+            .await?;
+        Ok((intake.seq, intake.duplicate))
+    }
+
+    /// Appends an accepted event to the intake log, unpublished (the outbox, `crate::outbox`):
+    /// the one write that makes the event acknowledged. `lease_until` claims the new row for the
+    /// caller's own publish until then, so the relay leaves it alone meanwhile. Numbers are
+    /// counted per tenant; with an idempotency key already seen for the tenant, returns the
+    /// earlier row, marked duplicate, with whether it was published yet.
+    pub async fn intake_accept(
+        &self,
+        tenant: &str,
+        idempotency_key: Option<&str>,
+        kind: &str,
+        body: &str,
+        received_at: DateTime<Utc>,
+        lease_until: Option<DateTime<Utc>>,
+    ) -> Result<Intake, StoreError> {
         // The next number is one above the tenant's highest. Two appends racing for the same one
         // (replicas on PostgreSQL) meet the unique index on (tenant, tenant_seq): the loser reads
         // again and takes the next, or finds its idempotency key taken by the winner.
         for _ in 0..APPEND_ATTEMPTS {
-            if let Some(seq) = self.intake_by_key(tenant, idempotency_key).await? {
-                return Ok((seq, true));
+            if let Some(known) = self.intake_by_key(tenant, idempotency_key).await? {
+                return Ok(known);
             }
             let last = intake_event::Entity::find()
                 .filter(intake_event::Column::Tenant.eq(tenant))
@@ -161,10 +194,19 @@ impl Store {
                 received_at: Set(received_at),
                 state: Set(intake_state::PENDING.to_owned()),
                 detail: Set(None),
+                published_at: Set(None),
+                claimed_until: Set(lease_until),
                 ..Default::default()
             };
             match intake_event::Entity::insert(row).exec(&self.db).await {
-                Ok(_) => return Ok((next, false)),
+                Ok(inserted) => {
+                    return Ok(Intake {
+                        row: inserted.last_insert_id,
+                        seq: next,
+                        duplicate: false,
+                        pending: true,
+                    });
+                }
                 Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
                 }
                 Err(err) => return Err(err.into()),
@@ -180,7 +222,7 @@ impl Store {
         &self,
         tenant: &str,
         idempotency_key: Option<&str>,
-    ) -> Result<Option<i64>, StoreError> {
+    ) -> Result<Option<Intake>, StoreError> {
         let Some(key) = idempotency_key else {
             return Ok(None);
         };
@@ -189,7 +231,12 @@ impl Store {
             .filter(intake_event::Column::IdempotencyKey.eq(key))
             .one(&self.db)
             .await?
-            .map(|row| row.tenant_seq))
+            .map(|row| Intake {
+                row: row.seq,
+                seq: row.tenant_seq,
+                duplicate: true,
+                pending: row.published_at.is_none() && row.state == intake_state::PENDING,
+            }))
     }
 
     /// The state of the tenant's intake event `seq` (`pending`, `applied`, `failed`) and its
@@ -206,6 +253,16 @@ impl Store {
             .one(&self.db)
             .await?
             .map(|row| (row.state, row.detail)))
+    }
+
+    /// The stored body of the tenant's intake event `seq` (as recorded, without its number).
+    pub async fn intake_body(&self, tenant: &str, seq: i64) -> Result<Option<String>, StoreError> {
+        Ok(intake_event::Entity::find()
+            .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::TenantSeq.eq(seq))
+            .one(&self.db)
+            .await?
+            .map(|row| row.body))
     }
 
     /// Waits until the tenant's intake event `seq` is settled (read-your-writes), polling every

@@ -8,20 +8,23 @@ mod entity;
 pub mod knowledge;
 pub mod model_cache;
 pub mod org;
+pub mod outbox;
 pub mod review;
 pub mod signals;
 
 pub use knowledge::{
-    KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash, intake_state,
+    Intake, KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash,
+    intake_state,
 };
 
 pub use model_cache::CachedAnswer;
 pub use org::{OrgChange, OrgCommit, OrgHead, OrgRows, OrgSnapshot, change_kind};
+pub use outbox::{OutboxBacklog, OutboxKind, OutboxRow};
 pub use review::{
     DecideOutcome, DecisionRecord, PatternStatus, RateRecord, UpdateCounts, UpdateRecord,
     UpdateSource, update_status,
 };
-pub use signals::{Frequency, SignalRecord};
+pub use signals::{Frequency, SignalAccepted, SignalRecord};
 
 use std::path::Path;
 use std::time::Duration;
@@ -77,6 +80,25 @@ impl ontoloop_core::ServiceError for StoreError {
             | StoreError::Conflict { .. }
             | StoreError::Db(_) => ontoloop_core::ErrorCode::Unavailable,
         }
+    }
+}
+
+impl StoreError {
+    /// The database refused the data itself (PostgreSQL's data exceptions: a NUL byte in text,
+    /// an invalid byte sequence, a value too long): trying again can never succeed.
+    pub fn is_invalid_data(&self) -> bool {
+        let StoreError::Db(err) = self else {
+            return false;
+        };
+        let text = err.to_string();
+        [
+            "invalid byte sequence",
+            "untranslatable character",
+            "value too long",
+            "null character not permitted",
+        ]
+        .iter()
+        .any(|needle| text.contains(needle))
     }
 }
 

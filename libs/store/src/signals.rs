@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, Func, OnConflict};
 use sea_orm::{
-    ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set, TransactionTrait,
 };
 
 use crate::entity::signal_intake;
@@ -38,7 +39,100 @@ pub struct Frequency {
     pub agents: u64,
 }
 
+/// What became of a signal taken into the intake log ([`Store::accept_signal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalAccepted {
+    /// The row's key (for the outbox).
+    pub row: i64,
+    /// First time this idempotency key was seen for the tenant.
+    pub fresh: bool,
+    /// Frequency of its subject over the window, counted with it.
+    pub frequency: Frequency,
+    /// The message to publish, while it waits in the outbox (unpublished); `None` once
+    /// published, or for a row recorded before the outbox kept bodies.
+    pub pending_body: Option<String>,
+}
+
 impl Store {
+    /// Records a signal and the message that announces it, unpublished (the outbox,
+    /// `crate::outbox`), in one transaction: the one write that makes it acknowledged. The
+    /// frequency of its subject since `since` is counted in the same transaction, and `body`
+    /// builds the message from it. `lease_until` claims the new row for the caller's own
+    /// publish. A key already seen for the tenant changes nothing and answers the earlier row.
+    pub async fn accept_signal(
+        &self,
+        signal: &SignalRecord<'_>,
+        since: DateTime<Utc>,
+        lease_until: Option<DateTime<Utc>>,
+        body: impl FnOnce(Frequency) -> String,
+    ) -> Result<SignalAccepted, StoreError> {
+        let txn = self.db.begin().await?;
+        let row = signal_intake::ActiveModel {
+            tenant: Set(signal.tenant.to_owned()),
+            idempotency_key: Set(signal.idempotency_key.to_owned()),
+            signal_type: Set(signal.signal_type.to_owned()),
+            subject: Set(signal.subject.to_owned()),
+            agent_id: Set(signal.agent_id.to_owned()),
+            query: Set(signal.query.to_owned()),
+            received_at: Set(signal.at),
+            body: Set(None),
+            published_at: Set(None),
+            claimed_until: Set(lease_until),
+            delivered_at: Set(None),
+            ..Default::default()
+        };
+        let inserted = signal_intake::Entity::insert(row)
+            .on_conflict(
+                OnConflict::columns([
+                    signal_intake::Column::Tenant,
+                    signal_intake::Column::IdempotencyKey,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(&txn)
+            .await?;
+        let stored = signal_intake::Entity::find()
+            .filter(signal_intake::Column::Tenant.eq(signal.tenant))
+            .filter(signal_intake::Column::IdempotencyKey.eq(signal.idempotency_key))
+            .one(&txn)
+            .await?
+            .ok_or_else(|| {
+                StoreError::Db(sea_orm::DbErr::RecordNotFound(
+                    "the signal just recorded".to_owned(),
+                ))
+            })?;
+        let frequency = frequency(
+            &txn,
+            signal.tenant,
+            &stored.signal_type,
+            &stored.subject,
+            since,
+        )
+        .await?;
+        let fresh = inserted > 0;
+        let pending_body = if fresh {
+            let text = body(frequency);
+            signal_intake::Entity::update_many()
+                .col_expr(signal_intake::Column::Body, Expr::value(text.clone()))
+                .filter(signal_intake::Column::Id.eq(stored.id))
+                .exec(&txn)
+                .await?;
+            Some(text)
+        } else if stored.published_at.is_none() {
+            stored.body
+        } else {
+            None
+        };
+        txn.commit().await?;
+        Ok(SignalAccepted {
+            row: stored.id,
+            fresh,
+            frequency,
+            pending_body,
+        })
+    }
+
     /// Records a signal once; `false` when its idempotency key was already seen for the tenant.
     pub async fn record_signal(&self, signal: &SignalRecord<'_>) -> Result<bool, StoreError> {
         let row = signal_intake::ActiveModel {
@@ -73,31 +167,7 @@ impl Store {
         subject: &str,
         since: DateTime<Utc>,
     ) -> Result<Frequency, StoreError> {
-        let matching = || {
-            signal_intake::Entity::find()
-                .filter(signal_intake::Column::Tenant.eq(tenant))
-                .filter(signal_intake::Column::SignalType.eq(signal_type))
-                .filter(signal_intake::Column::Subject.eq(subject))
-                .filter(signal_intake::Column::ReceivedAt.gte(since))
-        };
-        let occurrences = matching().count(&self.db).await?;
-        // Counted by the database, not by fetching every agent id of the window.
-        let agents = matching()
-            .select_only()
-            .column_as(
-                Expr::expr(Func::count_distinct(Expr::col(
-                    signal_intake::Column::AgentId,
-                ))),
-                "agents",
-            )
-            .into_tuple::<i64>()
-            .one(&self.db)
-            .await?
-            .map_or(0, |n| u64::try_from(n).unwrap_or_default());
-        Ok(Frequency {
-            occurrences,
-            agents,
-        })
+        frequency(&self.db, tenant, signal_type, subject, since).await
     }
 
     /// Distinct queries of signals about `subject` since `since` (any type), most recent first,
@@ -144,4 +214,40 @@ impl Store {
             .await?
             .map(|row| row.received_at))
     }
+}
+
+/// Occurrences and distinct agents of signals of one type about one subject since `since`, on
+/// a connection or inside a transaction.
+async fn frequency<C: ConnectionTrait>(
+    db: &C,
+    tenant: &str,
+    signal_type: &str,
+    subject: &str,
+    since: DateTime<Utc>,
+) -> Result<Frequency, StoreError> {
+    let matching = || {
+        signal_intake::Entity::find()
+            .filter(signal_intake::Column::Tenant.eq(tenant))
+            .filter(signal_intake::Column::SignalType.eq(signal_type))
+            .filter(signal_intake::Column::Subject.eq(subject))
+            .filter(signal_intake::Column::ReceivedAt.gte(since))
+    };
+    let occurrences = matching().count(db).await?;
+    // Counted by the database, not by fetching every agent id of the window.
+    let agents = matching()
+        .select_only()
+        .column_as(
+            Expr::expr(Func::count_distinct(Expr::col(
+                signal_intake::Column::AgentId,
+            ))),
+            "agents",
+        )
+        .into_tuple::<i64>()
+        .one(db)
+        .await?
+        .map_or(0, |n| u64::try_from(n).unwrap_or_default());
+    Ok(Frequency {
+        occurrences,
+        agents,
+    })
 }

@@ -56,6 +56,11 @@ pub async fn record_batch(
             }
             (outcomes, new)
         }
+        Err(err) if err.is_invalid_data() => {
+            // One body the store refuses (a NUL byte in PostgreSQL text) must not hold the batch
+            // back: recorded one by one, the refused ones are dead-lettered with the reason.
+            one_by_one(store, queue, messages, &ids, outcomes).await
+        }
         Err(err) => {
             let reason = format!("record messages: {err}");
             let outcomes = outcomes
@@ -66,6 +71,62 @@ pub async fn record_batch(
                 })
                 .collect();
             (outcomes, Vec::new())
+        }
+    }
+}
+
+/// [`record_batch`] one message at a time, after the batch's transaction was refused for its
+/// data.
+async fn one_by_one(
+    store: &Store,
+    queue: &str,
+    messages: &[Message],
+    ids: &[Option<String>],
+    mut outcomes: Vec<Handled>,
+) -> (Vec<Handled>, Vec<Message>) {
+    let mut new = Vec::new();
+    let now = chrono::Utc::now();
+    for ((message, id), outcome) in messages.iter().zip(ids).zip(outcomes.iter_mut()) {
+        let Some(id) = id else { continue };
+        let body = String::from_utf8_lossy(&message.body);
+        match store.record_inbox(queue, id, &body, now).await {
+            Ok(true) => new.push(message.clone()),
+            Ok(false) => {}
+            Err(err) if err.is_invalid_data() => {
+                *outcome = Handled::Reject(format!("the store refuses the body: {err}"));
+            }
+            Err(err) => *outcome = Handled::Retry(format!("record message: {err}")),
+        }
+    }
+    (outcomes, new)
+}
+
+/// Stamps the intake rows of signals recorded here (by the tenant and idempotency key their
+/// bodies name) as delivered, so a start-up on the in-process queue does not publish them again.
+/// Best effort: a row left unstamped is published again and recognised as a redelivery.
+pub async fn mark_signals_delivered(store: &Store, messages: &[Message], outcomes: &[Handled]) {
+    #[derive(serde::Deserialize)]
+    struct Keys {
+        tenant: Option<String>,
+        idempotency_key: Option<String>,
+    }
+    let mut by_tenant: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (message, outcome) in messages.iter().zip(outcomes) {
+        if *outcome != Handled::Done {
+            continue;
+        }
+        if let Ok(Keys {
+            tenant: Some(tenant),
+            idempotency_key: Some(key),
+        }) = serde_json::from_slice::<Keys>(&message.body)
+        {
+            by_tenant.entry(tenant).or_default().push(key);
+        }
+    }
+    let now = chrono::Utc::now();
+    for (tenant, keys) in by_tenant {
+        if let Err(err) = store.signals_delivered(&tenant, &keys, now).await {
+            tracing::warn!(error = %err, "cannot stamp signals delivered");
         }
     }
 }

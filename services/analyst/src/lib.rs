@@ -62,14 +62,24 @@ impl ontoloop_runtime::Service for Service {
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.
         reviews.recover().await;
+        // Consumers restart themselves when their stream breaks; meanwhile health is NOT_SERVING.
+        let health = ontoloop_runtime::Health::new();
+        let options =
+            ontoloop_runtime::ConsumerOptions::from_settings(&ctx.settings.queue, health.clone());
         let events = {
-            let (queue, writer) = (ctx.queue.clone(), writer.clone());
+            let (queue, writer, options) = (ctx.queue.clone(), writer.clone(), options.clone());
             move |cancel| async move {
-                ontoloop_runtime::run_consumer(queue, topics::EVENTS, cancel, |message, _| {
-                    let writer = writer.clone();
-                    let message = message.clone();
-                    async move { writer.handle(&message).await }
-                })
+                ontoloop_runtime::run_consumer(
+                    queue,
+                    topics::EVENTS,
+                    cancel,
+                    options,
+                    |message, _| {
+                        let writer = writer.clone();
+                        let message = message.clone();
+                        async move { writer.handle(&message).await }
+                    },
+                )
                 .await?;
                 Ok(())
             }
@@ -82,12 +92,14 @@ impl ontoloop_runtime::Service for Service {
                     topics::SIGNALS,
                     cancel,
                     SIGNAL_BATCH,
+                    options,
                     |messages| {
                         let store = store.clone();
                         let healer = healer.clone();
                         async move {
                             let (outcomes, fresh) =
                                 inbox::record_batch(&store, topics::SIGNALS, &messages).await;
+                            inbox::mark_signals_delivered(&store, &messages, &outcomes).await;
                             for message in fresh {
                                 healer.on_signal(&message.body).await;
                             }
@@ -117,6 +129,7 @@ impl ontoloop_runtime::Service for Service {
             reviews: reviews.clone(),
         });
         Ok(Parts::new(service)
+            .health(health)
             .scrape(metrics::scrape(ctx.clone(), writer.clone()))
             .http(dashboard::router(ctx, reviews, writer).context("set up the dashboard")?)
             .task(format!("{} consumer", topics::EVENTS), events)

@@ -27,6 +27,10 @@ impl From<StoreError> for Refusal {
             StoreError::Conflict { tenant } => {
                 Refusal::Passing(format!("tenant {tenant} changed concurrently; retrying"))
             }
+            // A NUL byte PostgreSQL refuses in text, say: no retry can ever store it.
+            invalid if invalid.is_invalid_data() => {
+                Refusal::Invalid(format!("the store refuses the data: {invalid}"))
+            }
             other => Refusal::Passing(other.to_string()),
         }
     }

@@ -2,19 +2,21 @@
 //!
 //! Owns the `TelemetryService` gRPC edge: it validates what comes in (events, failure signals),
 //! records it in the intake logs (sequence numbers, idempotency, signal frequency) and publishes
-//! it durably to the queue. It must never write the graph or the store's knowledge; the analyst
+//! it durably to the queue. The intake logs are the outbox: a row is acknowledged once it is
+//! recorded, published at once when the broker confirms in time, else by the relay this service
+//! runs (`ontoloop_runtime::outbox::run_relay`, one per process), and published again at start-up. It must never write the graph or the store's knowledge; the analyst
 //! does.
 
 mod signals;
 
 use ontoloop_auth::Role;
-use ontoloop_core::{During, ServiceError, ServiceKind, topics};
+use ontoloop_core::{During, ServiceError, ServiceKind};
 use ontoloop_proto::v1::event::Kind as EventKind;
 use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
 use ontoloop_proto::{caller_from, require_role, status_from};
-use ontoloop_queue::Message;
 use ontoloop_runtime::{Context, Parts};
+use ontoloop_store::OutboxKind;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Telemetry as the runtime runs it (`ontoloop_runtime::{main, run, serve}`).
@@ -24,7 +26,11 @@ impl ontoloop_runtime::Service for Service {
     const KIND: ServiceKind = ServiceKind::Telemetry;
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
-        Ok(Parts::new(TelemetryServiceServer::new(Telemetry { ctx })))
+        let relay = {
+            let ctx = ctx.clone();
+            move |cancel| ontoloop_runtime::outbox::run_relay(ctx, cancel)
+        };
+        Ok(Parts::new(TelemetryServiceServer::new(Telemetry { ctx })).task("outbox relay", relay))
     }
 }
 
@@ -32,11 +38,58 @@ struct Telemetry {
     ctx: Context,
 }
 
+/// Why text with a NUL byte is refused at the intake: PostgreSQL cannot keep it in text, so the
+/// analyst could never apply it.
+pub(crate) const NUL_REFUSED: &str = "contains a NUL byte (U+0000), which the store cannot keep";
+
+/// The path of the first text in `value` holding a NUL byte (`body`, `records[2].value`, …).
+fn nul_at(value: &serde_json::Value, path: &str) -> Option<String> {
+    match value {
+        serde_json::Value::String(text) => text.contains('\0').then(|| path.to_owned()),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_at(item, &format!("{path}[{i}]"))),
+        serde_json::Value::Object(fields) => fields.iter().find_map(|(key, field)| {
+            if key.contains('\0') {
+                return Some(format!("{path}.{key}"));
+            }
+            let at = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            nul_at(field, &at)
+        }),
+        _ => None,
+    }
+}
+
 /// The status of a dependency failure while doing `action` (phrased `cannot …`), logged here
 /// where it is handled.
 fn unavailable(action: &'static str, err: impl ServiceError) -> Status {
     tracing::warn!(error = %err, "{action}");
     status_from(During::new(action, err))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_nul_byte_is_found_with_its_path() {
+        let value = serde_json::json!({
+            "tenant": "acme",
+            "body": "fine",
+            "records": [{"value": "ok"}, {"value": "bad\u{0}"}],
+        });
+        assert_eq!(
+            super::nul_at(&value, "").as_deref(),
+            Some("records[1].value")
+        );
+        assert_eq!(
+            super::nul_at(&serde_json::json!({"body": "clean"}), ""),
+            None
+        );
+    }
 }
 
 #[tonic::async_trait]
@@ -94,45 +147,71 @@ impl TelemetryService for Telemetry {
         }
         let event = request.into_inner();
         let key = Some(event.idempotency_key.trim().to_owned()).filter(|k| !k.is_empty());
-        let mut envelope =
+        let envelope =
             ontoloop_proto::convert::event_from(event, caller.tenant(), chrono::Utc::now())?;
+        if let Some(field) = serde_json::to_value(&envelope)
+            .ok()
+            .and_then(|value| nul_at(&value, ""))
+        {
+            return Err(status_from(ontoloop_core::DomainError::invalid(
+                &field,
+                NUL_REFUSED,
+            )));
+        }
+        if key.as_deref().is_some_and(|k| k.contains('\0')) {
+            return Err(status_from(ontoloop_core::DomainError::invalid(
+                "idempotency_key",
+                NUL_REFUSED,
+            )));
+        }
         let body = envelope.to_json();
-        let (seq, duplicate) = self
+        // The one write that acknowledges the event: it is in the intake log, unpublished (the
+        // outbox), and will be published and applied once whatever happens next.
+        let intake = self
             .ctx
             .store
-            .intake_append(
+            .intake_accept(
                 caller.tenant(),
                 key.as_deref(),
                 envelope.event.kind(),
                 &body,
                 chrono::Utc::now(),
+                Some(ontoloop_runtime::outbox::lease_until()),
             )
             .await
             .map_err(|err| unavailable("cannot record the event", err))?;
-        if duplicate {
+        let seq = intake.seq;
+        if intake.pending {
+            // Published now if the broker confirms in time, else by the relay; a retry of an
+            // event still unpublished publishes it again (the analyst settles a number once).
+            let stored = if intake.duplicate {
+                match self.ctx.store.intake_body(caller.tenant(), seq).await {
+                    Ok(stored) => stored,
+                    Err(err) => {
+                        tracing::warn!(seq, error = %err, "cannot read a pending event; the relay publishes it");
+                        None
+                    }
+                }
+            } else {
+                Some(body)
+            };
+            if let Some(stored) = stored {
+                let message =
+                    ontoloop_runtime::outbox::event_message(caller.tenant(), seq, &stored);
+                ontoloop_runtime::outbox::publish_now(
+                    &self.ctx,
+                    OutboxKind::Event,
+                    intake.row,
+                    message,
+                )
+                .await;
+            }
+        }
+        if intake.duplicate {
             return Ok(Response::new(EventAck {
                 sequence: u64::try_from(seq).unwrap_or_default(),
                 duplicate: true,
             }));
-        }
-        envelope.seq = Some(seq);
-        // Numbers are per tenant, so the message id is the tenant's number, scoped to it.
-        let id = ontoloop_queue::scoped_id("evt", caller.tenant(), &seq.to_string());
-        let message =
-            Message::with_id(id, envelope.to_json()).header("x-ontoloop-tenant", caller.tenant());
-        if let Err(err) = self.ctx.queue.publish(topics::EVENTS, message).await {
-            // The event never reached the queue: say so on the intake log too, so a reader
-            // waiting for this sequence number is not left waiting.
-            let reason = format!("publish failed: {err}");
-            if let Err(store_err) = self
-                .ctx
-                .store
-                .intake_fail(caller.tenant(), seq, &reason)
-                .await
-            {
-                tracing::error!(seq, error = %store_err, "cannot mark unpublished event failed");
-            }
-            return Err(unavailable("cannot publish the event", err));
         }
         tracing::debug!(
             seq,

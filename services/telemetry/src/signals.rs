@@ -47,6 +47,21 @@ fn check(extensions: &tonic::Extensions, signal: &Signal, path: &str) -> Result<
             return Err(status_from(DomainError::missing(&field(name))));
         }
     }
+    for (name, value) in [
+        ("query", &signal.query),
+        ("entity", &signal.entity),
+        ("relationship", &signal.relationship),
+        ("sector", &signal.sector),
+        ("agent_id", &signal.agent_id),
+        ("idempotency_key", &signal.idempotency_key),
+    ] {
+        if value.contains('\0') {
+            return Err(status_from(DomainError::invalid(
+                &field(name),
+                crate::NUL_REFUSED,
+            )));
+        }
+    }
     if [&signal.entity, &signal.relationship, &signal.sector]
         .iter()
         .all(|s| s.trim().is_empty())

@@ -18,6 +18,10 @@ pub struct Model {
     pub state: String,
     #[sea_orm(column_type = "Text", nullable)]
     pub detail: Option<String>,
+    /// When the broker confirmed the event's message; empty while it waits in the outbox.
+    pub published_at: Option<ChronoDateTimeUtc>,
+    /// A publisher's lease on the row while it publishes it.
+    pub claimed_until: Option<ChronoDateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

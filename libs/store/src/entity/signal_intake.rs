@@ -15,6 +15,15 @@ pub struct Model {
     #[sea_orm(column_type = "Text")]
     pub query: String,
     pub received_at: ChronoDateTimeUtc,
+    /// The message to publish (JSON), written with the row.
+    #[sea_orm(column_type = "Text", nullable)]
+    pub body: Option<String>,
+    /// When the broker confirmed the message; empty while it waits in the outbox.
+    pub published_at: Option<ChronoDateTimeUtc>,
+    /// A publisher's lease on the row while it publishes it.
+    pub claimed_until: Option<ChronoDateTimeUtc>,
+    /// When the analyst recorded the signal.
+    pub delivered_at: Option<ChronoDateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

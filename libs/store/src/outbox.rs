@@ -1,0 +1,284 @@
+//! The intake logs as an outbox: a row accepted by the intake waits here, unpublished, until a
+//! publisher (the request's own fast path, or the relay) has the broker's confirm and stamps it.
+//! A publisher holds a lease on the rows it publishes (`claimed_until`), so relays of several
+//! replicas rarely publish one row twice; on PostgreSQL rows are claimed with
+//! `FOR UPDATE SKIP LOCKED`. A row published twice is harmless: consumers deduplicate by
+//! message id.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, LockBehavior, LockType};
+use sea_orm::{
+    ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    TransactionTrait,
+};
+
+use crate::entity::{intake_event, signal_intake};
+use crate::knowledge::intake_state;
+use crate::{Store, StoreError};
+
+/// Which intake log a row belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutboxKind {
+    /// `PushEvent`'s intake log; published on the events queue.
+    Event,
+    /// The signal intake log; published on the signals queue.
+    Signal,
+}
+
+/// A row waiting to be published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    /// Which log.
+    pub kind: OutboxKind,
+    /// The row's key in its table (never shown to a tenant).
+    pub row: i64,
+    /// Tenant.
+    pub tenant: String,
+    /// For an event, the tenant's intake number; for a signal, 0.
+    pub tenant_seq: i64,
+    /// For a signal, its idempotency key; for an event, empty.
+    pub idempotency_key: String,
+    /// The stored body (for an event, without its sequence number, which the publisher adds).
+    pub body: String,
+}
+
+/// Rows still waiting in the outbox, by log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutboxBacklog {
+    /// Events accepted and not yet published.
+    pub events: u64,
+    /// Signals accepted and not yet published.
+    pub signals: u64,
+}
+
+impl Store {
+    /// Claims up to `limit` unpublished rows of `kind` whose lease (if any) ended before `now`,
+    /// holding them until `lease_until`; oldest first. With `ignore_leases` (the start-up pass)
+    /// rows leased by a publisher that may have died are taken too.
+    pub async fn outbox_claim(
+        &self,
+        kind: OutboxKind,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u64,
+        ignore_leases: bool,
+    ) -> Result<Vec<OutboxRow>, StoreError> {
+        let txn = self.db.begin().await?;
+        let postgres = self.backend() == crate::Backend::Postgres;
+        let rows = match kind {
+            OutboxKind::Event => {
+                let mut query = intake_event::Entity::find()
+                    .filter(intake_event::Column::PublishedAt.is_null())
+                    .filter(intake_event::Column::State.eq(intake_state::PENDING));
+                if !ignore_leases {
+                    query = query.filter(
+                        Condition::any()
+                            .add(intake_event::Column::ClaimedUntil.is_null())
+                            .add(intake_event::Column::ClaimedUntil.lt(now)),
+                    );
+                }
+                let mut query = query.order_by_asc(intake_event::Column::Seq).limit(limit);
+                if postgres {
+                    QuerySelect::query(&mut query)
+                        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+                }
+                let found = query.all(&txn).await?;
+                let keys: Vec<i64> = found.iter().map(|row| row.seq).collect();
+                if !keys.is_empty() {
+                    intake_event::Entity::update_many()
+                        .col_expr(intake_event::Column::ClaimedUntil, Expr::value(lease_until))
+                        .filter(intake_event::Column::Seq.is_in(keys))
+                        .exec(&txn)
+                        .await?;
+                }
+                found
+                    .into_iter()
+                    .map(|row| OutboxRow {
+                        kind,
+                        row: row.seq,
+                        tenant: row.tenant,
+                        tenant_seq: row.tenant_seq,
+                        idempotency_key: String::new(),
+                        body: row.body,
+                    })
+                    .collect()
+            }
+            OutboxKind::Signal => {
+                let mut query = signal_intake::Entity::find()
+                    .filter(signal_intake::Column::PublishedAt.is_null())
+                    .filter(signal_intake::Column::Body.is_not_null());
+                if !ignore_leases {
+                    query = query.filter(
+                        Condition::any()
+                            .add(signal_intake::Column::ClaimedUntil.is_null())
+                            .add(signal_intake::Column::ClaimedUntil.lt(now)),
+                    );
+                }
+                let mut query = query.order_by_asc(signal_intake::Column::Id).limit(limit);
+                if postgres {
+                    QuerySelect::query(&mut query)
+                        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+                }
+                let found = query.all(&txn).await?;
+                let keys: Vec<i64> = found.iter().map(|row| row.id).collect();
+                if !keys.is_empty() {
+                    signal_intake::Entity::update_many()
+                        .col_expr(
+                            signal_intake::Column::ClaimedUntil,
+                            Expr::value(lease_until),
+                        )
+                        .filter(signal_intake::Column::Id.is_in(keys))
+                        .exec(&txn)
+                        .await?;
+                }
+                found
+                    .into_iter()
+                    .map(|row| OutboxRow {
+                        kind,
+                        row: row.id,
+                        tenant: row.tenant,
+                        tenant_seq: 0,
+                        idempotency_key: row.idempotency_key,
+                        body: row.body.unwrap_or_default(),
+                    })
+                    .collect()
+            }
+        };
+        txn.commit().await?;
+        Ok(rows)
+    }
+
+    /// Stamps rows as published (the broker confirmed them) and ends their lease.
+    pub async fn outbox_published(
+        &self,
+        kind: OutboxKind,
+        rows: &[i64],
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        for chunk in rows.chunks(500) {
+            match kind {
+                OutboxKind::Event => {
+                    intake_event::Entity::update_many()
+                        .col_expr(intake_event::Column::PublishedAt, Expr::value(at))
+                        .col_expr(
+                            intake_event::Column::ClaimedUntil,
+                            Expr::value(Option::<DateTime<Utc>>::None),
+                        )
+                        .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
+                        .exec(&self.db)
+                        .await?;
+                }
+                OutboxKind::Signal => {
+                    signal_intake::Entity::update_many()
+                        .col_expr(signal_intake::Column::PublishedAt, Expr::value(at))
+                        .col_expr(
+                            signal_intake::Column::ClaimedUntil,
+                            Expr::value(Option::<DateTime<Utc>>::None),
+                        )
+                        .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
+                        .exec(&self.db)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the lease on rows whose publish failed, so the relay takes them at once.
+    pub async fn outbox_release(&self, kind: OutboxKind, rows: &[i64]) -> Result<(), StoreError> {
+        for chunk in rows.chunks(500) {
+            match kind {
+                OutboxKind::Event => {
+                    intake_event::Entity::update_many()
+                        .col_expr(
+                            intake_event::Column::ClaimedUntil,
+                            Expr::value(Option::<DateTime<Utc>>::None),
+                        )
+                        .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
+                        .filter(intake_event::Column::PublishedAt.is_null())
+                        .exec(&self.db)
+                        .await?;
+                }
+                OutboxKind::Signal => {
+                    signal_intake::Entity::update_many()
+                        .col_expr(
+                            signal_intake::Column::ClaimedUntil,
+                            Expr::value(Option::<DateTime<Utc>>::None),
+                        )
+                        .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
+                        .filter(signal_intake::Column::PublishedAt.is_null())
+                        .exec(&self.db)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// For a queue that does not outlive the process (the in-process queue): what was published
+    /// to it and not yet taken by the analyst (events still pending, signals not delivered) died
+    /// with the last process, so it goes back to the outbox. Returns how many rows.
+    pub async fn outbox_reset_undelivered(&self) -> Result<u64, StoreError> {
+        let events = intake_event::Entity::update_many()
+            .col_expr(
+                intake_event::Column::PublishedAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(
+                intake_event::Column::ClaimedUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
+            .filter(intake_event::Column::PublishedAt.is_not_null())
+            .exec(&self.db)
+            .await?;
+        let signals = signal_intake::Entity::update_many()
+            .col_expr(
+                signal_intake::Column::PublishedAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(
+                signal_intake::Column::ClaimedUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(signal_intake::Column::DeliveredAt.is_null())
+            .filter(signal_intake::Column::PublishedAt.is_not_null())
+            .exec(&self.db)
+            .await?;
+        Ok(events.rows_affected + signals.rows_affected)
+    }
+
+    /// Stamps a tenant's signals (by idempotency key) as recorded by the analyst.
+    pub async fn signals_delivered(
+        &self,
+        tenant: &str,
+        keys: &[String],
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        for chunk in keys.chunks(500) {
+            signal_intake::Entity::update_many()
+                .col_expr(signal_intake::Column::DeliveredAt, Expr::value(at))
+                .filter(signal_intake::Column::Tenant.eq(tenant))
+                .filter(signal_intake::Column::IdempotencyKey.is_in(chunk.iter().cloned()))
+                .filter(signal_intake::Column::DeliveredAt.is_null())
+                .exec(&self.db)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// How many accepted rows wait to be published.
+    pub async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+        let events = intake_event::Entity::find()
+            .filter(intake_event::Column::PublishedAt.is_null())
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
+            .count(&self.db)
+            .await?;
+        let signals = signal_intake::Entity::find()
+            .filter(signal_intake::Column::PublishedAt.is_null())
+            .filter(signal_intake::Column::Body.is_not_null())
+            .count(&self.db)
+            .await?;
+        Ok(OutboxBacklog { events, signals })
+    }
+}
