@@ -26,12 +26,20 @@ link: build
 	  || echo "could not link into $(BINDIR); use $(BIN)"
 
 ## test: make sure PostgreSQL and RabbitMQ answer, headless Chromium is installed and the
-## embedding model is fetched, then run every test of the workspace
-test: services browser model
+## embedding model is fetched, check the deploy files against their schemas, then run every test
+## of the workspace
+test: services browser model deploy-check
 	$(CARGO) test --workspace --no-fail-fast
 
 services:
 	@scripts/ensure-services.sh
+
+## deploy-check: every manifest in deploy/k8s/ against the Kubernetes 1.37 schemas
+## (kubernetes-validate, strict) and deploy/compose.yaml against the Compose specification's
+## schema, with the tools of the project's Python environment (.venv/, scripts/python-env.sh)
+.PHONY: deploy-check
+deploy-check:
+	@scripts/check-deploy.sh
 
 # Debian's chromium + chromium-driver, for the dashboard's browser test (apt, when missing).
 browser:
