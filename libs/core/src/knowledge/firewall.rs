@@ -29,8 +29,6 @@ pub enum ReasonCode {
     BrokenChain,
     /// Claims of one answer that cannot hold at the same time.
     TemporalInconsistency,
-    /// Only facts the caller may not read state the slot (whatever value they state).
-    ScopeDenied,
     /// The graph could not be read: the firewall fails closed.
     FirewallUnavailable,
 }
@@ -47,7 +45,6 @@ impl ReasonCode {
             ReasonCode::LowConfidence => "low_confidence",
             ReasonCode::BrokenChain => "broken_chain",
             ReasonCode::TemporalInconsistency => "temporal_inconsistency",
-            ReasonCode::ScopeDenied => "scope_denied",
             ReasonCode::FirewallUnavailable => "firewall_unavailable",
         }
     }
@@ -236,7 +233,6 @@ struct Slot<'a> {
     readable_current: Vec<&'a Fact>,
     supporting: Vec<&'a Fact>,
     expired: Vec<&'a Fact>,
-    hidden_any: bool,
 }
 
 fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
@@ -246,7 +242,6 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
         readable_current: Vec::new(),
         supporting: Vec::new(),
         expired: Vec::new(),
-        hidden_any: false,
     };
     let Some(entity) = entity else { return s };
     for fact in view.graph.facts().iter().filter(|f| {
@@ -254,8 +249,10 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
     }) {
         let agrees = same_value(&fact.object, &triple.object);
         let current = fact.valid_at(view.as_of);
+        // A fact the caller may not read counts as none: the verdict is the one it would be
+        // if the fact did not exist, so it tells nothing of a hidden value, not even that there
+        // is one (the services check on the caller's view of the graph, where it is absent).
         if !view.access.fact(fact) {
-            s.hidden_any = true;
             continue;
         }
         if current {
@@ -289,18 +286,6 @@ pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason
         ));
     }
     None
-}
-
-/// Rule `scope_denied`: nothing the caller may read states the slot, but facts they may not read
-/// do. It fires whether or not those facts agree with the claim, so it is no oracle for a hidden
-/// value (a wrong value used to pass, a right one to be denied), and the message says no more.
-/// Facts the caller may read decide alone when there are any.
-fn scope_denied(s: &Slot<'_>) -> Option<Reason> {
-    (s.hidden_any
-        && s.supporting.is_empty()
-        && s.expired.is_empty()
-        && s.readable_current.is_empty())
-    .then(|| Reason::new(ReasonCode::ScopeDenied, "nothing you may read states this"))
 }
 
 /// Rule `expired_relationship`: the claimed value held once, not at the request time.
@@ -362,7 +347,7 @@ fn contradicted(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
 
 /// Rule `not_in_graph`: the entity exists but nothing states this slot.
 fn not_in_graph(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
-    (s.entity.is_some() && s.readable_current.is_empty() && s.expired.is_empty() && !s.hidden_any)
+    (s.entity.is_some() && s.readable_current.is_empty() && s.expired.is_empty())
         .then(|| {
             Reason::new(
                 ReasonCode::NotInGraph,
@@ -464,9 +449,6 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
         };
     }
     let s = slot(view, triple);
-    if let Some(reason) = scope_denied(&s) {
-        return vec![reason];
-    }
     let mut reasons: Vec<Reason> = [
         expired_relationship(&s),
         contradicted(&s, triple),
@@ -855,29 +837,43 @@ mod tests {
     }
 
     #[test]
-    fn unreadable_support_is_denied_without_revealing_it() {
+    fn unreadable_support_counts_as_none_and_reveals_nothing() {
         let (o, g) = world();
         let policy = policy();
         let alice = Caller::new("t", "alice").expect("caller");
+        let access = Access::new(&alice, &NO_PAGES);
+        // As the services check: on the caller's view of the graph.
+        let seen = g.visible_to(&access).expect("alice may not read every fact");
         let view = FirewallView {
             ontology: &o,
-            graph: &g,
-            access: Access::new(&alice, &NO_PAGES),
+            graph: &seen,
+            access,
             as_of: day(25),
             policy: &policy,
             threshold: 0.7,
         };
-        let reasons = check_triple(
-            &view,
-            &Triple {
-                subject: "Secret".into(),
-                predicate: "price".into(),
-                object: "999".into(),
-            },
+        let told = |subject: &str| -> Vec<(ReasonCode, String)> {
+            check_triple(
+                &view,
+                &Triple {
+                    subject: subject.into(),
+                    predicate: "price".into(),
+                    object: "999".into(),
+                },
+            )
+            .into_iter()
+            .map(|r| (r.code, r.message.replace(subject, "NAME")))
+            .collect()
+        };
+        let hidden = told("Secret");
+        assert!(!hidden.is_empty(), "a claim only hidden facts state passed");
+        assert_eq!(hidden, told("Nowhere"), "told apart from a name never seen");
+        assert!(hidden.iter().all(|(_, m)| !m.contains("board")));
+        // On the whole graph too, the hidden fact is as absent as can be: the slot is unstated.
+        assert_eq!(
+            check(&g, &o, "alice", &[("Secret", "price", "999")], 0.7)[0],
+            vec![ReasonCode::NotInGraph]
         );
-        assert_eq!(reasons.len(), 1);
-        assert_eq!(reasons[0].code, ReasonCode::ScopeDenied);
-        assert!(!reasons[0].message.contains("999") && !reasons[0].message.contains("board"));
         assert!(check(&g, &o, "cfo", &[("Secret", "price", "999")], 0.7)[0].is_empty());
     }
 
@@ -927,7 +923,7 @@ mod tests {
         let reasons = verdict(&bob, "80");
         assert_eq!(
             reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
-            vec![ReasonCode::ScopeDenied]
+            vec![ReasonCode::NotInGraph]
         );
         // A wrong value is refused alike: the verdict is no oracle for the hidden one.
         assert_eq!(verdict(&bob, "81"), reasons);
@@ -941,7 +937,7 @@ mod tests {
         assert!(
             !verdict(&member, "80")
                 .iter()
-                .any(|r| r.code == ReasonCode::ScopeDenied),
+                .any(|r| r.code == ReasonCode::NotInGraph),
             "a member of the group reads the page"
         );
     }
