@@ -72,26 +72,6 @@ fn unavailable(action: &'static str, err: impl ServiceError) -> Status {
     status_from(During::new(action, err))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_nul_byte_is_found_with_its_path() {
-        let value = serde_json::json!({
-            "tenant": "acme",
-            "body": "fine",
-            "records": [{"value": "ok"}, {"value": "bad\u{0}"}],
-        });
-        assert_eq!(
-            super::nul_at(&value, "").as_deref(),
-            Some("records[1].value")
-        );
-        assert_eq!(
-            super::nul_at(&serde_json::json!({"body": "clean"}), ""),
-            None
-        );
-    }
-}
-
 #[tonic::async_trait]
 impl TelemetryService for Telemetry {
     async fn report_signal(&self, request: Request<Signal>) -> Result<Response<SignalAck>, Status> {
@@ -223,5 +203,25 @@ impl TelemetryService for Telemetry {
             sequence: u64::try_from(seq).unwrap_or_default(),
             duplicate: false,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_nul_byte_is_found_with_its_path() {
+        let value = serde_json::json!({
+            "tenant": "acme",
+            "body": "fine",
+            "records": [{"value": "ok"}, {"value": "bad\u{0}"}],
+        });
+        assert_eq!(
+            super::nul_at(&value, "").as_deref(),
+            Some("records[1].value")
+        );
+        assert_eq!(
+            super::nul_at(&serde_json::json!({"body": "clean"}), ""),
+            None
+        );
     }
 }
