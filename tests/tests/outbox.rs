@@ -5,7 +5,9 @@
 //! restored. Every acknowledged event and signal is applied exactly once: what the intake
 //! recorded while the broker was away waited in the outbox and the relay published it. The cut
 //! also kills the analyst's consumers (their channels close): its health goes NOT_SERVING, and
-//! SERVING again once they run again.
+//! SERVING again once they run again. And the permanent errors: text with a NUL byte is refused
+//! at the intake with INVALID_ARGUMENT naming the field; an event published straight to RabbitMQ
+//! whose text PostgreSQL refuses is dead-lettered at once with the store's reason.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -367,4 +369,158 @@ async fn a_broker_outage_loses_and_repeats_no_acknowledged_event_or_signal() {
         relayed_events + relayed_signals > 0.0,
         "the relay published what the outage left"
     );
+}
+
+/// Text PostgreSQL cannot keep (a NUL byte) is refused at the intake with INVALID_ARGUMENT naming
+/// the field, for events and signals alike, and nothing is recorded.
+#[tokio::test]
+async fn a_nul_byte_is_refused_at_the_intake_naming_the_field() {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let clients = sandbox.clients();
+    let mut event = doc(0);
+    if let Some(v1::event::Kind::DocUpsert(upsert)) = event.kind.as_mut() {
+        upsert.body = "Service 0 is owned by the \u{0} team.".into();
+    }
+    let refused = clients
+        .telemetry
+        .clone()
+        .push_event(event)
+        .await
+        .expect_err("a NUL byte in the body is refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(
+        refused.message().starts_with("body: "),
+        "{}",
+        refused.message()
+    );
+    assert!(refused.message().contains("NUL"), "{}", refused.message());
+
+    let mut bad = signal(0);
+    bad.query = "who owns \u{0}?".into();
+    let refused = clients
+        .telemetry
+        .clone()
+        .report_signal(bad)
+        .await
+        .expect_err("a NUL byte in the query is refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(
+        refused.message().starts_with("query: "),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(
+        sandbox
+            .ctx
+            .store
+            .intake_state(TENANT, 1)
+            .await
+            .expect("state"),
+        None,
+        "nothing recorded"
+    );
+    let backlog = sandbox.ctx.store.outbox_backlog().await.expect("backlog");
+    assert_eq!(backlog, ontoloop_store::OutboxBacklog::default());
+    sandbox.shutdown().await.expect("shutdown");
+}
+
+/// An event published straight to RabbitMQ whose text PostgreSQL refuses (a NUL byte) is a
+/// permanent error: dead-lettered at once with the store's reason, not retried, and the events
+/// after it are still applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_postgres_refuses_is_dead_lettered_at_once() {
+    let (sandbox, database) = Sandbox::on_servers("outbox-nul", &[]).await;
+    let clients = sandbox.clients();
+    let tenant = "outbox-nul";
+    let seq = clients
+        .push(
+            tenant,
+            "admin",
+            v1::event::Kind::OntologySet(v1::OntologySet {
+                ontology_json: ONTOLOGY.into(),
+            }),
+        )
+        .await
+        .expect("ontology");
+    let store = sandbox.ctx.store.clone();
+    assert_eq!(
+        store
+            .wait_settled(tenant, seq as i64, Duration::from_secs(20))
+            .await
+            .expect("wait"),
+        ontoloop_store::Settled::Applied
+    );
+    let queue = sandbox.ctx.queue.clone();
+    let run = format!("{:x}", std::process::id());
+    let bad_id = format!("nul-{run}");
+    let body = |doc: &str, text: &str| {
+        serde_json::json!({
+            "tenant": tenant, "at": "2026-09-01T00:00:00Z", "type": "doc.upsert",
+            "doc_id": doc, "origin": "catalog", "body": text,
+        })
+        .to_string()
+    };
+    queue
+        .publish(
+            topics::EVENTS,
+            ontoloop_queue::Message::with_id(
+                &bad_id,
+                body("bad", "Service 1 is owned by the \u{0} team."),
+            ),
+        )
+        .await
+        .expect("publish");
+    queue
+        .publish(
+            topics::EVENTS,
+            ontoloop_queue::Message::with_id(
+                format!("nul-next-{run}"),
+                body("good", "Service 2 is owned by the Atlas team."),
+            ),
+        )
+        .await
+        .expect("publish");
+    let started = Instant::now();
+    let mut dead = queue
+        .consume_dead_letters(topics::EVENTS)
+        .await
+        .expect("dlq");
+    let reason = loop {
+        let letter = tokio::time::timeout(Duration::from_secs(20), dead.next())
+            .await
+            .expect("the dead letter arrives")
+            .expect("open")
+            .expect("delivery");
+        let mine = letter.message.id == bad_id;
+        let reason = letter
+            .message
+            .headers
+            .get(ontoloop_queue::REASON_HEADER)
+            .cloned();
+        letter.ack().await.expect("ack");
+        if mine {
+            break reason.unwrap_or_default();
+        }
+    };
+    let took = started.elapsed();
+    drop(dead);
+    let next_applied = wait_until(Duration::from_secs(20), || {
+        let store = store.clone();
+        async move {
+            store
+                .load_knowledge(tenant)
+                .await
+                .is_ok_and(|k| k.facts.iter().any(|f| f.object == "Atlas"))
+        }
+    })
+    .await;
+    println!("dead-lettered after {:.2} s: {reason}", took.as_secs_f64());
+    sandbox.shutdown().await.expect("shutdown");
+    let _ = database.drop_now().await;
+    assert!(reason.contains("the store refuses the data"), "{reason}");
+    assert!(
+        !reason.contains("failed 5 times"),
+        "at once, not after retries: {reason}"
+    );
+    assert!(next_applied, "the event after it is applied");
 }
