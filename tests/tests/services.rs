@@ -1,5 +1,5 @@
 //! Service tests on the embedded default (SQLite in a temporary directory, the in-process
-//! queue): every service serves health and reflection, answers a tenant it knows nothing about
+//! queue): every service serves health and reflection (v1 and v1alpha), answers a tenant it knows nothing about
 //! honestly (no ontology yet, an empty plate), rejects requests without a caller, and shuts down
 //! cleanly. The analyst records signals and dead-letters bad ones with the reason.
 
@@ -54,6 +54,31 @@ async fn reflected_services(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String>
     }
 }
 
+/// The services reflection v1alpha lists (Python's grpcio-reflection, Postman, older grpcurl).
+async fn reflected_services_v1alpha(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+    let mut client = ServerReflectionClient::new(sandbox.channel(kind));
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .expect("reflection v1alpha answers")
+        .into_inner();
+    let response = responses.next().await.expect("one response").expect("ok");
+    match response.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            list.service.into_iter().map(|s| s.name).collect()
+        }
+        other => panic!("unexpected reflection response: {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn every_service_serves_health_and_reflection() {
     let sandbox = Sandbox::embedded(&[]).await;
@@ -72,6 +97,26 @@ async fn every_service_serves_health_and_reflection() {
         assert!(
             services.contains(&"grpc.health.v1.Health".to_owned()),
             "{services:?}"
+        );
+        // Each version lists itself; beside that, the same services.
+        let not_reflection = |names: Vec<String>| -> Vec<String> {
+            let mut names: Vec<String> = names
+                .into_iter()
+                .filter(|n| !n.starts_with("grpc.reflection."))
+                .collect();
+            names.sort();
+            names
+        };
+        let alpha = reflected_services_v1alpha(&sandbox, kind).await;
+        assert!(
+            alpha.contains(&"grpc.reflection.v1alpha.ServerReflection".to_owned()),
+            "{alpha:?}"
+        );
+        assert_eq!(
+            not_reflection(alpha),
+            not_reflection(services),
+            "{}: v1alpha lists what v1 does",
+            kind.name()
         );
     }
     sandbox.shutdown().await.expect("clean shutdown");

@@ -29,13 +29,21 @@ pub(crate) async fn serve_grpc(
     health_reporter
         .set_service_status(name, tonic_health::ServingStatus::Serving)
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(ontoloop_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    // Reflection in both versions clients speak: v1, and v1alpha (Python's grpcio-reflection,
+    // Postman and older grpcurl).
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(ontoloop_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let (reflection, reflection_v1alpha) =
+        (reflection().build_v1()?, reflection().build_v1alpha()?);
     let addr = listener.local_addr()?;
     tracing::info!(service = kind.name(), %addr, tls = tls.is_some(), "serving");
-    routes.add_service(health_service).add_service(reflection);
+    routes
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(reflection_v1alpha);
     // The service is SERVING only while every consumer it runs does (`health`).
     let watching = tokio_util::sync::CancellationToken::new();
     let watcher = {
