@@ -4,9 +4,11 @@
 //! machine's PostgreSQL and RabbitMQ ([`Sandbox::on_servers`]). Tests talk to it through
 //! [`Clients`] with a wire [`caller`], and get a shutdown trigger and [`wait_until`] instead of
 //! sleeps. With `[tls]` settings the servers serve TLS and the sandbox's channels dial `https://`
-//! with the client half of those settings (`tls.ca_file`, `tls.client_cert_file`).
+//! with the client half of those settings (`tls.ca_file`, `tls.client_cert_file`); [`pki`] makes
+//! the CAs and certificates the TLS suites use.
 
 pub mod browser;
+pub mod pki;
 pub mod tokens;
 
 use std::future::Future;

@@ -12,13 +12,10 @@ use std::time::Duration;
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
+use ontoloop_tests::pki::Pki;
 use ontoloop_tests::{Sandbox, caller, doc, ontology, settings};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use tonic::Code;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
@@ -26,105 +23,6 @@ const TENANT: &str = "acme";
 const ONTOLOGY: &str = r#"{"predicates":[
   {"name":"owned_by","subject_type":"project","object_type":"team","patterns":["{s} is owned by the {o} team."]}],
   "authority":{"wiki":2,"default":1}}"#;
-
-/// A certificate authority and what it signed, as PEM files in a temporary directory.
-struct Pki {
-    dir: tempfile::TempDir,
-    /// A second, unrelated CA with its own server and client certificates.
-    other: Option<Box<Pki>>,
-}
-
-impl Pki {
-    fn new() -> Self {
-        let mut pki = Self::issue("ontoloop test CA");
-        pki.other = Some(Box::new(Self::issue("another CA")));
-        pki
-    }
-
-    /// A CA named `name`, a server certificate for localhost and 127.0.0.1 and a client
-    /// certificate, all written as PEM files.
-    fn issue(name: &str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let write = |file: &str, pem: String| {
-            std::fs::write(dir.path().join(file), pem).expect("write a PEM file");
-        };
-        let ca_key = KeyPair::generate().expect("a CA key");
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        ca.distinguished_name.push(DnType::CommonName, name);
-        write("ca.pem", ca.self_signed(&ca_key).expect("a CA").pem());
-        let issuer = Issuer::new(ca, ca_key);
-        let leaf = |names: Vec<String>, usage: ExtendedKeyUsagePurpose, file: &str| {
-            let key = KeyPair::generate().expect("a key");
-            let mut params = CertificateParams::new(names).expect("leaf params");
-            params.extended_key_usages = vec![usage];
-            let cert = params
-                .signed_by(&key, &issuer)
-                .expect("a signed certificate");
-            write(&format!("{file}.pem"), cert.pem());
-            write(&format!("{file}.key"), key.serialize_pem());
-        };
-        leaf(
-            vec!["localhost".into(), "127.0.0.1".into()],
-            ExtendedKeyUsagePurpose::ServerAuth,
-            "server",
-        );
-        leaf(
-            vec!["agent.acme.test".into()],
-            ExtendedKeyUsagePurpose::ClientAuth,
-            "client",
-        );
-        Self { dir, other: None }
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.dir.path().join(file).display().to_string()
-    }
-
-    fn read(&self, file: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(file)).expect("read a PEM file")
-    }
-
-    fn other(&self) -> &Pki {
-        self.other.as_deref().expect("the other CA")
-    }
-
-    /// Settings for TLS servers (and, with `mtls`, requiring client certificates of this CA),
-    /// whose own clients trust this CA and present its client certificate.
-    fn settings(&self, mtls: bool) -> Vec<(&'static str, String)> {
-        let mut all = vec![
-            ("tls.cert_file", self.path("server.pem")),
-            ("tls.key_file", self.path("server.key")),
-            ("tls.ca_file", self.path("ca.pem")),
-        ];
-        if mtls {
-            all.push(("tls.client_ca_file", self.path("ca.pem")));
-            all.push(("tls.client_cert_file", self.path("client.pem")));
-            all.push(("tls.client_key_file", self.path("client.key")));
-        }
-        all
-    }
-
-    /// A client TLS config trusting this CA, presenting its client certificate if `identity`.
-    fn client(&self, identity: bool) -> ClientTlsConfig {
-        let config = ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(self.read("ca.pem")))
-            .domain_name("localhost");
-        if identity {
-            config.identity(Identity::from_pem(
-                self.read("client.pem"),
-                self.read("client.key"),
-            ))
-        } else {
-            config
-        }
-    }
-}
 
 async fn start(overrides: &[(&'static str, String)]) -> Sandbox {
     let overrides: Vec<(&str, &str)> = overrides.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -1,8 +1,13 @@
 //! Keeping secrets out of logs and error messages.
 
-/// Replaces the password of a `scheme://user:password@host/...` URL with `***`; any other text
-/// comes back unchanged.
+/// Replaces the password of a `scheme://user:password@host/...` URL, and the value of a
+/// `password=` query parameter (PostgreSQL URLs accept one), with `***`; any other text comes
+/// back unchanged.
 pub fn redact_url(url: &str) -> String {
+    redact_query_password(&redact_userinfo(url))
+}
+
+fn redact_userinfo(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_owned();
     };
@@ -24,6 +29,22 @@ pub fn redact_url(url: &str) -> String {
         &userinfo[..colon],
         &url[authority_start + at..]
     )
+}
+
+fn redact_query_password(url: &str) -> String {
+    let Some(query_start) = url.find('?') else {
+        return url.to_owned();
+    };
+    let (head, query) = url.split_at(query_start + 1);
+    let (query, fragment) = query.split_at(query.find('#').unwrap_or(query.len()));
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+            _ => param.to_owned(),
+        })
+        .collect();
+    format!("{head}{}{fragment}", params.join("&"))
 }
 
 #[cfg(test)]
@@ -49,5 +70,15 @@ mod tests {
             "sqlite://data/x.db?mode=rwc"
         );
         assert_eq!(redact_url("memory"), "memory");
+        assert_eq!(
+            redact_url(
+                "postgres://app@db/x?sslmode=verify-full&password=secret&sslrootcert=/ca.pem"
+            ),
+            "postgres://app@db/x?sslmode=verify-full&password=***&sslrootcert=/ca.pem"
+        );
+        assert_eq!(
+            redact_url("postgres://app:a@db/x?PASSWORD=b#frag"),
+            "postgres://app:***@db/x?PASSWORD=***#frag"
+        );
     }
 }

@@ -7,6 +7,9 @@
 //! message is an error, never a silent drop), consumers acknowledge manually. Dead-lettering with
 //! a reason re-publishes the message to `Q.dlq` with the reason header, waits for the confirm,
 //! then acknowledges the original. A lost connection is re-opened with backoff.
+//!
+//! `amqps://` is TLS (rustls on ring) trusting only the CA in `queue.tls_ca_file`, presenting
+//! `queue.tls_client_cert_file` when set; `amqp://` stays plaintext.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use lapin::options::{
     ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
     QueueDeleteOptions,
 };
+use lapin::tcp::{OwnedIdentity, OwnedTLSConfig};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{
     BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
@@ -52,6 +56,8 @@ impl std::fmt::Debug for AmqpQueue {
 
 struct Inner {
     url: String,
+    /// The CA and client certificate of `amqps://`; empty (unused) for `amqp://`.
+    tls: OwnedTLSConfig,
     namespace: String,
     prefetch: u16,
     backoff: Backoff,
@@ -61,10 +67,13 @@ struct Inner {
 }
 
 impl AmqpQueue {
-    /// Connects to the broker at `url`, retrying with the backoff in `settings`.
+    /// Connects to the broker at `url`, retrying with the backoff in `settings`. An `amqps://`
+    /// URL is dialled with TLS trusting only the CA file of `settings` (and presenting its
+    /// client certificate, if any); a file that cannot be read is an error naming its setting.
     pub async fn connect(url: &str, settings: &QueueSettings) -> Result<Self, QueueError> {
         let inner = Arc::new(Inner {
             url: url.to_owned(),
+            tls: tls_config(settings).await?,
             namespace: settings.namespace.clone(),
             prefetch: settings.prefetch,
             backoff: Backoff::new(
@@ -81,6 +90,52 @@ impl AmqpQueue {
     }
 }
 
+/// The TLS half of `amqps://` from the `queue.tls_*` files (PEM); nothing to read when unset.
+async fn tls_config(settings: &QueueSettings) -> Result<OwnedTLSConfig, QueueError> {
+    let mut config = OwnedTLSConfig::default();
+    if !settings.tls_ca_file.is_empty() {
+        let ca = read_pem("queue.tls_ca_file", &settings.tls_ca_file).await?;
+        // The TLS layer skips what it cannot parse; a file with no certificate at all would
+        // only show later as every broker being untrusted.
+        match String::from_utf8(ca) {
+            Ok(pem) if pem.contains("-----BEGIN CERTIFICATE-----") => {
+                config.cert_chain = Some(pem);
+            }
+            _ => {
+                return Err(QueueError::Tls {
+                    key: "queue.tls_ca_file",
+                    reason: format!("no PEM certificate in {}", settings.tls_ca_file),
+                });
+            }
+        }
+    }
+    if !settings.tls_client_cert_file.is_empty() {
+        config.identity = Some(OwnedIdentity::PKCS8 {
+            pem: read_pem("queue.tls_client_cert_file", &settings.tls_client_cert_file).await?,
+            key: read_pem("queue.tls_client_key_file", &settings.tls_client_key_file).await?,
+        });
+    }
+    Ok(config)
+}
+
+async fn read_pem(key: &'static str, path: &str) -> Result<Vec<u8>, QueueError> {
+    tokio::fs::read(path).await.map_err(|err| QueueError::Tls {
+        key,
+        reason: format!("read {path}: {err}"),
+    })
+}
+
+/// Opens a connection; `amqps://` handshakes with `tls` (lapin picks TLS by the scheme).
+async fn connect(url: &str, tls: &OwnedTLSConfig) -> lapin::Result<Connection> {
+    Connection::connect_with_config(
+        url,
+        ConnectionProperties::default().with_connection_name("ontoloop".into()),
+        tls.clone(),
+        lapin::runtime::default_runtime()?,
+    )
+    .await
+}
+
 impl Inner {
     /// A fresh channel on a live connection, reconnecting with backoff when needed.
     async fn channel(&self) -> Result<Channel, QueueError> {
@@ -90,12 +145,7 @@ impl Inner {
             let live = connection.as_ref().filter(|c| c.status().connected());
             let result = match live {
                 Some(conn) => conn.create_channel().await,
-                None => match Connection::connect(
-                    &self.url,
-                    ConnectionProperties::default().with_connection_name("ontoloop".into()),
-                )
-                .await
-                {
+                None => match connect(&self.url, &self.tls).await {
                     Ok(conn) => {
                         let channel = conn.create_channel().await;
                         *connection = Some(conn);

@@ -50,6 +50,14 @@ pub enum QueueError {
     /// Any other broker error.
     #[error("broker error: {0}")]
     Broker(String),
+    /// A `queue.tls_*` file could not be read; `key` names the setting.
+    #[error("setting `{key}`: {reason}")]
+    Tls {
+        /// The setting, for example `queue.tls_ca_file`.
+        key: &'static str,
+        /// Why the file is unusable.
+        reason: String,
+    },
 }
 
 impl ontoloop_core::ServiceError for QueueError {
@@ -58,7 +66,9 @@ impl ontoloop_core::ServiceError for QueueError {
             QueueError::Unreachable { .. }
             | QueueError::NotConfirmed { .. }
             | QueueError::Settle(_)
-            | QueueError::Broker(_) => ontoloop_core::ErrorCode::Unavailable,
+            | QueueError::Broker(_)
+            // The queue is unusable until the file is fixed; no request caused it.
+            | QueueError::Tls { .. } => ontoloop_core::ErrorCode::Unavailable,
         }
     }
 }
@@ -227,6 +237,13 @@ pub trait Queue: Send + Sync {
 
     /// Implementation name for logs: `memory` or `amqp`.
     fn kind(&self) -> &'static str;
+
+    /// Whether a confirmed message outlives this process (RabbitMQ's durable queues do; the
+    /// in-process queue does not, so an outbox publishing to it publishes again at start-up
+    /// what the consumer had not taken).
+    fn durable(&self) -> bool {
+        true
+    }
 }
 
 /// A shared queue handle.
@@ -237,13 +254,6 @@ mod tests {
     use super::*;
 
     #[test]
-
-    /// Whether a confirmed message outlives this process (RabbitMQ's durable queues do; the
-    /// in-process queue does not, so an outbox publishing to it publishes again at start-up
-    /// what the consumer had not taken).
-    fn durable(&self) -> bool {
-        true
-    }
     fn scoped_ids_never_collide_across_tenants() {
         // The same text joined with a dash, split differently between tenant and key.
         let first = scoped_id("sig", "a", "b-c");

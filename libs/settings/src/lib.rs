@@ -303,6 +303,43 @@ impl OrgSettings {
 }
 
 impl QueueSettings {
+    /// The `tls_*` files go with an `amqps://` URL, which needs the CA (it is the only one
+    /// trusted), and the client certificate and key go together.
+    fn validate_tls(&self) -> Result<(), SettingsError> {
+        let tls = self.url.starts_with("amqps://");
+        let files = [
+            ("queue.tls_ca_file", &self.tls_ca_file),
+            ("queue.tls_client_cert_file", &self.tls_client_cert_file),
+            ("queue.tls_client_key_file", &self.tls_client_key_file),
+        ];
+        if !tls {
+            if let Some((key, _)) = files.iter().find(|(_, path)| !path.is_empty()) {
+                return Err(invalid(key, "only used with an amqps:// queue.url"));
+            }
+            return Ok(());
+        }
+        if self.tls_ca_file.is_empty() {
+            return Err(invalid(
+                "queue.tls_ca_file",
+                "required with an amqps:// queue.url (the CA the broker's certificate chains to)",
+            ));
+        }
+        match (
+            self.tls_client_cert_file.is_empty(),
+            self.tls_client_key_file.is_empty(),
+        ) {
+            (false, true) => Err(invalid(
+                "queue.tls_client_key_file",
+                "required with queue.tls_client_cert_file",
+            )),
+            (true, false) => Err(invalid(
+                "queue.tls_client_cert_file",
+                "required with queue.tls_client_key_file",
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The backend the URL selects (validated at load time).
     pub fn backend(&self) -> QueueBackend {
         if self.url == "memory" {
@@ -418,6 +455,7 @@ impl Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         validate_store_url(&self.store.url)?;
         validate_queue_url(&self.queue.url)?;
+        self.queue.validate_tls()?;
         positive(
             "store.max_connections",
             u64::from(self.store.max_connections),
@@ -509,13 +547,15 @@ impl Settings {
 
 fn validate_store_url(raw: &str) -> Result<(), SettingsError> {
     const KEY: &str = "store.url";
-    let url =
-        url::Url::parse(raw).map_err(|err| invalid(KEY, format!("{raw:?} is not a URL: {err}")))?;
+    // Errors quote the URL without its password.
+    let shown = ontoloop_core::redact_url(raw);
+    let url = url::Url::parse(raw)
+        .map_err(|err| invalid(KEY, format!("{shown:?} is not a URL: {err}")))?;
     match url.scheme() {
         "sqlite" => Ok(()),
         "postgres" | "postgresql" => {
             if url.host_str().is_none_or(str::is_empty) {
-                return Err(invalid(KEY, format!("{raw:?} names no host")));
+                return Err(invalid(KEY, format!("{shown:?} names no host")));
             }
             Ok(())
         }
@@ -531,11 +571,12 @@ fn validate_queue_url(raw: &str) -> Result<(), SettingsError> {
     if raw == "memory" {
         return Ok(());
     }
-    let url =
-        url::Url::parse(raw).map_err(|err| invalid(KEY, format!("{raw:?} is not a URL: {err}")))?;
+    let shown = ontoloop_core::redact_url(raw);
+    let url = url::Url::parse(raw)
+        .map_err(|err| invalid(KEY, format!("{shown:?} is not a URL: {err}")))?;
     match url.scheme() {
         "amqp" | "amqps" if url.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
-        "amqp" | "amqps" => Err(invalid(KEY, format!("{raw:?} names no host"))),
+        "amqp" | "amqps" => Err(invalid(KEY, format!("{shown:?} names no host"))),
         other => Err(invalid(
             KEY,
             format!("scheme {other:?} is not supported (use memory or amqp://)"),
@@ -644,6 +685,74 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_password_in_a_bad_url_stays_out_of_the_error() {
+        let err = load_with(&[("ONTOLOOP__STORE__URL", "mysql://app:hunter2@db/x")])
+            .expect_err("bad scheme");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        let err = load_with(&[("ONTOLOOP__STORE__URL", "postgres://app@/x?password=hunter2")])
+            .expect_err("no host");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        let err = load_with(&[("ONTOLOOP__QUEUE__URL", "amqps://app:hunter2@/%2f")])
+            .expect_err("no host");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn queue_tls_files_go_with_amqps_and_errors_name_the_key() {
+        let amqps = (
+            "ONTOLOOP__QUEUE__URL",
+            "amqps://guest:guest@rabbit:5671/%2f",
+        );
+        // The variables set, and the key refused (None: the settings load).
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        let cases: [Case; 6] = [
+            (&[amqps], Some("queue.tls_ca_file")),
+            (&[amqps, ("ONTOLOOP__QUEUE__TLS_CA_FILE", "ca.pem")], None),
+            (
+                &[
+                    amqps,
+                    ("ONTOLOOP__QUEUE__TLS_CA_FILE", "ca.pem"),
+                    ("ONTOLOOP__QUEUE__TLS_CLIENT_CERT_FILE", "client.pem"),
+                ],
+                Some("queue.tls_client_key_file"),
+            ),
+            (
+                &[
+                    amqps,
+                    ("ONTOLOOP__QUEUE__TLS_CA_FILE", "ca.pem"),
+                    ("ONTOLOOP__QUEUE__TLS_CLIENT_KEY_FILE", "client.key"),
+                ],
+                Some("queue.tls_client_cert_file"),
+            ),
+            (
+                &[
+                    amqps,
+                    ("ONTOLOOP__QUEUE__TLS_CA_FILE", "ca.pem"),
+                    ("ONTOLOOP__QUEUE__TLS_CLIENT_CERT_FILE", "client.pem"),
+                    ("ONTOLOOP__QUEUE__TLS_CLIENT_KEY_FILE", "client.key"),
+                ],
+                None,
+            ),
+            (
+                &[
+                    ("ONTOLOOP__QUEUE__URL", "amqp://guest:guest@rabbit:5672/%2f"),
+                    ("ONTOLOOP__QUEUE__TLS_CA_FILE", "ca.pem"),
+                ],
+                Some("queue.tls_ca_file"),
+            ),
+        ];
+        for (vars, refused) in cases {
+            match (load_with(vars), refused) {
+                (Ok(_), None) => {}
+                (Err(SettingsError::Invalid { key, .. }), Some(expected)) => {
+                    assert_eq!(key, expected, "{vars:?}");
+                }
+                (other, _) => panic!("{vars:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]
