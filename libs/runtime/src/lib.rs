@@ -15,6 +15,7 @@ pub mod auth;
 mod consume;
 mod group;
 mod http;
+pub mod limits;
 mod model_cache;
 pub mod outbox;
 mod serve;

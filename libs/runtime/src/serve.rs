@@ -13,8 +13,10 @@ use tonic::service::RoutesBuilder;
 /// Serves `routes` (one service, named `kind`) on `listener` with `grpc.health.v1` and server
 /// reflection, until `shutdown` resolves. With a verifier every call but health and reflection
 /// needs a bearer token and the method's role ([`crate::auth`]); with `tls` it serves TLS only
-/// (and mTLS when that config names a client CA, [`crate::tls`]). Health turns NOT_SERVING as
+/// (and mTLS when that config names a client CA, [`crate::tls`]). Every call is held to `limits`
+/// ([`crate::limits`]) before the trust boundary sees it. Health turns NOT_SERVING as
 /// soon as shutdown starts, then in-flight calls finish.
+#[allow(clippy::too_many_arguments, reason = "one call site, each part named at it")]
 pub(crate) async fn serve_grpc(
     listener: TcpListener,
     kind: ServiceKind,
@@ -22,6 +24,7 @@ pub(crate) async fn serve_grpc(
     health: crate::consume::Health,
     verifier: Option<Arc<ontoloop_auth::Verifier>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
+    limits: crate::limits::CallLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -89,6 +92,7 @@ pub(crate) async fn serve_grpc(
         server = server.tls_config(tls)?;
     }
     server
+        .layer(crate::limits::LimitLayer::new(limits))
         .layer(crate::auth::AuthLayer::new(verifier))
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, shutdown)

@@ -148,6 +148,8 @@ pub async fn serve<S: Service>(
         .local_addr()
         .context("read a bound address")?;
     let dashboard_origins = ctx.settings.auth.dashboard_origins.clone();
+    let limits = crate::limits::CallLimits::from_settings(&ctx.settings.services);
+    let max_http_body = ctx.settings.services.max_http_body_bytes;
     let parts = S::build(ctx)
         .await
         .with_context(|| format!("start {}", kind.name()))?;
@@ -179,9 +181,12 @@ pub async fn serve<S: Service>(
             health,
             verifier,
             tls,
+            limits,
             cancel.cancelled_owned(),
         )
     });
+    // Axum's default body limit is 2 MB; no route here needs more than a small form.
+    let http = http.layer(axum::extract::DefaultBodyLimit::max(max_http_body));
     group.spawn("http server", move |cancel| {
         crate::serve_http(listeners.http, http, cancel.cancelled_owned())
     });

@@ -195,7 +195,20 @@ pub struct ServicesSettings {
     pub http_ports: [u16; 4],
     /// Grace period for in-flight work after a shutdown signal.
     pub drain_timeout_ms: u64,
+    /// Largest gRPC message a service accepts, in bytes (at most tonic's own 4 MiB).
+    pub max_message_bytes: usize,
+    /// A call not answered within this ends with DEADLINE_EXCEEDED.
+    pub request_timeout_ms: u64,
+    /// Calls one service handles at once; one more is refused with RESOURCE_EXHAUSTED.
+    pub max_concurrent_requests: usize,
+    /// Largest HTTP request body on the metrics and dashboard ports; a larger one gets 413.
+    pub max_http_body_bytes: usize,
+    /// Messages one client stream (`ReportSignals`) may carry; the next is refused.
+    pub max_stream_messages: usize,
 }
+
+/// tonic's own ceiling on a decoded message: `services.max_message_bytes` may only lower it.
+pub const MAX_MESSAGE_BYTES_CEILING: usize = 4 * 1024 * 1024;
 
 /// TLS (rustls) of the gRPC servers and of their clients: PEM file paths, empty for unset.
 /// Only paths are checked here; `ontoloop-runtime` reads the files at start-up and names the
@@ -493,6 +506,28 @@ impl Settings {
         if self.services.host.trim().is_empty() {
             return Err(invalid("services.host", "must not be empty"));
         }
+        if !(1..=MAX_MESSAGE_BYTES_CEILING).contains(&self.services.max_message_bytes) {
+            return Err(invalid(
+                "services.max_message_bytes",
+                format!("must be between 1 and {MAX_MESSAGE_BYTES_CEILING}"),
+            ));
+        }
+        positive(
+            "services.request_timeout_ms",
+            self.services.request_timeout_ms,
+        )?;
+        positive(
+            "services.max_concurrent_requests",
+            self.services.max_concurrent_requests as u64,
+        )?;
+        positive(
+            "services.max_http_body_bytes",
+            self.services.max_http_body_bytes as u64,
+        )?;
+        positive(
+            "services.max_stream_messages",
+            self.services.max_stream_messages as u64,
+        )?;
         self.validate_org()?;
         self.plate.validate().map_err(|err| match err {
             OrgError::InvalidSetting { name, reason } => SettingsError::Invalid {
@@ -626,6 +661,47 @@ mod tests {
         assert!(settings.store.url.starts_with("sqlite://"));
         assert_eq!(settings.queue.backend(), QueueBackend::Memory);
         assert_eq!(settings.services.port_of("analyst"), Some(50054));
+    }
+
+    #[test]
+    fn limits_load_and_refusals_name_their_key() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert_eq!(
+            settings.services.max_message_bytes,
+            MAX_MESSAGE_BYTES_CEILING
+        );
+        assert_eq!(settings.firewall.max_claims, 1000);
+        for (var, value, key) in [
+            (
+                "ONTOLOOP__SERVICES__MAX_MESSAGE_BYTES",
+                "4194305",
+                "services.max_message_bytes",
+            ),
+            (
+                "ONTOLOOP__SERVICES__REQUEST_TIMEOUT_MS",
+                "0",
+                "services.request_timeout_ms",
+            ),
+            (
+                "ONTOLOOP__SERVICES__MAX_CONCURRENT_REQUESTS",
+                "0",
+                "services.max_concurrent_requests",
+            ),
+            (
+                "ONTOLOOP__SERVICES__MAX_HTTP_BODY_BYTES",
+                "0",
+                "services.max_http_body_bytes",
+            ),
+            (
+                "ONTOLOOP__SERVICES__MAX_STREAM_MESSAGES",
+                "0",
+                "services.max_stream_messages",
+            ),
+            ("ONTOLOOP__FIREWALL__MAX_CLAIMS", "0", "firewall.max_claims"),
+        ] {
+            let err = load_with(&[(var, value)]).expect_err("invalid");
+            assert!(err.to_string().contains(key), "{err} should name {key}");
+        }
     }
 
     #[test]

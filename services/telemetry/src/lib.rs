@@ -90,7 +90,18 @@ impl TelemetryService for Telemetry {
         let extensions = request.extensions().clone();
         let mut stream = request.into_inner();
         let (mut accepted, mut duplicates, mut index) = (0u64, 0u64, 0usize);
+        let most = self.ctx.settings.services.max_stream_messages;
         while let Some(signal) = stream.message().await? {
+            if index >= most {
+                return Err(status_from(ontoloop_core::DomainError::invalid(
+                    "signals",
+                    format!(
+                        "at most {most} are accepted in one stream \
+                         (services.max_stream_messages); the first {most} were recorded, send \
+                         the rest in another stream"
+                    ),
+                )));
+            }
             let outcome = signals::accept(
                 &self.ctx,
                 &extensions,

@@ -101,6 +101,27 @@ pub struct Report {
     /// Mistakes, for the text report.
     #[serde(skip)]
     pub mistakes: Vec<String>,
+    /// The largest inputs `Validate` accepts, each validated in process once.
+    pub largest: Vec<Largest>,
+}
+
+/// One of the largest accepted inputs, validated in process: its size, the response's, the time
+/// and the memory it took.
+#[derive(Debug, Clone, Serialize)]
+pub struct Largest {
+    /// What the input is.
+    pub input: String,
+    /// Claims sent, or sentences of the text.
+    pub items: usize,
+    /// The request's encoded size.
+    pub request_bytes: usize,
+    /// The response's encoded size.
+    pub response_bytes: usize,
+    /// Wall time of the validation.
+    pub ms: f64,
+    /// Peak resident memory during the validation above the resident memory before it, in MB
+    /// (Linux `VmHWM` after resetting it; 0 elsewhere).
+    pub extra_mb: f64,
 }
 
 /// The labelled claims that have a phrasing in the world's pages (one subject, predicate and
@@ -382,6 +403,7 @@ pub async fn run(
         counts: BTreeMap::new(),
         paraphrased: Paraphrased::default(),
         mistakes: Vec::new(),
+        largest: Vec::new(),
     };
     for item in &set {
         *report
@@ -504,6 +526,7 @@ pub async fn run(
         grpc.push(started.elapsed().as_micros() as u64);
         overall = response.into_inner().overall;
     }
+    report.largest = largest_inputs(validator, &caller, &set, &phrasings).await?;
     inproc.sort_unstable();
     grpc.sort_unstable();
     report.latency_us = Latency {
@@ -521,6 +544,103 @@ pub async fn run(
             overall,
         },
     ))
+}
+
+/// The largest inputs the firewall accepts (`firewall.max_claims` claims; a text of as many
+/// sentences within `firewall.max_text_bytes`), every claim on one slot with a value of its own:
+/// the worst case of the consistency check. Each is validated once in process.
+async fn largest_inputs(
+    validator: &ontoloop_firewall::Validator,
+    caller: &Caller,
+    set: &[Labelled],
+    phrasings: &BTreeMap<String, Vec<(String, String, String)>>,
+) -> anyhow::Result<Vec<Largest>> {
+    let policy = validator.policy();
+    let base = set
+        .iter()
+        .find(|l| l.claim.chain.is_empty())
+        .map(|l| l.claim.clone())
+        .context("the labelled set has a single-step claim")?;
+    let nth = |n: usize| v1::Claim {
+        object: format!("{} {n}", base.object),
+        ..base.clone()
+    };
+    let claims: Vec<v1::Claim> = (0..policy.max_claims).map(nth).collect();
+    let mut text = String::new();
+    let mut sentences = 0;
+    while sentences < policy.max_claims {
+        let claim = nth(sentences);
+        let sentence = paraphrase(phrasings, &claim, sentences)
+            .unwrap_or_else(|| format!("{} {} {}.", claim.subject, claim.predicate, claim.object));
+        if text.len() + sentence.len() + 1 > policy.max_text_bytes {
+            break;
+        }
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(sentence.trim());
+        sentences += 1;
+    }
+    let mut out = Vec::new();
+    for (input, items, request) in [
+        (
+            format!("{} claims, one slot", claims.len()),
+            claims.len(),
+            v1::validate_request::Input::Claims(v1::ClaimList { claims }),
+        ),
+        (
+            format!("text, {sentences} sentences"),
+            sentences,
+            v1::validate_request::Input::Text(text),
+        ),
+    ] {
+        let request = v1::ValidateRequest {
+            caller: client::caller(caller),
+            input: Some(request),
+            ..Default::default()
+        };
+        let request_bytes = prost::Message::encoded_len(&request);
+        let before = memory::reset_peak();
+        let started = Instant::now();
+        let response = validator
+            .validate(request)
+            .await
+            .map_err(|s| anyhow::anyhow!("validate the largest input: {}", s.message()))?;
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let extra_mb = memory::peak_above(before);
+        out.push(Largest {
+            input,
+            items,
+            request_bytes,
+            response_bytes: prost::Message::encoded_len(&response),
+            ms,
+            extra_mb,
+        });
+    }
+    Ok(out)
+}
+
+/// Resident memory from `/proc/self/status` (Linux; nothing elsewhere).
+mod memory {
+    fn field_kb(name: &str) -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Resets the peak (`VmHWM`) to the current resident size; that size in kB.
+    pub(super) fn reset_peak() -> Option<u64> {
+        std::fs::write("/proc/self/clear_refs", "5").ok()?;
+        field_kb("VmRSS:")
+    }
+
+    /// The peak since [`reset_peak`] above what it returned, in MB; 0 when unknown.
+    pub(super) fn peak_above(before: Option<u64>) -> f64 {
+        match (before, field_kb("VmHWM:")) {
+            (Some(before), Some(peak)) => peak.saturating_sub(before) as f64 / 1024.0,
+            _ => 0.0,
+        }
+    }
 }
 
 /// Times the same ten-claim answer with authentication on: in process as `token` verified by
@@ -642,6 +762,15 @@ impl Report {
             l.grpc_auth_p50,
             l.grpc_auth_p99
         ));
+        out.push_str(
+            "\nlargest accepted Validate, in process         request   response        ms   extra MB\n",
+        );
+        for l in &self.largest {
+            out.push_str(&format!(
+                "  {:<42} {:>8} B {:>8} B {:>9.1} {:>10.1}\n",
+                l.input, l.request_bytes, l.response_bytes, l.ms, l.extra_mb
+            ));
+        }
         for mistake in &self.mistakes {
             out.push_str(&format!("  {mistake}\n"));
         }
