@@ -29,6 +29,11 @@ pub struct AuthSettings {
     /// Path of a JWKS file with the RS256/ES256 public keys tokens may be signed with; empty:
     /// none.
     pub jwks_file: String,
+    /// `http://` or `https://` URL of the identity provider's JWKS, fetched at start and
+    /// refreshed (instead of `jwks_file`); empty: none.
+    pub jwks_url: String,
+    /// How often the JWKS of `jwks_url` is fetched again, in seconds.
+    pub jwks_refresh_seconds: u64,
     /// The `iss` every token must carry.
     pub issuer: String,
     /// The `aud` every token must carry.
@@ -85,6 +90,27 @@ impl AuthSettings {
                 ));
             }
         }
+        let jwks_url = self.jwks_url.trim();
+        if !jwks_url.is_empty() {
+            if !self.jwks_file.trim().is_empty() {
+                return Err(InvalidSetting::new(
+                    "jwks_url",
+                    "set jwks_file or jwks_url, not both",
+                ));
+            }
+            if jwks_url_host(jwks_url).is_none() {
+                return Err(InvalidSetting::new(
+                    "jwks_url",
+                    format!("{jwks_url:?} is not an http:// or https:// URL with a host"),
+                ));
+            }
+            if self.jwks_refresh_seconds == 0 {
+                return Err(InvalidSetting::new(
+                    "jwks_refresh_seconds",
+                    "must be at least 1",
+                ));
+            }
+        }
         if !self.hs256_secret.is_empty() && self.hs256_secret.len() < MIN_SECRET_BYTES {
             return Err(InvalidSetting::new(
                 "hs256_secret",
@@ -114,10 +140,13 @@ impl AuthSettings {
                 "required when auth.mode = \"jwt\"",
             ));
         }
-        if self.hs256_secret.is_empty() && self.jwks_file.trim().is_empty() {
+        if self.hs256_secret.is_empty()
+            && self.jwks_file.trim().is_empty()
+            && self.jwks_url.trim().is_empty()
+        {
             return Err(InvalidSetting::new(
                 "hs256_secret",
-                "auth.mode = \"jwt\" needs hs256_secret or jwks_file",
+                "auth.mode = \"jwt\" needs hs256_secret, jwks_file or jwks_url",
             ));
         }
         Ok(())
@@ -135,6 +164,20 @@ pub fn origin_host(origin: &str) -> Option<&str> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
     valid.then_some(rest)
+}
+
+/// The host of a JWKS URL `http://host[:port]/path` or `https://...`; `None` for another scheme
+/// or no host.
+pub fn jwks_url_host(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let valid = !authority.is_empty()
+        && authority
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    valid.then_some(authority)
 }
 
 /// Issuer and audience of dev-mode tokens where the settings leave them empty.
@@ -175,6 +218,8 @@ pub(crate) mod tests {
             mode: AuthMode::Jwt,
             hs256_secret: "0123456789abcdef0123456789abcdef".to_owned(),
             jwks_file: String::new(),
+            jwks_url: String::new(),
+            jwks_refresh_seconds: 300,
             issuer: "https://issuer.test".to_owned(),
             audience: "ontoloop".to_owned(),
             leeway_seconds: 0,
@@ -203,6 +248,24 @@ pub(crate) mod tests {
         assert_eq!(s.validate().expect_err("no key").key, "hs256_secret");
         s.jwks_file = "keys.json".to_owned();
         assert_eq!(s.validate(), Ok(()));
+        s.jwks_url = "https://idp.example.com/.well-known/jwks.json".to_owned();
+        assert_eq!(s.validate().expect_err("both").key, "jwks_url");
+        s.jwks_file.clear();
+        assert_eq!(s.validate(), Ok(()));
+        s.jwks_refresh_seconds = 0;
+        assert_eq!(
+            s.validate().expect_err("no refresh").key,
+            "jwks_refresh_seconds"
+        );
+        s.jwks_refresh_seconds = 300;
+        for bad in [
+            "idp.example.com/jwks",
+            "ftp://idp.example.com/jwks",
+            "https:///jwks",
+        ] {
+            s.jwks_url = bad.to_owned();
+            assert_eq!(s.validate().expect_err(bad).key, "jwks_url", "{bad}");
+        }
         let mut s = jwt_settings();
         s.hs256_secret = "short".to_owned();
         assert_eq!(s.validate().expect_err("short").key, "hs256_secret");
@@ -218,6 +281,22 @@ pub(crate) mod tests {
         assert_eq!(s.validate(), Ok(()));
         s.dev_secret_file.clear();
         assert_eq!(s.validate().expect_err("no file").key, "dev_secret_file");
+    }
+
+    #[test]
+    fn jwks_urls_name_a_host() {
+        assert_eq!(
+            jwks_url_host("https://idp.example.com/.well-known/jwks.json"),
+            Some("idp.example.com")
+        );
+        assert_eq!(
+            jwks_url_host("http://127.0.0.1:8080/keys?v=1"),
+            Some("127.0.0.1:8080")
+        );
+        assert_eq!(jwks_url_host("http://[::1]:8080"), Some("[::1]:8080"));
+        assert_eq!(jwks_url_host("https://"), None);
+        assert_eq!(jwks_url_host("https://user@idp.example.com/"), None);
+        assert_eq!(jwks_url_host("file:///etc/jwks.json"), None);
     }
 
     #[test]

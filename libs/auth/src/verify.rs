@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
@@ -65,14 +66,15 @@ struct PublicKey {
 }
 
 /// Checks bearer tokens against the configured keys, issuer, audience and leeway, and reads the
-/// identity from the configured claims.
+/// identity from the configured claims. The public keys can be replaced while it is in use
+/// ([`Verifier::replace_keys`]: a JWKS fetched again).
 pub struct Verifier {
     claims: ClaimNames,
     issuer: String,
     audience: String,
     leeway: u64,
     hs256: Option<DecodingKey>,
-    keys: Vec<PublicKey>,
+    keys: RwLock<Arc<[PublicKey]>>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -82,17 +84,44 @@ impl std::fmt::Debug for Verifier {
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
             .field("hs256", &self.hs256.is_some())
-            .field("public_keys", &self.keys.len())
+            .field("public_keys", &self.public_keys().len())
             .finish()
     }
 }
 
 /// Reads a JWKS file (`{"keys": [...]}`).
 pub fn load_jwks(path: &Path) -> Result<JwkSet, AuthError> {
-    let text = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .map_err(|err| AuthError::Jwks(format!("read {}: {err}", path.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|err| AuthError::Jwks(format!("parse {}: {err}", path.display())))
+    crate::jwks::parse_jwks(&bytes, &path.display().to_string())
+}
+
+/// The usable public keys of `set` (RS256, and ES256 on P-256; others are skipped); a set with
+/// none is an error.
+fn public_keys(set: &JwkSet) -> Result<Arc<[PublicKey]>, AuthError> {
+    let mut keys = Vec::new();
+    for jwk in &set.keys {
+        let Some(alg) = public_algorithm(jwk) else {
+            continue;
+        };
+        let key = DecodingKey::from_jwk(jwk).map_err(|err| {
+            AuthError::Jwks(format!(
+                "key {}: {err}",
+                jwk.common.key_id.as_deref().unwrap_or("without kid")
+            ))
+        })?;
+        keys.push(PublicKey {
+            kid: jwk.common.key_id.clone(),
+            alg,
+            key,
+        });
+    }
+    if keys.is_empty() {
+        return Err(AuthError::Jwks(
+            "no RS256 or ES256 (P-256) key in the set".to_owned(),
+        ));
+    }
+    Ok(keys.into())
 }
 
 impl Verifier {
@@ -101,38 +130,34 @@ impl Verifier {
     pub fn new(settings: &AuthSettings, jwks: Option<&JwkSet>) -> Result<Self, AuthError> {
         let hs256 = (!settings.hs256_secret.is_empty())
             .then(|| DecodingKey::from_secret(settings.hs256_secret.as_bytes()));
-        let mut keys = Vec::new();
-        if let Some(set) = jwks {
-            for jwk in &set.keys {
-                let Some(alg) = public_algorithm(jwk) else {
-                    continue;
-                };
-                let key = DecodingKey::from_jwk(jwk).map_err(|err| {
-                    AuthError::Jwks(format!(
-                        "key {}: {err}",
-                        jwk.common.key_id.as_deref().unwrap_or("without kid")
-                    ))
-                })?;
-                keys.push(PublicKey {
-                    kid: jwk.common.key_id.clone(),
-                    alg,
-                    key,
-                });
-            }
-            if keys.is_empty() {
-                return Err(AuthError::Jwks(
-                    "no RS256 or ES256 (P-256) key in the set".to_owned(),
-                ));
-            }
-        }
+        let keys = match jwks {
+            Some(set) => public_keys(set)?,
+            None => Arc::from(Vec::new()),
+        };
         Ok(Self {
             claims: settings.claims.clone(),
             issuer: settings.issuer.clone(),
             audience: settings.audience.clone(),
             leeway: settings.leeway_seconds,
             hs256,
-            keys,
+            keys: RwLock::new(keys),
         })
+    }
+
+    /// Replaces the public keys with those of `jwks` (a set fetched again); the number of keys
+    /// now held. A set with no usable key is an error and leaves the keys as they were.
+    pub fn replace_keys(&self, jwks: &JwkSet) -> Result<usize, AuthError> {
+        let keys = public_keys(jwks)?;
+        let count = keys.len();
+        *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys;
+        Ok(count)
+    }
+
+    fn public_keys(&self) -> Arc<[PublicKey]> {
+        self.keys
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Verifies `token` (signature, `exp`, `nbf`, `iss`, `aud`) and reads its identity.
@@ -145,7 +170,8 @@ impl Verifier {
     pub fn verify_until(&self, token: &str) -> Result<(Identity, u64), AuthError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|err| AuthError::Malformed(err.to_string()))?;
-        let key = self.key_for(&header)?;
+        let keys = self.public_keys();
+        let key = self.key_for(&header, &keys)?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
@@ -166,7 +192,11 @@ impl Verifier {
         Ok((identity_from(&data.claims, &self.claims)?, exp))
     }
 
-    fn key_for(&self, header: &Header) -> Result<&DecodingKey, AuthError> {
+    fn key_for<'a>(
+        &'a self,
+        header: &Header,
+        keys: &'a [PublicKey],
+    ) -> Result<&'a DecodingKey, AuthError> {
         let kid = header.kid.as_deref();
         match header.alg {
             Algorithm::HS256 => self
@@ -174,8 +204,7 @@ impl Verifier {
                 .as_ref()
                 .ok_or_else(|| AuthError::UnsupportedAlgorithm("HS256".to_owned())),
             Algorithm::RS256 | Algorithm::ES256 => {
-                let mut candidates = self
-                    .keys
+                let mut candidates = keys
                     .iter()
                     .filter(|k| k.alg == header.alg)
                     .filter(|k| kid.is_none() || k.kid.as_deref() == kid);
@@ -570,6 +599,42 @@ mod tests {
             &signing,
         );
         assert_eq!(v.verify(&token), Err(AuthError::Expired));
+    }
+
+    #[test]
+    fn replaced_keys_take_over_and_an_unusable_set_changes_nothing() {
+        let mut settings = jwt_settings();
+        settings.hs256_secret.clear();
+        let (old, new) = (es256_key(), es256_key());
+        let v = Verifier::new(&settings, Some(&old.jwks)).expect("verifier");
+        let claims = claims_for(&settings, now() + 600);
+        let old_token = signed(
+            Algorithm::ES256,
+            Some("test-ec"),
+            &claims,
+            &EncodingKey::from_ec_der(&old.pkcs8),
+        );
+        let mut rotated = new.jwks.clone();
+        rotated.keys[0].common.key_id = Some("rotated".to_owned());
+        let new_token = signed(
+            Algorithm::ES256,
+            Some("rotated"),
+            &claims,
+            &EncodingKey::from_ec_der(&new.pkcs8),
+        );
+        assert_eq!(
+            v.verify(&new_token),
+            Err(AuthError::UnknownKey("rotated".to_owned()))
+        );
+        assert_eq!(v.replace_keys(&rotated), Ok(1));
+        assert_eq!(v.verify(&new_token), Ok(agent()));
+        assert_eq!(
+            v.verify(&old_token),
+            Err(AuthError::UnknownKey("test-ec".to_owned()))
+        );
+        let empty: JwkSet = serde_json::from_str(r#"{"keys": []}"#).expect("empty set");
+        assert!(matches!(v.replace_keys(&empty), Err(AuthError::Jwks(_))));
+        assert_eq!(v.verify(&new_token), Ok(agent()), "the keys held stay");
     }
 
     /// The RS256 pair in tests/keys was made once with openssl (`openssl genrsa 2048`, the

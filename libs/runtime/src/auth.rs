@@ -1,20 +1,104 @@
 //! The trust boundary of every gRPC server: a tower layer that verifies the bearer token,
 //! checks the role the method needs, and hands the [`Identity`] to the service in the request's
 //! extensions (where `ontoloop_proto::caller_from` reads it). Health and reflection stay open.
+//! The [`Authenticator`] behind it holds the keys, and with `auth.jwks_url` keeps them fresh.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use ontoloop_auth::{Access, AuthMode, AuthSettings, Denied, Identity, Verifier};
+use ontoloop_auth::{
+    Access, AuthError, AuthMode, AuthSettings, Denied, Identity, RefreshGate, Verifier,
+};
 use ontoloop_proto::status_from;
+use ontoloop_settings::TlsSettings;
 
-/// The verifier the settings ask for: none with `auth.mode = "off"`. The JWKS file is read here,
-/// once, so a missing or unusable one stops the service at start.
-pub fn verifier(settings: &AuthSettings) -> anyhow::Result<Option<Arc<Verifier>>> {
+use crate::jwks::JwksSource;
+
+/// Verifies bearer tokens. With `auth.jwks_url` its public keys are fetched again every
+/// `auth.jwks_refresh_seconds`, and when a token names a `kid` the set lacks (at most once per
+/// [`ontoloop_auth::UNKNOWN_KID_REFETCH`]); a failed fetch keeps the last good keys.
+#[derive(Debug)]
+pub struct Authenticator {
+    verifier: Verifier,
+    remote: Option<Remote>,
+}
+
+#[derive(Debug)]
+struct Remote {
+    source: JwksSource,
+    /// Fetches for unknown `kid`s pass here.
+    gate: RefreshGate,
+    /// One fetch at a time; a call that waited on it looks at the new keys before fetching.
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl Authenticator {
+    /// Verifies `token` and reads its identity; see [`Verifier::verify`].
+    pub async fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        self.verify_until(token).await.map(|(identity, _)| identity)
+    }
+
+    /// Verifies `token`, with its `exp`; see [`Verifier::verify_until`]. A token naming a key
+    /// the set lacks makes the JWKS be fetched again first, when its URL is set and the last
+    /// such fetch is old enough.
+    pub async fn verify_until(&self, token: &str) -> Result<(Identity, u64), AuthError> {
+        let first = self.verifier.verify_until(token);
+        let (Err(AuthError::UnknownKey(_)), Some(remote)) = (&first, &self.remote) else {
+            return first;
+        };
+        let _fetching = remote.fetching.lock().await;
+        // A fetch that ended while this call waited may have brought the key.
+        let again = self.verifier.verify_until(token);
+        if !matches!(again, Err(AuthError::UnknownKey(_))) {
+            return again;
+        }
+        if !remote.gate.try_pass(Instant::now()) {
+            tracing::debug!("token names an unknown key; the jwks was fetched for one lately");
+            return again;
+        }
+        self.refresh_locked(remote, "unknown kid").await;
+        self.verifier.verify_until(token)
+    }
+
+    /// Fetches the JWKS again (with `auth.jwks_url`); a failure keeps the keys held.
+    async fn refresh(&self) {
+        if let Some(remote) = &self.remote {
+            let _fetching = remote.fetching.lock().await;
+            self.refresh_locked(remote, "periodic").await;
+        }
+    }
+
+    async fn refresh_locked(&self, remote: &Remote, why: &'static str) {
+        let outcome = remote
+            .source
+            .fetch()
+            .await
+            .and_then(|set| Ok(self.verifier.replace_keys(&set)?));
+        match outcome {
+            Ok(keys) => tracing::debug!(keys, why, url = remote.source.url(), "jwks fetched"),
+            Err(err) => tracing::warn!(
+                error = format!("{err:#}"),
+                why,
+                url = remote.source.url(),
+                "jwks refresh failed; keeping the last good keys"
+            ),
+        }
+    }
+}
+
+/// The authenticator the settings ask for: none with `auth.mode = "off"`. The JWKS file is read,
+/// or the JWKS URL fetched, here, once, so a missing or unusable set stops the service at start;
+/// with a URL a task fetches it again every `auth.jwks_refresh_seconds` for as long as the
+/// authenticator lives. `tls` gives the CA an `https://` JWKS URL is checked with.
+pub async fn authenticator(
+    settings: &AuthSettings,
+    tls: &TlsSettings,
+) -> anyhow::Result<Option<Arc<Authenticator>>> {
     match settings.mode {
         AuthMode::Off => return Ok(None),
         AuthMode::Dev if settings.hs256_secret.is_empty() => anyhow::bail!(
@@ -23,16 +107,53 @@ pub fn verifier(settings: &AuthSettings) -> anyhow::Result<Option<Arc<Verifier>>
         ),
         AuthMode::Dev | AuthMode::Jwt => {}
     }
-    let jwks = if settings.jwks_file.trim().is_empty() {
-        None
+    let (file, url) = (settings.jwks_file.trim(), settings.jwks_url.trim());
+    let (jwks, remote) = if !file.is_empty() {
+        let jwks =
+            ontoloop_auth::load_jwks(std::path::Path::new(file)).context("load auth.jwks_file")?;
+        (Some(jwks), None)
+    } else if !url.is_empty() {
+        let source = JwksSource::new(url, tls).with_context(|| format!("auth.jwks_url {url:?}"))?;
+        let jwks = source
+            .fetch()
+            .await
+            .with_context(|| format!("fetch auth.jwks_url {url:?}"))?;
+        let remote = Remote {
+            source,
+            gate: RefreshGate::new(ontoloop_auth::UNKNOWN_KID_REFETCH),
+            fetching: tokio::sync::Mutex::new(()),
+        };
+        (Some(jwks), Some(remote))
     } else {
-        Some(
-            ontoloop_auth::load_jwks(std::path::Path::new(settings.jwks_file.trim()))
-                .context("load auth.jwks_file")?,
-        )
+        (None, None)
     };
-    let verifier = Verifier::new(settings, jwks.as_ref()).context("set up auth")?;
-    Ok(Some(Arc::new(verifier)))
+    let verifier = Verifier::new(settings, jwks.as_ref()).with_context(|| {
+        if url.is_empty() {
+            "set up auth".to_owned()
+        } else {
+            format!("set up auth: the set at auth.jwks_url {url:?}")
+        }
+    })?;
+    let periodic = remote.is_some();
+    let authenticator = Arc::new(Authenticator { verifier, remote });
+    if periodic {
+        let every = Duration::from_secs(settings.jwks_refresh_seconds.max(1));
+        tokio::spawn(refresh_every(Arc::downgrade(&authenticator), every));
+    }
+    Ok(Some(authenticator))
+}
+
+/// Fetches the JWKS every `every` until the authenticator is dropped.
+async fn refresh_every(authenticator: Weak<Authenticator>, every: Duration) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(authenticator) = authenticator.upgrade() else {
+            return;
+        };
+        authenticator.refresh().await;
+    }
 }
 
 /// Refuses to serve on a non-loopback address without authentication: with `auth.mode = "off"`
@@ -46,19 +167,19 @@ pub fn ensure_auth_for(addr: SocketAddr, settings: &AuthSettings) -> anyhow::Res
     };
     anyhow::bail!(
         "refusing to serve on {addr} with auth.mode = \"{mode}\": a non-loopback address needs \
-         auth.mode = \"jwt\" (with auth.hs256_secret or auth.jwks_file, auth.issuer and \
-         auth.audience), or bind services.host to 127.0.0.1"
+         auth.mode = \"jwt\" (with auth.hs256_secret, auth.jwks_file or auth.jwks_url, \
+         auth.issuer and auth.audience), or bind services.host to 127.0.0.1"
     )
 }
 
-/// The layer of [`Authenticated`]; without a verifier it lets every call through.
+/// The layer of [`Authenticated`]; without an authenticator it lets every call through.
 #[derive(Clone)]
 pub(crate) struct AuthLayer {
-    verifier: Option<Arc<Verifier>>,
+    verifier: Option<Arc<Authenticator>>,
 }
 
 impl AuthLayer {
-    pub(crate) fn new(verifier: Option<Arc<Verifier>>) -> Self {
+    pub(crate) fn new(verifier: Option<Arc<Authenticator>>) -> Self {
         Self { verifier }
     }
 }
@@ -78,16 +199,20 @@ impl<S> tower_layer::Layer<S> for AuthLayer {
 #[derive(Clone)]
 pub(crate) struct Authenticated<S> {
     inner: S,
-    verifier: Option<Arc<Verifier>>,
+    verifier: Option<Arc<Authenticator>>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 impl<S, B> tower_service::Service<http::Request<B>> for Authenticated<S>
 where
-    S: tower_service::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
+    S: tower_service::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
+    B: Send + 'static,
 {
     type Response = http::Response<tonic::body::Body>;
     type Error = S::Error;
@@ -98,27 +223,32 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        if let Some(verifier) = &self.verifier {
-            match admit(verifier, request.uri().path(), request.headers()) {
+        let Some(verifier) = self.verifier.clone() else {
+            return Box::pin(self.inner.call(request));
+        };
+        // The service `poll_ready` readied is the one called, after the (async) check.
+        let ready = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, ready);
+        Box::pin(async move {
+            match admit(&verifier, request.uri().path(), request.headers()).await {
                 Ok(Some(identity)) => {
                     request.extensions_mut().insert(identity);
                 }
                 Ok(None) => {}
                 Err(denied) => {
                     tracing::debug!(path = request.uri().path(), reason = %denied, "call refused");
-                    let response = status_from(denied).into_http();
-                    return Box::pin(async move { Ok(response) });
+                    return Ok(status_from(denied).into_http());
                 }
             }
-        }
-        Box::pin(self.inner.call(request))
+            inner.call(request).await
+        })
     }
 }
 
 /// Whether a call to `path` with these headers may proceed, and as whom (`None` for an open
 /// method).
-fn admit(
-    verifier: &Verifier,
+async fn admit(
+    verifier: &Authenticator,
     path: &str,
     headers: &http::HeaderMap,
 ) -> Result<Option<Identity>, Denied> {
@@ -127,7 +257,7 @@ fn admit(
         Access::Role(role) => role,
     };
     let token = bearer(headers).ok_or(Denied::NoToken)?;
-    let identity = verifier.verify(token).map_err(Denied::Token)?;
+    let identity = verifier.verify(token).await.map_err(Denied::Token)?;
     let method = path.rsplit('/').next().unwrap_or(path);
     Denied::unless_may(&identity, needed, method)?;
     Ok(Some(identity))
@@ -178,10 +308,22 @@ mod tests {
         headers
     }
 
-    #[test]
-    fn calls_are_admitted_by_token_and_role() {
+    async fn verifier(settings: &AuthSettings) -> anyhow::Result<Option<Arc<Authenticator>>> {
+        let tls = ontoloop_settings::Loader::new()
+            .env_vars([])
+            .load()
+            .expect("settings")
+            .tls;
+        authenticator(settings, &tls).await
+    }
+
+    #[tokio::test]
+    async fn calls_are_admitted_by_token_and_role() {
         let settings = settings();
-        let verifier = verifier(&settings).expect("verifier").expect("jwt mode");
+        let verifier = verifier(&settings)
+            .await
+            .expect("verifier")
+            .expect("jwt mode");
         let agent = Identity {
             tenant: "acme".to_owned(),
             principal: "bot".to_owned(),
@@ -194,9 +336,12 @@ mod tests {
             .as_secs();
         let token = ontoloop_auth::issue(&settings, &agent, now, 60).expect("issue");
         let ask = "/ontoloop.v1.RetrievalService/Ask";
-        assert_eq!(admit(&verifier, ask, &headers(&token)), Ok(Some(agent)));
         assert_eq!(
-            admit(&verifier, ask, &http::HeaderMap::new()),
+            admit(&verifier, ask, &headers(&token)).await,
+            Ok(Some(agent))
+        );
+        assert_eq!(
+            admit(&verifier, ask, &http::HeaderMap::new()).await,
             Err(Denied::NoToken)
         );
         assert_eq!(
@@ -204,11 +349,12 @@ mod tests {
                 &verifier,
                 "/grpc.health.v1.Health/Check",
                 &http::HeaderMap::new()
-            ),
+            )
+            .await,
             Ok(None)
         );
         assert!(matches!(
-            admit(&verifier, ask, &headers("garbage")),
+            admit(&verifier, ask, &headers("garbage")).await,
             Err(Denied::Token(AuthError::Malformed(_)))
         ));
         assert_eq!(
@@ -216,7 +362,8 @@ mod tests {
                 &verifier,
                 "/ontoloop.v1.AnalystService/Decide",
                 &headers(&token)
-            ),
+            )
+            .await,
             Err(Denied::Role {
                 what: "Decide".to_owned(),
                 needed: Role::Reviewer,
@@ -225,8 +372,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn only_loopback_may_serve_without_auth() {
+    #[tokio::test]
+    async fn only_loopback_may_serve_without_auth() {
         let mut settings = settings();
         settings.mode = AuthMode::Off;
         let loopback: SocketAddr = "127.0.0.1:50051".parse().expect("addr");
@@ -241,7 +388,9 @@ mod tests {
         let err = ensure_auth_for(any, &settings).expect_err("dev is loopback only");
         assert!(err.to_string().contains("auth.mode = \"dev\""), "{err}");
         settings.hs256_secret.clear();
-        let err = verifier(&settings).expect_err("dev needs the generated secret");
+        let err = verifier(&settings)
+            .await
+            .expect_err("dev needs the generated secret");
         assert!(err.to_string().contains("ontoloop up"), "{err}");
     }
 

@@ -1,10 +1,12 @@
-//! Plain HTTP beside gRPC: each service's Prometheus `/metrics` endpoint, and the server the
-//! analyst's dashboard runs on.
+//! HTTP beside gRPC: each service's Prometheus `/metrics` endpoint, and the server the analyst's
+//! dashboard runs on; HTTPS only when `[tls]` names a certificate.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -13,7 +15,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::server::TlsStream;
 
 /// Gauges a service computes when scraped (for example from the store), in the text format.
 pub type Scrape = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
@@ -40,9 +46,15 @@ pub(crate) fn metrics_router(prefix: String, scrape: Option<Scrape>) -> Router {
 /// requests) is not one of its own, is refused with 403 before any route sees it. That stops DNS
 /// rebinding (a foreign page whose name resolves to this address) and cross-site posts. Its own:
 /// `addr` as bound, `localhost` / `127.0.0.1` / `[::1]` on its port when bound to a loopback or
-/// unspecified address, and every `auth.dashboard_origins` entry.
-pub(crate) fn same_origin_only(routes: Router, addr: SocketAddr, origins: &[String]) -> Router {
-    let allowed = Arc::new(AllowedOrigins::new(addr, origins));
+/// unspecified address (all with the scheme served, `https` with TLS), and every
+/// `auth.dashboard_origins` entry.
+pub(crate) fn same_origin_only(
+    routes: Router,
+    addr: SocketAddr,
+    tls: bool,
+    origins: &[String],
+) -> Router {
+    let allowed = Arc::new(AllowedOrigins::new(addr, tls, origins));
     routes.layer(axum::middleware::from_fn(
         move |request: Request, next: Next| {
             let allowed = allowed.clone();
@@ -71,7 +83,7 @@ struct AllowedOrigins {
 }
 
 impl AllowedOrigins {
-    fn new(addr: SocketAddr, extra: &[String]) -> Self {
+    fn new(addr: SocketAddr, tls: bool, extra: &[String]) -> Self {
         let port = addr.port();
         let mut hosts = Vec::new();
         if !addr.ip().is_unspecified() {
@@ -82,7 +94,8 @@ impl AllowedOrigins {
                 hosts.push(format!("{name}:{port}"));
             }
         }
-        let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
+        let scheme = if tls { "https" } else { "http" };
+        let mut origins: Vec<String> = hosts.iter().map(|h| format!("{scheme}://{h}")).collect();
         for origin in extra {
             let origin = origin.trim().to_ascii_lowercase();
             if let Some(host) = ontoloop_auth::origin_host(&origin) {
@@ -115,18 +128,183 @@ impl AllowedOrigins {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves.
+/// Serves `router` on `listener` until `shutdown` resolves: HTTPS only with `tls`, plain HTTP
+/// without. Over TLS a client whose handshake fails or stalls (past [`HANDSHAKE_TIMEOUT`]) is
+/// dropped, said at debug level, and the others are served on; at most [`MAX_HANDSHAKES`]
+/// handshakes and [`MAX_TLS_CONNECTIONS`] connections are open at once (beyond, connections
+/// wait in the listen backlog).
 pub async fn serve_http(
     listener: TcpListener,
     router: Router,
+    tls: Option<Arc<ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr().context("read bound address")?;
-    tracing::debug!(%addr, "serving http");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .with_context(|| format!("serve http on {addr}"))
+    tracing::debug!(%addr, tls = tls.is_some(), "serving http");
+    match tls {
+        None => axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .with_context(|| format!("serve http on {addr}")),
+        Some(config) => axum::serve(TlsListener::new(listener, addr, config), router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .with_context(|| format!("serve https on {addr}")),
+    }
+}
+
+/// How long a client may take over its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// TLS handshakes in progress at once, per HTTP port.
+const MAX_HANDSHAKES: usize = 64;
+/// TLS connections open at once, per HTTP port.
+const MAX_TLS_CONNECTIONS: usize = 512;
+
+/// Accepts TCP connections and completes their TLS handshakes in tasks of their own, so one slow
+/// or failing client holds up no other; axum takes the finished streams from a channel.
+struct TlsListener {
+    addr: SocketAddr,
+    ready: mpsc::Receiver<(Bounded, SocketAddr)>,
+    acceptor: tokio::task::AbortHandle,
+}
+
+impl TlsListener {
+    fn new(listener: TcpListener, addr: SocketAddr, config: Arc<ServerConfig>) -> Self {
+        let (sender, ready) = mpsc::channel(MAX_HANDSHAKES);
+        let acceptor = tokio::spawn(accept_tls(
+            listener,
+            tokio_rustls::TlsAcceptor::from(config),
+            sender,
+        ))
+        .abort_handle();
+        Self {
+            addr,
+            ready,
+            acceptor,
+        }
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        // axum drops the listener when shutdown starts: no new connection is taken after.
+        self.acceptor.abort();
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = Bounded;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(accepted) => accepted,
+            // The accepting task ends only when aborted, with the listener itself.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.addr)
+    }
+}
+
+/// Accepts connections while the bounds allow, handing each to a handshake task.
+async fn accept_tls(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    ready: mpsc::Sender<(Bounded, SocketAddr)>,
+) {
+    let connections = Arc::new(Semaphore::new(MAX_TLS_CONNECTIONS));
+    let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
+    loop {
+        // Both permits before accepting: beyond the bounds, clients wait in the backlog.
+        let (Ok(connection), Ok(handshake)) = (
+            connections.clone().acquire_owned().await,
+            handshakes.clone().acquire_owned().await,
+        ) else {
+            return;
+        };
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                // Out of file descriptors and the like: let it pass rather than spin.
+                tracing::debug!(error = %err, "accepting an https connection failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (acceptor, ready) = (acceptor.clone(), ready.clone());
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(err)) => {
+                    tracing::debug!(%peer, error = %err, "tls handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "tls handshake timed out");
+                    return;
+                }
+            };
+            drop(handshake);
+            let bounded = Bounded {
+                stream,
+                _permit: connection,
+            };
+            // Fails only once the server stopped taking connections: the stream is dropped.
+            let _ = ready.send((bounded, peer)).await;
+        });
+    }
+}
+
+/// A TLS stream holding its place among [`MAX_TLS_CONNECTIONS`] until dropped.
+struct Bounded {
+    stream: TlsStream<TcpStream>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Bounded {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// Binds `host:port` for HTTP (port 0: one the system picks).
@@ -153,7 +331,7 @@ mod tests {
 
     #[test]
     fn only_the_dashboards_own_host_and_origin_pass() {
-        let loopback = AllowedOrigins::new("127.0.0.1:8081".parse().expect("addr"), &[]);
+        let loopback = AllowedOrigins::new("127.0.0.1:8081".parse().expect("addr"), false, &[]);
         assert_eq!(
             loopback.refusal(&headers(Some("127.0.0.1:8081"), None)),
             None
@@ -193,6 +371,7 @@ mod tests {
         );
         let public = AllowedOrigins::new(
             "0.0.0.0:8081".parse().expect("addr"),
+            false,
             &["https://Review.example.com".to_owned()],
         );
         assert_eq!(
@@ -215,6 +394,23 @@ mod tests {
                 ))
                 .is_some(),
             "the scheme is part of the origin"
+        );
+        let https = AllowedOrigins::new("127.0.0.1:8443".parse().expect("addr"), true, &[]);
+        assert_eq!(
+            https.refusal(&headers(
+                Some("localhost:8443"),
+                Some("https://localhost:8443")
+            )),
+            None
+        );
+        assert!(
+            https
+                .refusal(&headers(
+                    Some("localhost:8443"),
+                    Some("http://localhost:8443")
+                ))
+                .is_some(),
+            "served over TLS, its own origin is https"
         );
     }
 }

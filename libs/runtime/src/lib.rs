@@ -7,14 +7,16 @@
 //! drain on cancellation; and the extraction setup every service reads text with, the `model`
 //! stage's cache kept in the store (`model_cache`), and the trust boundary every gRPC server
 //! sits behind (`auth`: bearer token, role by method, the identity in the request's extensions;
-//! no serving on a non-loopback address with `auth.mode = "off"`), with TLS and mTLS from `[tls]`
-//! (`tls`: the servers' rustls config and the clients' endpoints). It holds no service behaviour
-//! of its own.
+//! no serving on a non-loopback address with `auth.mode = "off"`; the keys, from a JWKS file or a
+//! JWKS URL fetched again in the background, `jwks`), with TLS and mTLS from `[tls]` (`tls`: the
+//! servers' rustls configs, gRPC and HTTPS, and the clients' endpoints). It holds no service
+//! behaviour of its own.
 
 pub mod auth;
 mod consume;
 mod group;
 mod http;
+mod jwks;
 pub mod limits;
 mod model_cache;
 pub mod outbox;
@@ -56,15 +58,22 @@ pub struct Context {
     /// How text becomes claims: the `[extract]` stages and the sentence encoder, loaded once
     /// per process and compiled into every ontology its services parse.
     pub extraction: ExtractionSetup,
+    /// Checks bearer tokens (the gRPC servers' and the dashboard's sign-in); `None` with
+    /// `auth.mode = "off"`. Its JWKS is read or fetched once per context.
+    pub auth: Option<Arc<auth::Authenticator>>,
     /// Signals the services report about their own answers, buffered off the request path
     /// ([`signals::Background`]).
     pub signals: signals::Background,
 }
 
 impl Context {
-    /// Connects the store (migrating it) and the queue the settings name, retrying each with
+    /// Sets up authentication (reading or fetching the JWKS: a failure stops here), then
+    /// connects the store (migrating it) and the queue the settings name, retrying each with
     /// backoff.
     pub async fn connect(settings: Settings) -> anyhow::Result<Self> {
+        let auth = auth::authenticator(&settings.auth, &settings.tls)
+            .await
+            .context("set up authentication")?;
         let store = Store::open(&settings.store)
             .await
             .context("open the store")?;
@@ -94,6 +103,7 @@ impl Context {
             store,
             queue,
             extraction,
+            auth,
             signals,
         })
     }

@@ -22,7 +22,7 @@ pub(crate) async fn serve_grpc(
     kind: ServiceKind,
     mut routes: RoutesBuilder,
     health: crate::consume::Health,
-    verifier: Option<Arc<ontoloop_auth::Verifier>>,
+    verifier: Option<Arc<crate::auth::Authenticator>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
     limits: crate::limits::CallLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,

@@ -123,7 +123,8 @@ pub async fn run<S: Service>(
 /// Serves with an existing context (shared with other services by `ontoloop up`) until
 /// `shutdown` resolves: refuses a non-loopback address with `auth.mode = "off"`, builds the
 /// parts, then runs the gRPC server, the HTTP server (a service's own routes, the dashboard,
-/// behind a Host/Origin check) and every task as one [`TaskGroup`]. On shutdown the servers stop
+/// behind a Host/Origin check; HTTPS only when `[tls]` names a certificate, as gRPC) and every
+/// task as one [`TaskGroup`]. On shutdown the servers stop
 /// taking calls and every task finishes
 /// what it holds within `services.drain_timeout_ms`; consumers leave the messages they had not
 /// started to the queue.
@@ -139,9 +140,10 @@ pub async fn serve<S: Service>(
         crate::auth::ensure_auth_for(addr, &ctx.settings.auth)
             .with_context(|| format!("start {}", kind.name()))?;
     }
-    let verifier = crate::auth::verifier(&ctx.settings.auth)
-        .with_context(|| format!("start {}", kind.name()))?;
+    let verifier = ctx.auth.clone();
     let tls = crate::tls::server_config(&ctx.settings.tls)
+        .with_context(|| format!("start {}", kind.name()))?;
+    let http_tls = crate::tls::http_server_config(&ctx.settings.tls)
         .with_context(|| format!("start {}", kind.name()))?;
     let http_addr = listeners
         .http
@@ -167,6 +169,7 @@ pub async fn serve<S: Service>(
         http = http.merge(crate::http::same_origin_only(
             routes,
             http_addr,
+            http_tls.is_some(),
             &dashboard_origins,
         ));
     }
@@ -188,7 +191,7 @@ pub async fn serve<S: Service>(
     // Axum's default body limit is 2 MB; no route here needs more than a small form.
     let http = http.layer(axum::extract::DefaultBodyLimit::max(max_http_body));
     group.spawn("http server", move |cancel| {
-        crate::serve_http(listeners.http, http, cancel.cancelled_owned())
+        crate::serve_http(listeners.http, http, http_tls, cancel.cancelled_owned())
     });
     for (name, task) in parts.tasks {
         group.spawn(name, task);

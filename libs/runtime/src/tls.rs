@@ -1,9 +1,12 @@
-//! TLS (rustls, `ring`) of the gRPC servers and of the clients that dial them, from `[tls]`:
-//! reading the PEM files once at start-up, where a missing, unreadable or malformed file is an
-//! error naming its setting.
+//! TLS (rustls, `ring`) of the gRPC servers, of the HTTP servers (metrics, the dashboard) and of
+//! the clients that dial the gRPC ones, from `[tls]`: reading the PEM files once at start-up,
+//! where a missing, unreadable or malformed file is an error naming its setting.
+
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use ontoloop_settings::TlsSettings;
+use tokio_rustls::rustls;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
 /// The servers' TLS: `None` unless `tls.cert_file` is set; with `tls.client_ca_file`, mTLS (a
@@ -25,6 +28,32 @@ pub fn server_config(tls: &TlsSettings) -> anyhow::Result<Option<ServerTlsConfig
         .tls_config(config.clone())
         .context("load tls.cert_file and tls.key_file (a certificate and its private key)")?;
     Ok(Some(config))
+}
+
+/// The HTTP servers' TLS (HTTPS on the metrics and dashboard ports): `None` unless
+/// `tls.cert_file` is set. No client certificate is asked for, whatever `tls.client_ca_file`
+/// says: browsers reach these ports. HTTP/1.1 only, as the servers speak.
+pub fn http_server_config(tls: &TlsSettings) -> anyhow::Result<Option<Arc<rustls::ServerConfig>>> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    if !tls.serves_tls() {
+        return Ok(None);
+    }
+    let cert = read_pem("tls.cert_file", &tls.cert_file, "CERTIFICATE")?;
+    let key = read_pem("tls.key_file", &tls.key_file, "PRIVATE KEY")?;
+    let chain = CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<Vec<_>, _>>()
+        .context("setting `tls.cert_file`: bad PEM")?;
+    let key = PrivateKeyDer::from_pem_slice(&key).context("setting `tls.key_file`: bad PEM")?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("load tls.cert_file and tls.key_file (a certificate and its private key)")?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(Arc::new(config)))
 }
 
 /// The clients' TLS: `None` (plaintext) unless `tls.ca_file` or `tls.cert_file` is set; then the
@@ -108,6 +137,7 @@ mod tests {
     fn off_by_default_for_servers_and_clients() {
         let tls = settings(&[]);
         assert!(server_config(&tls).expect("no TLS").is_none());
+        assert!(http_server_config(&tls).expect("no TLS").is_none());
         assert!(client_config(&tls).expect("no TLS").is_none());
         assert_eq!(
             endpoint("127.0.0.1:1", None)
@@ -125,6 +155,8 @@ mod tests {
         let absent = dir.path().join("absent.pem").display().to_string();
         let tls = settings(&[("cert_file", &absent), ("key_file", &not_pem)]);
         let err = server_config(&tls).expect_err("no such file");
+        assert!(format!("{err:#}").contains("tls.cert_file"), "{err:#}");
+        let err = http_server_config(&tls).expect_err("no such file");
         assert!(format!("{err:#}").contains("tls.cert_file"), "{err:#}");
         let tls = settings(&[("ca_file", &not_pem)]);
         let err = client_config(&tls).expect_err("not PEM");

@@ -21,9 +21,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
-use ontoloop_auth::{Denied, Role, Verifier};
+use ontoloop_auth::{Denied, Role};
 use ontoloop_core::{Caller, ErrorCode, ServiceError};
 use ontoloop_runtime::Context;
+use ontoloop_runtime::auth::Authenticator;
 use ontoloop_store::UpdateRecord;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -48,21 +49,26 @@ struct Dashboard {
     reviews: Reviews,
     writer: KnowledgeWriter,
     /// Checks sign-in tokens; `None` with `auth.mode = "off"`.
-    verifier: Option<Arc<Verifier>>,
+    verifier: Option<Arc<Authenticator>>,
+    /// Whether the page is served over TLS (`[tls]` names a certificate): the session cookie
+    /// is then `Secure`.
+    https: bool,
     sessions: Sessions,
 }
 
 /// The dashboard's routes: `/` (the page), `/api/session` (`GET`: who is signed in; `POST`:
 /// sign in), `/api/signout`, `/api/queue`, `/api/decide`, `/api/patterns`, `/api/freshness` and
-/// `/api/decisions` (the runtime serves `/metrics` beside them). Fails when the auth settings
-/// cannot make a verifier (an unreadable JWKS file).
+/// `/api/decisions` (the runtime serves `/metrics` beside them). Sign-in tokens are checked by
+/// the context's authenticator.
 pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow::Result<Router> {
-    let verifier = ontoloop_runtime::auth::verifier(&ctx.settings.auth)?;
+    let verifier = ctx.auth.clone();
+    let https = ctx.settings.tls.serves_tls();
     let state = Arc::new(Dashboard {
         ctx,
         reviews,
         writer,
         verifier,
+        https,
         sessions: Sessions::default(),
     });
     Ok(Router::new()
@@ -273,7 +279,7 @@ async fn sign_in(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: 
         Ok(body) => body,
         Err(refusal) => return refusal.into_response(),
     };
-    let (identity, exp) = match verifier.verify_until(token.trim()) {
+    let (identity, exp) = match verifier.verify_until(token.trim()).await {
         Ok(verified) => verified,
         Err(err) => return failure(Denied::Token(err)),
     };
@@ -284,12 +290,14 @@ async fn sign_in(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: 
     let Some((id, session)) = state.sessions.open(identity, exp, now) else {
         return failure(Denied::Token(ontoloop_auth::AuthError::Expired));
     };
-    // Secure when the page was reached over TLS (a proxy in front), so the cookie never travels
-    // in clear text then; a plain-HTTP dashboard on loopback could not sign in with it.
-    let secure = headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|origin| origin.starts_with("https://"));
+    // Secure when the page is served over TLS, or reached over it (a proxy in front), so the
+    // cookie never travels in clear text then; a plain-HTTP dashboard on loopback could not
+    // sign in with it.
+    let secure = state.https
+        || headers
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|origin| origin.starts_with("https://"));
     let cookie = format!(
         "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
         session.expires_at - now,

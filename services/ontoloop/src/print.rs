@@ -362,6 +362,7 @@ pub fn migrations(applied: &[String]) {
 pub fn up_banner(
     store_url: &str,
     queue_url: &str,
+    https: bool,
     services: &[(
         ontoloop_core::ServiceKind,
         std::net::SocketAddr,
@@ -373,14 +374,15 @@ pub fn up_banner(
         ontoloop_store::redact(store_url),
         ontoloop_store::redact(queue_url)
     );
+    let scheme = if https { "https" } else { "http" };
     for (kind, addr, http) in services {
         let extra = if *kind == ontoloop_core::ServiceKind::Analyst {
-            format!(" · dashboard http://{http}/")
+            format!(" · dashboard {scheme}://{http}/")
         } else {
             String::new()
         };
         println!(
-            "  {:<10} listening on {addr} · metrics http://{http}/metrics{extra}",
+            "  {:<10} listening on {addr} · metrics {scheme}://{http}/metrics{extra}",
             kind.name()
         );
     }

@@ -24,6 +24,7 @@ pub fn jwt(auth: &AuthSettings) -> AuthSettings {
     jwt.mode = AuthMode::Jwt;
     jwt.hs256_secret = secret.iter().map(|b| format!("{b:02x}")).collect();
     jwt.jwks_file = String::new();
+    jwt.jwks_url = String::new();
     jwt.issuer = ISSUER.to_owned();
     jwt.audience = AUDIENCE.to_owned();
     jwt

@@ -55,7 +55,12 @@ impl Args {
         let ctx = Context::connect(settings)
             .await
             .context("connect store and queue")?;
-        print::up_banner(&ctx.settings.store.url, &ctx.settings.queue.url, &addrs);
+        print::up_banner(
+            &ctx.settings.store.url,
+            &ctx.settings.queue.url,
+            ctx.settings.tls.serves_tls(),
+            &addrs,
+        );
         let store = ctx.store.clone();
         let outcome =
             ontoloop::up::serve_all(listeners, ctx, ontoloop_runtime::shutdown_signal()).await;
