@@ -252,7 +252,7 @@ async fn a_broker_outage_loses_and_repeats_no_acknowledged_event_or_signal() {
     };
     // The broker goes away a third of the way in, for the outage, then comes back.
     let third = 2 * n / 3;
-    let ok = wait_until(Duration::from_secs(30), || {
+    let ok = wait_until(Duration::from_secs(30 + n as u64 / 40), || {
         let done = events.lock().expect("lock").len() + signals.lock().expect("lock").len();
         async move { done >= third }
     })

@@ -94,8 +94,12 @@ pub enum Handled {
     Done,
     /// Can never be processed: dead-letter with this reason.
     Reject(String),
-    /// A passing failure: put back for another try.
+    /// A passing failure: put back for another try (after `queue.retry_delay_ms`, and counted
+    /// towards `queue.max_attempts`).
     Retry(String),
+    /// Another writer got there first (a concurrent commit): put back at once for another try,
+    /// not counted as a failure.
+    Contended(String),
 }
 
 /// Consumes `queue` until `cancel` fires. A delivery being handled when cancellation comes is
@@ -396,6 +400,8 @@ impl Attempts {
                     Handled::Retry(reason)
                 }
             }
+            // Not a failure of the message: neither counted nor forgotten.
+            contended @ Handled::Contended(_) => contended,
             settled => {
                 self.forget(id);
                 settled
@@ -422,6 +428,10 @@ async fn settle(name: &str, delivery: Delivery, outcome: &Handled) -> bool {
         }
         Handled::Retry(reason) => {
             tracing::warn!(queue = name, message_id = %id, reason = %reason, "requeueing message");
+            delivery.requeue().await
+        }
+        Handled::Contended(reason) => {
+            tracing::debug!(queue = name, message_id = %id, reason = %reason, "requeueing message");
             delivery.requeue().await
         }
     };
@@ -451,6 +461,11 @@ mod tests {
         // Counted afresh after it was settled; other messages have their own count.
         assert_eq!(attempts.judge("m", retry(), 3), retry());
         assert_eq!(attempts.judge("n", Handled::Done, 3), Handled::Done);
+        // A lost race with another writer is no failure of the message.
+        let contended = || Handled::Contended("tenant changed concurrently".to_owned());
+        for _ in 0..5 {
+            assert_eq!(attempts.judge("c", contended(), 3), contended());
+        }
         assert_eq!(
             attempts.judge("x", retry(), 1),
             Handled::Reject("failed 1 times, last: store away".to_owned())

@@ -16,16 +16,19 @@ pub enum Refusal {
     /// It can never apply: dead-letter it.
     #[error("{0}")]
     Invalid(String),
-    /// Try again (store trouble or a concurrent writer).
+    /// Try again after a delay (store trouble); counted towards `queue.max_attempts`.
     #[error("{0}")]
     Passing(String),
+    /// A concurrent writer committed first: try again at once, not counted as a failure.
+    #[error("{0}")]
+    Contended(String),
 }
 
 impl From<StoreError> for Refusal {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Conflict { tenant } => {
-                Refusal::Passing(format!("tenant {tenant} changed concurrently; retrying"))
+                Refusal::Contended(format!("tenant {tenant} changed concurrently; retrying"))
             }
             // A NUL byte PostgreSQL refuses in text, say: no retry can ever store it.
             invalid if invalid.is_invalid_data() => {
@@ -67,6 +70,7 @@ pub(crate) async fn settle(
     match applied {
         Ok(()) => Handled::Done,
         Err(Refusal::Passing(reason)) => Handled::Retry(reason),
+        Err(Refusal::Contended(reason)) => Handled::Contended(reason),
         Err(Refusal::Invalid(reason)) => {
             if let Some(seq) = seq
                 && let Err(err) = store.intake_fail(tenant, seq, &reason).await
