@@ -526,7 +526,7 @@ pub async fn run(
         grpc.push(started.elapsed().as_micros() as u64);
         overall = response.into_inner().overall;
     }
-    report.largest = largest_inputs(validator, &caller, &set, &phrasings).await?;
+    report.largest = largest_inputs(validator, &caller, &set, &ontology).await?;
     inproc.sort_unstable();
     grpc.sort_unstable();
     report.latency_us = Latency {
@@ -547,13 +547,13 @@ pub async fn run(
 }
 
 /// The largest inputs the firewall accepts (`firewall.max_claims` claims; a text of as many
-/// sentences within `firewall.max_text_bytes`), every claim on one slot with a value of its own:
-/// the worst case of the consistency check. Each is validated once in process.
+/// sentences within `firewall.max_text_bytes`, each written by the predicate's first pattern),
+/// every claim on one slot with a value of its own: the worst case of the consistency check. Each is validated once in process.
 async fn largest_inputs(
     validator: &ontoloop_firewall::Validator,
     caller: &Caller,
     set: &[Labelled],
-    phrasings: &BTreeMap<String, Vec<(String, String, String)>>,
+    ontology: &Ontology,
 ) -> anyhow::Result<Vec<Largest>> {
     let policy = validator.policy();
     let base = set
@@ -561,16 +561,38 @@ async fn largest_inputs(
         .find(|l| l.claim.chain.is_empty())
         .map(|l| l.claim.clone())
         .context("the labelled set has a single-step claim")?;
+    let predicate = ontology
+        .predicate(&base.predicate)
+        .context("the claim's predicate is in the ontology")?;
+    let numeric = predicate.object_type == "number";
     let nth = |n: usize| v1::Claim {
-        object: format!("{} {n}", base.object),
+        object: if numeric {
+            n.to_string()
+        } else {
+            format!("{} {n}", base.object)
+        },
         ..base.clone()
+    };
+    // The sentence the predicate's first pattern writes for a claim, so the text is read as
+    // claims (the worst case), not left unrecognised.
+    let written = |claim: &v1::Claim| {
+        let source = predicate.patterns.first()?.source();
+        let with_subject = source.replace("{s}", &claim.subject);
+        let open = with_subject.find("{o")?;
+        let close = open + with_subject[open..].find('}')?;
+        Some(format!(
+            "{}{}{}",
+            &with_subject[..open],
+            claim.object,
+            &with_subject[close + 1..]
+        ))
     };
     let claims: Vec<v1::Claim> = (0..policy.max_claims).map(nth).collect();
     let mut text = String::new();
     let mut sentences = 0;
     while sentences < policy.max_claims {
         let claim = nth(sentences);
-        let sentence = paraphrase(phrasings, &claim, sentences)
+        let sentence = written(&claim)
             .unwrap_or_else(|| format!("{} {} {}.", claim.subject, claim.predicate, claim.object));
         if text.len() + sentence.len() + 1 > policy.max_text_bytes {
             break;
