@@ -50,6 +50,14 @@ browser:
 model:
 	@scripts/fetch-model.sh
 
+## python-client: the Python client (clients/python, stubs generated from proto/) and pytest into
+## the project's Python environment (.venv/), for tests/tests/python_client.rs; nothing to do
+## when its inputs are unchanged
+.PHONY: python-client
+python-client:
+	@scripts/python-client-env.sh >/dev/null
+test: python-client
+
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
 ## the signals benchmark through RabbitMQ, in a release build (latency figures mean nothing in a
