@@ -2,7 +2,9 @@
 //! (`ontoloop_store::outbox`). A request that recorded an event or a signal may publish it at
 //! once ([`publish_now`], the fast path, bounded by `queue.publish_timeout_ms`); whatever is left
 //! unpublished — the broker down, the publish timed out, the process killed — the relay
-//! ([`run_relay`], one per telemetry process) publishes with confirms and stamps. At start-up
+//! ([`run_relay`], one per telemetry process) publishes with confirms and stamps. After a failed
+//! publish, requests leave theirs to the relay at once for a second (or until the relay gets
+//! through), so an outage costs the intake one publish timeout, not one per request. At start-up
 //! the relay publishes every unpublished row again, leases or not, and on a queue that does not
 //! outlive the process (the in-process queue) also what was published but never taken by the
 //! analyst. Consumers deduplicate by message id, so a row published twice is applied once.
@@ -26,6 +28,24 @@ const BATCH: u64 = 256;
 const IN_FLIGHT: usize = 32;
 /// How often an idle relay looks for rows.
 const IDLE: Duration = Duration::from_millis(100);
+/// After a request's publish failed, how long later requests leave theirs to the relay at once
+/// instead of each waiting for the broker (so an outage does not slow the intake down to one
+/// `queue.publish_timeout_ms` per request); a publish by the relay that succeeds ends it early.
+const SKIP_AFTER_FAILURE: Duration = Duration::from_secs(1);
+
+/// Until when (milliseconds since the Unix epoch) requests skip their own publish. Process-wide:
+/// at worst a request leaves to the relay a publish it could have made itself.
+static SKIP_UNTIL_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+fn skipping() -> bool {
+    Utc::now().timestamp_millis() < SKIP_UNTIL_MS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn skip_for_a_while() {
+    let until = Utc::now().timestamp_millis()
+        + i64::try_from(SKIP_AFTER_FAILURE.as_millis()).unwrap_or(i64::MAX);
+    SKIP_UNTIL_MS.store(until, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// The queue message of an intake event: the stored body with its sequence number, under the
 /// id `scoped_id("evt", tenant, seq)` (the analyst settles it once by that number).
@@ -76,6 +96,13 @@ pub(crate) async fn publish_with(
 ) -> bool {
     let topic = topic(kind);
     let timeout = Duration::from_millis(settings.queue.publish_timeout_ms);
+    if skipping() {
+        counter("ontoloop_outbox_deferred_total", topic);
+        if let Err(err) = store.outbox_release(kind, &[row]).await {
+            tracing::warn!(error = %err, "cannot release a row; its lease expires instead");
+        }
+        return false;
+    }
     let published = tokio::time::timeout(timeout, queue.publish(topic, message)).await;
     match published {
         Ok(Ok(())) => {
@@ -91,6 +118,7 @@ pub(crate) async fn publish_with(
                 _ => format!("no confirm within {} ms", timeout.as_millis()),
             };
             tracing::warn!(queue = topic, reason = %reason, "publish deferred to the relay");
+            skip_for_a_while();
             counter("ontoloop_outbox_deferred_total", topic);
             if let Err(err) = store.outbox_release(kind, &[row]).await {
                 tracing::warn!(error = %err, "cannot release a row; its lease expires instead");
@@ -203,6 +231,8 @@ async fn relay_once(
         ctx.store.outbox_release(kind, &failed).await?;
     }
     if !published.is_empty() {
+        // The broker answers again: requests publish their own rows again.
+        SKIP_UNTIL_MS.store(0, std::sync::atomic::Ordering::Relaxed);
         ontoloop_observability::metrics::global().add(
             "ontoloop_outbox_relayed_total",
             "Intake rows the relay published (left unpublished by their request).",
