@@ -35,7 +35,8 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261129_000005_create_org".to_owned(),
             "m20261201_040000_model_stage".to_owned(),
             "m20261201_050000_supervisor_rate_per_tenant".to_owned(),
-            "m20261201_060000_intake_sequence_per_tenant".to_owned()
+            "m20261201_060000_intake_sequence_per_tenant".to_owned(),
+            "m20261201_070000_intake_outbox".to_owned(),
         ]
     );
     // Up again is a no-op.
