@@ -478,6 +478,8 @@ impl Settings {
             u64::from(self.store.connect_attempts),
         )?;
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
+        positive("queue.publish_timeout_ms", self.queue.publish_timeout_ms)?;
+        positive("queue.max_attempts", u64::from(self.queue.max_attempts))?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
         self.signals.validate().map_err(in_section("signals"))?;
         self.supervisor
@@ -551,8 +553,6 @@ impl Settings {
                 .iter()
                 .any(|(_, other)| other == port && *port != 0)
             {
-        positive("queue.publish_timeout_ms", self.queue.publish_timeout_ms)?;
-        positive("queue.max_attempts", u64::from(self.queue.max_attempts))?;
                 return Err(invalid(
                     key,
                     format!("port {port} is used by another service"),
