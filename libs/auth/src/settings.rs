@@ -18,8 +18,8 @@ pub enum AuthMode {
     Dev,
 }
 
-/// The `[auth]` section.
-#[derive(Debug, Clone, Deserialize)]
+/// The `[auth]` section. `Debug` shows `hs256_secret` as `***` and `jwks_url` without a password.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuthSettings {
     /// `off` or `jwt`.
@@ -48,6 +48,41 @@ pub struct AuthSettings {
     pub dashboard_origins: Vec<String>,
     /// Which claims carry the tenant, principal, groups and roles.
     pub claims: ClaimNames,
+}
+
+impl std::fmt::Debug for AuthSettings {
+    // The HS256 secret never reaches a log or an error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            mode,
+            hs256_secret,
+            jwks_file,
+            jwks_url,
+            jwks_refresh_seconds,
+            issuer,
+            audience,
+            leeway_seconds,
+            dev_secret_file,
+            dashboard_origins,
+            claims,
+        } = self;
+        f.debug_struct("AuthSettings")
+            .field("mode", mode)
+            .field(
+                "hs256_secret",
+                &if hs256_secret.is_empty() { "" } else { "***" },
+            )
+            .field("jwks_file", jwks_file)
+            .field("jwks_url", &ontoloop_core::redact_url(jwks_url))
+            .field("jwks_refresh_seconds", jwks_refresh_seconds)
+            .field("issuer", issuer)
+            .field("audience", audience)
+            .field("leeway_seconds", leeway_seconds)
+            .field("dev_secret_file", dev_secret_file)
+            .field("dashboard_origins", dashboard_origins)
+            .field("claims", claims)
+            .finish()
+    }
 }
 
 /// Names of the claims an [`Identity`](crate::Identity) is read from.
@@ -101,7 +136,10 @@ impl AuthSettings {
             if jwks_url_host(jwks_url).is_none() {
                 return Err(InvalidSetting::new(
                     "jwks_url",
-                    format!("{jwks_url:?} is not an http:// or https:// URL with a host"),
+                    format!(
+                        "{:?} is not an http:// or https:// URL with a host",
+                        ontoloop_core::redact_url(jwks_url)
+                    ),
                 ));
             }
             if self.jwks_refresh_seconds == 0 {

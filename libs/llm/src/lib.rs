@@ -88,26 +88,26 @@ impl LlmExtractor {
         let base_uri: Uri = base.parse().map_err(|err| {
             LlmError::Http(format!(
                 "base_url {:?} is not a url: {err}",
-                settings.base_url
+                ontoloop_core::redact_url(&settings.base_url)
             ))
         })?;
         if base_uri.scheme_str() != Some("http") {
             return Err(LlmError::Http(format!(
                 "base_url {:?} must start with http:// (no tls client: put a tls-terminating \
                  proxy in front of an https endpoint)",
-                settings.base_url
+                ontoloop_core::redact_url(&settings.base_url)
             )));
         }
         if base_uri.host().is_none_or(str::is_empty) || base_uri.query().is_some() {
             return Err(LlmError::Http(format!(
                 "base_url {:?} must have a host and no query",
-                settings.base_url
+                ontoloop_core::redact_url(&settings.base_url)
             )));
         }
         let endpoint: Uri = format!("{base}/chat/completions").parse().map_err(|err| {
             LlmError::Http(format!(
                 "base_url {:?} is not a url: {err}",
-                settings.base_url
+                ontoloop_core::redact_url(&settings.base_url)
             ))
         })?;
         let authorization = match Some(settings.api_key.as_str()).filter(|k| !k.is_empty()) {

@@ -80,7 +80,9 @@ impl Authenticator {
             .await
             .and_then(|set| Ok(self.verifier.replace_keys(&set)?));
         match outcome {
-            Ok(keys) => tracing::debug!(keys, why, url = remote.source.url(), "jwks fetched"),
+            Ok(keys) => {
+                tracing::debug!(keys, why, url = %ontoloop_core::redact_url(remote.source.url()), "jwks fetched")
+            }
             Err(err) => tracing::warn!(
                 error = format!("{err:#}"),
                 why,
@@ -108,16 +110,19 @@ pub async fn authenticator(
         AuthMode::Dev | AuthMode::Jwt => {}
     }
     let (file, url) = (settings.jwks_file.trim(), settings.jwks_url.trim());
+    // Errors quote the URL without a password.
+    let shown = ontoloop_core::redact_url(url);
     let (jwks, remote) = if !file.is_empty() {
         let jwks =
             ontoloop_auth::load_jwks(std::path::Path::new(file)).context("load auth.jwks_file")?;
         (Some(jwks), None)
     } else if !url.is_empty() {
-        let source = JwksSource::new(url, tls).with_context(|| format!("auth.jwks_url {url:?}"))?;
+        let source =
+            JwksSource::new(url, tls).with_context(|| format!("auth.jwks_url {shown:?}"))?;
         let jwks = source
             .fetch()
             .await
-            .with_context(|| format!("fetch auth.jwks_url {url:?}"))?;
+            .with_context(|| format!("fetch auth.jwks_url {shown:?}"))?;
         let remote = Remote {
             source,
             gate: RefreshGate::new(ontoloop_auth::UNKNOWN_KID_REFETCH),
@@ -131,7 +136,7 @@ pub async fn authenticator(
         if url.is_empty() {
             "set up auth".to_owned()
         } else {
-            format!("set up auth: the set at auth.jwks_url {url:?}")
+            format!("set up auth: the set at auth.jwks_url {shown:?}")
         }
     })?;
     let periodic = remote.is_some();

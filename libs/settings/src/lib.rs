@@ -127,8 +127,8 @@ pub struct RetrievalSettings {
     pub read_your_writes_timeout_ms: u64,
 }
 
-/// The relational store.
-#[derive(Debug, Clone, Deserialize)]
+/// The relational store. `Debug` shows `url` without its password.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreSettings {
     /// `sqlite://...` or `postgres://...`.
@@ -145,8 +145,8 @@ pub struct StoreSettings {
     pub backoff_max_ms: u64,
 }
 
-/// The message queue.
-#[derive(Debug, Clone, Deserialize)]
+/// The message queue. `Debug` shows `url` without its password.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSettings {
     /// `memory` or `amqp://...`.
@@ -174,6 +174,62 @@ pub struct QueueSettings {
     pub max_attempts: u32,
     /// Wait before a message that failed for a passing reason is tried again.
     pub retry_delay_ms: u64,
+}
+
+impl std::fmt::Debug for StoreSettings {
+    // The URL's password never reaches a log or an error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            url,
+            max_connections,
+            connect_timeout_ms,
+            connect_attempts,
+            backoff_initial_ms,
+            backoff_max_ms,
+        } = self;
+        f.debug_struct("StoreSettings")
+            .field("url", &ontoloop_core::redact_url(url))
+            .field("max_connections", max_connections)
+            .field("connect_timeout_ms", connect_timeout_ms)
+            .field("connect_attempts", connect_attempts)
+            .field("backoff_initial_ms", backoff_initial_ms)
+            .field("backoff_max_ms", backoff_max_ms)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for QueueSettings {
+    // The URL's password never reaches a log or an error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            url,
+            namespace,
+            prefetch,
+            connect_attempts,
+            backoff_initial_ms,
+            backoff_max_ms,
+            tls_ca_file,
+            tls_client_cert_file,
+            tls_client_key_file,
+            publish_timeout_ms,
+            max_attempts,
+            retry_delay_ms,
+        } = self;
+        f.debug_struct("QueueSettings")
+            .field("url", &ontoloop_core::redact_url(url))
+            .field("namespace", namespace)
+            .field("prefetch", prefetch)
+            .field("connect_attempts", connect_attempts)
+            .field("backoff_initial_ms", backoff_initial_ms)
+            .field("backoff_max_ms", backoff_max_ms)
+            .field("tls_ca_file", tls_ca_file)
+            .field("tls_client_cert_file", tls_client_cert_file)
+            .field("tls_client_key_file", tls_client_key_file)
+            .field("publish_timeout_ms", publish_timeout_ms)
+            .field("max_attempts", max_attempts)
+            .field("retry_delay_ms", retry_delay_ms)
+            .finish()
+    }
 }
 
 /// Where the services listen.
@@ -1084,5 +1140,44 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn debug_of_the_settings_shows_no_password_or_secret() {
+        let settings = load_with(&[
+            (
+                "ONTOLOOP__STORE__URL",
+                "postgres://app:storepw1@db:5432/x?sslmode=disable&password=storepw2",
+            ),
+            ("ONTOLOOP__QUEUE__URL", "amqp://guest:queuepw3@mq:5672/%2f"),
+            (
+                "ONTOLOOP__AUTH__HS256_SECRET",
+                "hs256-secret-0123456789abcdef0123456789",
+            ),
+            ("ONTOLOOP__FIREWALL__LLM__API_KEY", "llmkey4"),
+            ("ONTOLOOP__EXTRACT__MODEL__API_KEY", "modelkey5"),
+            (
+                "ONTOLOOP__EXTRACT__MODEL__BASE_URL",
+                "http://user:modelpw6@llm:8000/v1",
+            ),
+        ])
+        .expect("valid settings");
+        assert_eq!(settings.auth.hs256_secret.len(), 39, "the secret was set");
+        assert_eq!(settings.extract.model.api_key, "modelkey5");
+        let shown = format!("{settings:?}");
+        for secret in [
+            "storepw1",
+            "storepw2",
+            "queuepw3",
+            "hs256-secret",
+            "llmkey4",
+            "modelkey5",
+            "modelpw6",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        // The rest of each URL is still shown, so the output stays useful.
+        assert!(shown.contains("postgres://app:***@db:5432/x?sslmode=disable&password=***"));
+        assert!(shown.contains("amqp://guest:***@mq:5672/%2f"));
     }
 }

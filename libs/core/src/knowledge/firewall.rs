@@ -132,7 +132,7 @@ impl std::fmt::Debug for LlmSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LlmSettings")
             .field("enabled", &self.enabled)
-            .field("base_url", &self.base_url)
+            .field("base_url", &crate::redact_url(&self.base_url))
             .field("model", &self.model)
             .field(
                 "api_key",
