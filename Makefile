@@ -82,6 +82,13 @@ bench: model
 	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
 
+## fuzz: tests/tests/fuzz.rs with 100,000 generated requests and AMQP bodies (`make test` runs
+## 3,000); FUZZ_SEED=N replays a run, FUZZ_CASES=N sizes it
+FUZZ_CASES ?= 100000
+.PHONY: fuzz
+fuzz: services
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p ontoloop-tests --test fuzz -- --nocapture
+
 fmt:
 	$(CARGO) fmt --all
 

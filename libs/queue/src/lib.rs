@@ -20,6 +20,12 @@ pub const REASON_HEADER: &str = "x-ontoloop-reason";
 /// Header that names the queue a dead-lettered message was rejected from.
 pub const SOURCE_QUEUE_HEADER: &str = "x-ontoloop-source-queue";
 
+/// The longest reason a dead letter carries, in bytes. A reason may quote the message (a
+/// refused field's value), and AMQP headers travel in one frame (RabbitMQ's frame_max, 128 KiB by
+/// default): a reason quoting a huge body made the dead-letter publish fail, and the message was
+/// redelivered for ever, holding its queue back.
+pub const MAX_REASON_BYTES: usize = 1024;
+
 /// The dead-letter queue that belongs to `queue`.
 pub fn dead_letter_queue(queue: &str) -> String {
     format!("{queue}.dlq")
@@ -131,6 +137,18 @@ pub fn scoped_id(prefix: &str, tenant: &str, key: &str) -> String {
     format!("{prefix}-{hex}")
 }
 
+/// `reason` cut at [`MAX_REASON_BYTES`] on a character boundary, marked with "…" when cut.
+fn capped_reason(reason: &str) -> std::borrow::Cow<'_, str> {
+    if reason.len() <= MAX_REASON_BYTES {
+        return reason.into();
+    }
+    let mut end = MAX_REASON_BYTES - '…'.len_utf8();
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &reason[..end]).into()
+}
+
 /// One delivered message; settle it exactly once with [`Delivery::ack`],
 /// [`Delivery::dead_letter`] or [`Delivery::requeue`]. Dropping it unsettled leaves it with the
 /// consumer until the consumer goes away, and then the queue redelivers it.
@@ -158,10 +176,12 @@ impl Delivery {
     }
 
     /// The message can never be processed: move it to the dead-letter queue with `reason` in the
-    /// [`REASON_HEADER`] header. The dead letter is confirmed before the original is acknowledged,
-    /// so the message is never in neither place.
+    /// [`REASON_HEADER`] header, cut at [`MAX_REASON_BYTES`]. The dead letter is confirmed before
+    /// the original is acknowledged, so the message is never in neither place.
     pub async fn dead_letter(self, reason: &str) -> Result<(), QueueError> {
-        self.settle.dead_letter(&self.message, reason).await
+        self.settle
+            .dead_letter(&self.message, &capped_reason(reason))
+            .await
     }
 
     /// Acknowledges a batch at once: on RabbitMQ one cumulative acknowledgement when the whole
@@ -252,6 +272,18 @@ pub type SharedQueue = Arc<dyn Queue>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_reason_is_cut_on_a_character_boundary() {
+        assert_eq!(capped_reason("short"), "short");
+        let exact = "r".repeat(MAX_REASON_BYTES);
+        assert_eq!(capped_reason(&exact), exact);
+        let long = format!("mode {:?} is not patch", "é".repeat(1_000_000));
+        let cut = capped_reason(&long);
+        assert!(cut.len() <= MAX_REASON_BYTES, "{}", cut.len());
+        assert!(cut.starts_with("mode \"éé"), "{cut:.20}");
+        assert!(cut.ends_with('…'));
+    }
 
     #[test]
     fn scoped_ids_never_collide_across_tenants() {

@@ -85,7 +85,8 @@ impl ontoloop_core::ServiceError for StoreError {
 
 impl StoreError {
     /// The database refused the data itself (PostgreSQL's data exceptions: a NUL byte in text,
-    /// an invalid byte sequence, a value too long): trying again can never succeed.
+    /// an invalid byte sequence, a value too long; and a value too large for an index row, as a
+    /// name of many kilobytes is for a B-tree): trying again can never succeed.
     pub fn is_invalid_data(&self) -> bool {
         let StoreError::Db(err) = self else {
             return false;
@@ -96,6 +97,9 @@ impl StoreError {
             "untranslatable character",
             "value too long",
             "null character not permitted",
+            // PostgreSQL's program_limit_exceeded for an indexed value too large (B-tree, GIN).
+            "index row size",
+            "index row requires",
         ]
         .iter()
         .any(|needle| text.contains(needle))
@@ -405,4 +409,23 @@ fn prepare_sqlite_dir(url: &str) -> Result<(), StoreError> {
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_no_retry_can_store_is_invalid_data() {
+        let refused = |text: &str| StoreError::Db(DbErr::Custom(text.to_owned())).is_invalid_data();
+        assert!(refused("null character not permitted"));
+        assert!(refused(
+            "error returned from database: index row size 3736 exceeds btree version 4 maximum 2704 for index \"entity_pkey\""
+        ));
+        assert!(refused(
+            "error returned from database: index row requires 17208 bytes, maximum size is 8191"
+        ));
+        assert!(!refused("connection refused"));
+        assert!(!StoreError::Conflict { tenant: "t".into() }.is_invalid_data());
+    }
 }
