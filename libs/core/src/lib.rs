@@ -6,6 +6,7 @@
 //! conversions from wire types live at the edge, in `ontoloop-proto`.
 
 pub mod backoff;
+pub mod cache;
 pub mod error;
 pub mod events;
 pub mod knowledge;
@@ -19,6 +20,7 @@ pub mod supervisor;
 pub mod topics;
 
 pub use backoff::Backoff;
+pub use cache::{CacheBudget, Lru};
 pub use error::{DomainError, During, ErrorCode, ServiceError};
 pub use ontoloop_org::Caller;
 pub use redact::redact_url;

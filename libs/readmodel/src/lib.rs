@@ -8,4 +8,4 @@ mod search;
 mod snapshot;
 
 pub use search::PageIndex;
-pub use snapshot::{Snapshot, SnapshotError, Snapshots};
+pub use snapshot::{CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, Snapshot, SnapshotError, Snapshots};

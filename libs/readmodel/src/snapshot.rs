@@ -1,11 +1,13 @@
-//! Per-tenant read models, rebuilt from the store when the tenant's knowledge version moves.
+//! Per-tenant read models, rebuilt from the store when the tenant's knowledge version moves,
+//! kept under a [`CacheBudget`] (least recently used out first, rebuilt on next use).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ontoloop_core::knowledge::{
     Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
 };
+use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{Store, StoreError};
 use tokio::sync::Mutex;
 
@@ -112,21 +114,68 @@ impl ontoloop_core::ServiceError for SnapshotError {
     }
 }
 
-/// The cache of snapshots.
+/// Name of the gauge of entries every bounded cache reports, labelled `cache`.
+pub const CACHE_ENTRIES_METRIC: &str = "ontoloop_cache_entries";
+
+/// Budget of a cache built with [`Snapshots::new`]: the `[cache.read_models]` defaults.
+pub const DEFAULT_BUDGET: CacheBudget = CacheBudget {
+    max_entries: 1000,
+    max_bytes: 1 << 30,
+};
+
+/// Estimated bytes a fact takes in a snapshot (graph, indexes), beyond its text.
+const FACT_BYTES: usize = 256;
+
+impl Snapshot {
+    /// Approximate memory of this snapshot: its pages' text (every version, and once more for
+    /// the BM25 index of the current ones) and its facts.
+    pub fn approx_bytes(&self) -> usize {
+        let text = |p: &PageVersion| p.body.len() + p.title.len() + p.source_id.len();
+        let versions: usize = self.versions.iter().map(text).sum();
+        let indexed: usize = self.current.values().map(text).sum();
+        versions + indexed + self.graph.facts().len() * FACT_BYTES
+    }
+}
+
+/// The cache of snapshots, one per tenant, within a [`CacheBudget`].
 pub struct Snapshots {
     store: Store,
     extraction: ExtractionSetup,
-    cache: Mutex<HashMap<String, Arc<Snapshot>>>,
+    name: &'static str,
+    cache: Mutex<Lru<Arc<Snapshot>>>,
 }
 
 impl Snapshots {
-    /// An empty cache over `store`; every ontology it loads reads text with `extraction`.
+    /// An empty cache over `store` under [`DEFAULT_BUDGET`], reported as `read_models`; every
+    /// ontology it loads reads text with `extraction`.
     pub fn new(store: Store, extraction: ExtractionSetup) -> Self {
+        Self::with_budget(store, extraction, "read_models", DEFAULT_BUDGET)
+    }
+
+    /// An empty cache over `store` that keeps what `budget` allows, reported as
+    /// `ontoloop_cache_entries{cache="<name>"}`.
+    pub fn with_budget(
+        store: Store,
+        extraction: ExtractionSetup,
+        name: &'static str,
+        budget: CacheBudget,
+    ) -> Self {
         Self {
             store,
             extraction,
-            cache: Mutex::new(HashMap::new()),
+            name,
+            cache: Mutex::new(Lru::new(budget)),
         }
+    }
+
+    /// Tenants whose snapshot is kept.
+    pub async fn len(&self) -> usize {
+        self.cache.lock().await.len()
+    }
+
+    /// Whether no snapshot is kept.
+    pub async fn is_empty(&self) -> bool {
+        self.cache.lock().await.is_empty()
     }
 
     /// The tenant's snapshot at its current knowledge version.
@@ -139,7 +188,7 @@ impl Snapshots {
             .get(tenant)
             .filter(|s| s.version == version)
         {
-            return Ok(snapshot.clone());
+            return Ok(Arc::clone(snapshot));
         }
         let rows = self.store.load_knowledge(tenant).await?;
         let text = rows
@@ -176,10 +225,15 @@ impl Snapshots {
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
         });
-        self.cache
-            .lock()
-            .await
-            .insert(tenant.to_owned(), snapshot.clone());
+        let bytes = snapshot.approx_bytes();
+        let mut cache = self.cache.lock().await;
+        cache.insert(tenant, Arc::clone(&snapshot), bytes);
+        ontoloop_observability::metrics::global().set(
+            CACHE_ENTRIES_METRIC,
+            "Entries (tenants) a bounded per-tenant cache keeps.",
+            &[("cache", self.name)],
+            cache.len() as f64,
+        );
         Ok(snapshot)
     }
 }

@@ -24,14 +24,18 @@ use tokio_rustls::server::TlsStream;
 /// Gauges a service computes when scraped (for example from the store), in the text format.
 pub type Scrape = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
 
-/// `GET /metrics`: the process registry's families that start with `prefix`, then `scrape`'s.
+/// `GET /metrics`: the process registry's families that start with `prefix` and the
+/// `ontoloop_cache_` ones, then `scrape`'s.
 pub(crate) fn metrics_router(prefix: String, scrape: Option<Scrape>) -> Router {
     Router::new().route(
         "/metrics",
         get(move || {
             let (prefix, scrape) = (prefix.clone(), scrape.clone());
             async move {
-                let mut text = ontoloop_observability::metrics::global().render(&prefix);
+                let registry = ontoloop_observability::metrics::global();
+                let mut text = registry.render(&prefix);
+                // The bounded caches' gauges, labelled by cache, on every service's endpoint.
+                text.push_str(&registry.render("ontoloop_cache_"));
                 if let Some(scrape) = scrape {
                     text.push_str(&scrape().await);
                 }

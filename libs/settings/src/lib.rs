@@ -66,6 +66,8 @@ pub struct Settings {
     pub firewall: FirewallPolicy,
     /// The ephemeral org, product and context graphs.
     pub org: OrgSettings,
+    /// The budgets of the per-tenant caches.
+    pub cache: CacheSettings,
     /// The dimensional filters of the plate ("what is on my plate?").
     pub plate: PlateSettings,
     /// How text becomes claims: the extraction stages, their confidences, the model folder.
@@ -76,6 +78,14 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
+}
+
+/// The budgets of the per-tenant caches (`[cache.<kind>]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSettings {
+    /// Retrieval's and the firewall's read models (`ontoloop_readmodel::Snapshots`), each.
+    pub read_models: ontoloop_core::CacheBudget,
 }
 
 /// The ephemeral org, product and context graphs that retrieval holds per tenant.
@@ -542,6 +552,10 @@ impl Settings {
             .validate()
             .map_err(in_section("supervisor"))?;
         self.firewall.validate().map_err(in_section("firewall"))?;
+        self.cache
+            .read_models
+            .validate()
+            .map_err(in_section("cache.read_models"))?;
         self.extract.validate().map_err(in_section("extract"))?;
         self.auth.validate().map_err(in_section("auth"))?;
         self.tls.validate()?;
@@ -1179,5 +1193,19 @@ mod tests {
         // The rest of each URL is still shown, so the output stays useful.
         assert!(shown.contains("postgres://app:***@db:5432/x?sslmode=disable&password=***"));
         assert!(shown.contains("amqp://guest:***@mq:5672/%2f"));
+    }
+
+    #[test]
+    fn cache_budgets_load_and_an_empty_one_is_refused_by_key() {
+        let settings = load_with(&[("ONTOLOOP__CACHE__READ_MODELS__MAX_BYTES", "4096")])
+            .expect("valid settings");
+        assert_eq!(settings.cache.read_models.max_entries, 1000);
+        assert_eq!(settings.cache.read_models.max_bytes, 4096);
+        match load_with(&[("ONTOLOOP__CACHE__READ_MODELS__MAX_ENTRIES", "0")]) {
+            Err(SettingsError::Invalid { key, .. }) => {
+                assert_eq!(key, "cache.read_models.max_entries");
+            }
+            other => panic!("expected an invalid key, got {other:?}"),
+        }
     }
 }

@@ -26,7 +26,12 @@ impl ontoloop_runtime::Service for Service {
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let validator = Validator::new(
             ctx.clone(),
-            Snapshots::new(ctx.store.clone(), ctx.extraction.clone()),
+            Snapshots::with_budget(
+                ctx.store.clone(),
+                ctx.extraction.clone(),
+                "firewall_read_models",
+                ctx.settings.cache.read_models,
+            ),
         )?;
         Ok(Parts::new(FirewallServiceServer::new(Firewall {
             validator,

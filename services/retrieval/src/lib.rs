@@ -40,7 +40,12 @@ impl ontoloop_runtime::Service for Service {
         let contexts = Arc::new(plate::context::Contexts::new(ctx.settings.org.contexts()));
         let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
         let service = RetrievalServiceServer::new(Retrieval {
-            snapshots: Snapshots::new(ctx.store.clone(), ctx.extraction.clone()),
+            snapshots: Snapshots::with_budget(
+                ctx.store.clone(),
+                ctx.extraction.clone(),
+                "retrieval_read_models",
+                ctx.settings.cache.read_models,
+            ),
             plate_settings: ctx.settings.plate.clone(),
             views: Arc::clone(&views),
             contexts: Arc::clone(&contexts),
