@@ -239,7 +239,12 @@ async fn the_invariants_hold_and_the_honest_gaps_show() {
             .collect()
     };
     assert_eq!(told(&r, "Secret"), told(&never, "Zircon"));
-    assert!(!r.verdicts[0].reasons.iter().any(|x| x.message.contains("board")));
+    assert!(
+        !r.verdicts[0]
+            .reasons
+            .iter()
+            .any(|x| x.message.contains("board"))
+    );
     assert_eq!(
         text(&mut fw, "cfo", "The Secret plan costs €999 per month.", std)
             .await

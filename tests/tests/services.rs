@@ -56,10 +56,10 @@ async fn reflected_services(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String>
 
 /// The services reflection v1alpha lists (Python's grpcio-reflection, Postman, older grpcurl).
 async fn reflected_services_v1alpha(sandbox: &Sandbox, kind: ServiceKind) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     let mut client = ServerReflectionClient::new(sandbox.channel(kind));
     let request = ServerReflectionRequest {
         host: String::new(),

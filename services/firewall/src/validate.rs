@@ -317,9 +317,7 @@ impl Validator {
 fn signal_type(code: ReasonCode) -> Option<SignalType> {
     match code {
         ReasonCode::UnknownEntity => Some(SignalType::EntityMissing),
-        ReasonCode::NotInGraph | ReasonCode::BrokenChain => {
-            Some(SignalType::RelationshipUnknown)
-        }
+        ReasonCode::NotInGraph | ReasonCode::BrokenChain => Some(SignalType::RelationshipUnknown),
         ReasonCode::ExpiredRelationship => Some(SignalType::TemporalStale),
         ReasonCode::Contradicted
         | ReasonCode::TemporalInconsistency

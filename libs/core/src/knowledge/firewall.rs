@@ -347,17 +347,16 @@ fn contradicted(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
 
 /// Rule `not_in_graph`: the entity exists but nothing states this slot.
 fn not_in_graph(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
-    (s.entity.is_some() && s.readable_current.is_empty() && s.expired.is_empty())
-        .then(|| {
-            Reason::new(
-                ReasonCode::NotInGraph,
-                format!(
-                    "no fact states {} of {:?}",
-                    shown(&triple.predicate),
-                    shown(&triple.subject)
-                ),
-            )
-        })
+    (s.entity.is_some() && s.readable_current.is_empty() && s.expired.is_empty()).then(|| {
+        Reason::new(
+            ReasonCode::NotInGraph,
+            format!(
+                "no fact states {} of {:?}",
+                shown(&triple.predicate),
+                shown(&triple.subject)
+            ),
+        )
+    })
 }
 
 /// Rule `single_source`: too few independent reliable sources. Versions or copies of one page
@@ -843,7 +842,9 @@ mod tests {
         let alice = Caller::new("t", "alice").expect("caller");
         let access = Access::new(&alice, &NO_PAGES);
         // As the services check: on the caller's view of the graph.
-        let seen = g.visible_to(&access).expect("alice may not read every fact");
+        let seen = g
+            .visible_to(&access)
+            .expect("alice may not read every fact");
         let view = FirewallView {
             ontology: &o,
             graph: &seen,
