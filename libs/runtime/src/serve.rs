@@ -16,7 +16,10 @@ use tonic::service::RoutesBuilder;
 /// (and mTLS when that config names a client CA, [`crate::tls`]). Every call is held to `limits`
 /// ([`crate::limits`]) before the trust boundary sees it. Health turns NOT_SERVING as
 /// soon as shutdown starts, then in-flight calls finish.
-#[allow(clippy::too_many_arguments, reason = "one call site, each part named at it")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, each part named at it"
+)]
 pub(crate) async fn serve_grpc(
     listener: TcpListener,
     kind: ServiceKind,

@@ -753,7 +753,10 @@ mod tests {
             .visible_to(&Access::new(&bob, &latest))
             .expect("bob sees less");
         assert!(graph.resolve("Onyx plan").is_some());
-        assert!(seen.resolve("Onyx plan").is_none(), "hidden entity resolved");
+        assert!(
+            seen.resolve("Onyx plan").is_none(),
+            "hidden entity resolved"
+        );
         assert!(seen.resolve("Gold plan").is_some());
         assert_eq!(current(&seen, "Gold plan", "price"), vec!["80"]);
         assert!(seen.facts().iter().all(|f| f.source.source_id == "d10"));
