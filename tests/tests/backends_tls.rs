@@ -86,27 +86,36 @@ async fn the_system_runs_on_postgres_and_rabbitmq_over_tls() {
     let plaintext = format!("amqp://guest:guest@127.0.0.1:{}/%2f", rabbit.port);
     let with_other_ca = [&[ca(pki.other())][..], &identity].concat();
     // The plaintext client's greeting is not a TLS handshake: the broker drops the connection
-    // (how that shows, reset or end of stream, is the OS's business).
-    let refused = [
-        ("a plaintext client", queue_settings(&plaintext, &[]), ""),
+    // (how that shows, reset or end of stream, is the OS's business). Under TLS 1.3 the client
+    // finishes its half of the handshake before the broker checks its certificate, so a client
+    // without one learns it either from the broker's alert or from the connection it then drops,
+    // whichever reaches it first.
+    let refused: [(&str, _, &[&str]); 3] = [
+        ("a plaintext client", queue_settings(&plaintext, &[]), &[""]),
         (
             "a client trusting another CA",
             queue_settings(&amqps, &with_other_ca),
-            "UnknownIssuer",
+            &["UnknownIssuer"],
         ),
         (
             "a client without a certificate",
             queue_settings(&amqps, &[ca(&pki)]),
-            "CertificateRequired",
+            &[
+                "CertificateRequired",
+                "reset by peer",
+                "end of file",
+                "closed",
+            ],
         ),
     ];
     for (who, settings, why) in refused {
         let err = AmqpQueue::connect(&settings.url, &settings)
             .await
             .expect_err(who);
+        let text = err.to_string();
         assert!(
             matches!(err, QueueError::Unreachable { attempts: 1, .. })
-                && err.to_string().contains(why),
+                && why.iter().any(|w| text.contains(w)),
             "RabbitMQ, {who}: {err}"
         );
     }
