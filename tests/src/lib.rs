@@ -8,6 +8,7 @@
 //! the CAs and certificates the TLS suites use.
 
 pub mod browser;
+pub mod http;
 pub mod pki;
 pub mod tokens;
 

@@ -15,6 +15,7 @@ use ontoloop_auth::{AuthSettings, Role};
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
 use ontoloop_tests::browser::{Browser, artifact_path};
+use ontoloop_tests::http::{Answer, request};
 use ontoloop_tests::tokens::{Holder, jwt, now};
 use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 use serde_json::Value;
@@ -43,23 +44,6 @@ fn bearer<T>(message: T, token: &str) -> tonic::Request<T> {
 /// A request the dashboard must refuse: what it tries, its headers, its body.
 type Refused<'a> = (&'a str, Vec<(&'a str, &'a str)>, String);
 
-/// An HTTP answer: status, headers (names in lowercase) and the body as JSON (null if not).
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    json: Value,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 /// One HTTP/1.1 request to the dashboard: `Host` is its address unless `headers` names one.
 async fn http(
     addr: SocketAddr,
@@ -72,22 +56,7 @@ async fn http(
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connect to the dashboard");
-    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    let body = body.unwrap_or("");
-    if method == "POST" {
-        request.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
+    let request = request(addr, method, path, headers, body);
     stream
         .write_all(request.as_bytes())
         .await
@@ -97,22 +66,7 @@ async fn http(
         .read_to_string(&mut response)
         .await
         .expect("read the answer");
-    let (head, body) = response.split_once("\r\n\r\n").expect("headers and body");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|code| code.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        json: serde_json::from_str(body).unwrap_or(Value::Null),
-    }
+    Answer::parse(&response)
 }
 
 /// The system with `auth.mode = "jwt"` and two financial updates waiting for review (as in the
@@ -250,7 +204,7 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
     let answer = http(addr, "POST", "/api/session", &[], Some(&sign_in(agent))).await;
     assert_eq!(answer.status, 403, "an agent is no reviewer: {answer:?}");
     assert!(
-        answer.json["error"]
+        answer.json()["error"]
             .as_str()
             .is_some_and(|e| e.contains("reviewer")),
         "{answer:?}"
@@ -289,14 +243,14 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
         .to_owned();
     assert!(cookie.starts_with("ontoloop_session=") && cookie.len() > 40);
     assert_eq!(signed_in.header("cache-control"), Some("no-store"));
-    assert_eq!(signed_in.json["tenant"], TENANT);
-    assert_eq!(signed_in.json["reviewer"], "alice");
-    let expires_at = signed_in.json["expires_at"].as_u64().expect("expiry");
+    assert_eq!(signed_in.json()["tenant"], TENANT);
+    assert_eq!(signed_in.json()["reviewer"], "alice");
+    let expires_at = signed_in.json()["expires_at"].as_u64().expect("expiry");
     assert!(
         expires_at <= now() + 600,
         "the session ends no later than the token"
     );
-    let csrf = signed_in.json["csrf_token"]
+    let csrf = signed_in.json()["csrf_token"]
         .as_str()
         .expect("a CSRF token")
         .to_owned();
@@ -307,13 +261,13 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
     let answer = http(addr, "GET", "/api/queue", &with_cookie, None).await;
     assert_eq!(answer.status, 200, "{answer:?}");
     assert_eq!(
-        answer.json["updates"].as_array().map(Vec::len),
+        answer.json()["updates"].as_array().map(Vec::len),
         Some(2),
         "{answer:?}"
     );
     let answer = http(addr, "GET", "/api/session", &with_cookie, None).await;
     assert_eq!(
-        (answer.status, &answer.json["csrf_token"]),
+        (answer.status, &answer.json()["csrf_token"]),
         (200, &Value::from(csrf.clone()))
     );
     for path in [
@@ -404,7 +358,7 @@ async fn the_dashboard_needs_a_session_csrf_and_its_own_origin() {
     )
     .await;
     assert_eq!(answer.status, 200, "{answer:?}");
-    assert_eq!(answer.json["applied"], true, "{answer:?}");
+    assert_eq!(answer.json()["applied"], true, "{answer:?}");
     let decisions: Vec<(String, String, String)> = sandbox
         .ctx
         .store

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use ontoloop_auth::Role;
 use ontoloop_core::ServiceKind;
 use ontoloop_tests::Sandbox;
+use ontoloop_tests::http::{Answer, request};
 use ontoloop_tests::pki::Pki;
 use ontoloop_tests::tokens::{Holder, jwt};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -18,23 +19,6 @@ use tokio_rustls::rustls::pki_types::pem::PemObject as _;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 
 const SECRET: &str = "http-tls-suite-secret-0123456789abcdef";
-
-/// A status line, the headers (names in lowercase) and the body of one answer.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 /// A rustls client trusting only the CA in `ca_pem`.
 fn client(ca_pem: &str) -> tokio_rustls::TlsConnector {
@@ -51,39 +35,6 @@ fn client(ca_pem: &str) -> tokio_rustls::TlsConnector {
     tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
-/// The bytes of one HTTP/1.1 request with `Connection: close`.
-fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> String {
-    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    if let Some(body) = body {
-        text.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    text.push_str("\r\n");
-    text.push_str(body.unwrap_or(""));
-    text
-}
-
-fn parse(response: &str) -> Answer {
-    let (head, body) = response.split_once("\r\n\r\n").expect("headers and body");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|code| code.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
-}
-
 /// One request over TLS to `addr`, checking the certificate names `localhost`; the handshake's
 /// error when it fails.
 async fn https(
@@ -97,7 +48,7 @@ async fn https(
     let name = ServerName::try_from("localhost").expect("a DNS name");
     let mut stream = connector.connect(name, tcp).await?;
     stream
-        .write_all(request(addr, method, path, body).as_bytes())
+        .write_all(request(addr, method, path, &[], body).as_bytes())
         .await?;
     let mut bytes = Vec::new();
     match stream.read_to_end(&mut bytes).await {
@@ -106,7 +57,7 @@ async fn https(
         Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof && !bytes.is_empty() => {}
         Err(err) => return Err(err),
     }
-    Ok(parse(&String::from_utf8_lossy(&bytes)))
+    Ok(Answer::parse(&String::from_utf8_lossy(&bytes)))
 }
 
 /// What a plaintext HTTP request to `addr` reads back before the server closes the connection.
@@ -114,7 +65,7 @@ async fn plaintext(addr: SocketAddr) -> Vec<u8> {
     let mut tcp = tokio::net::TcpStream::connect(addr)
         .await
         .expect("the port accepts TCP");
-    tcp.write_all(request(addr, "GET", "/metrics", None).as_bytes())
+    tcp.write_all(request(addr, "GET", "/metrics", &[], None).as_bytes())
         .await
         .expect("send the request");
     let mut bytes = Vec::new();
