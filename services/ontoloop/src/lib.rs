@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod client;
+pub mod mcp;
 pub mod org;
 pub mod status;
 pub mod up;

@@ -6,6 +6,7 @@ mod ask;
 mod bench;
 mod gen_org;
 mod ingest;
+mod mcp;
 mod migrate;
 mod patterns;
 mod plate;
@@ -76,6 +77,9 @@ enum Command {
     /// Bearer tokens for `auth.mode = "jwt"`.
     #[command(subcommand)]
     Token(token::Command),
+    /// Serve the tools (ask, lookup, validate, report_signal, plate, patterns) to agents over
+    /// the Model Context Protocol: on stdio, or streamable HTTP with --http.
+    Mcp(mcp::Args),
 }
 
 impl Cli {
@@ -96,6 +100,7 @@ impl Cli {
             Command::Bench(command) => command.run(config).await,
             Command::Migrate(args) => args.run(config).await,
             Command::Token(command) => command.run(config).await,
+            Command::Mcp(args) => args.run(config).await,
         }
     }
 }
