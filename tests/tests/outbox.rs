@@ -10,7 +10,6 @@
 //! whose text PostgreSQL refuses is dead-lettered at once with the store's reason.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,8 +17,8 @@ use futures::StreamExt as _;
 use ontoloop_core::{ServiceKind, topics};
 use ontoloop_proto::v1;
 use ontoloop_runtime::CancellationToken;
+use ontoloop_testkit::proxy::Proxy;
 use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, caller, settings, wait_until};
-use tokio::net::{TcpSocket, TcpStream};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
@@ -43,66 +42,6 @@ fn outage() -> Duration {
 
 const TENANT: &str = "outbox";
 const ONTOLOGY: &str = r#"{"predicates":[{"name":"owned_by","subject_type":"service","object_type":"team","patterns":["{s} is owned by the {o} team."]}],"authority":{"default":1}}"#;
-
-/// A TCP proxy to `upstream` that can be cut (listener closed, connections dropped) and
-/// restored on the same port.
-struct Proxy {
-    port: u16,
-    upstream: SocketAddr,
-    live: Mutex<CancellationToken>,
-}
-
-impl Proxy {
-    async fn start(upstream: SocketAddr) -> Arc<Self> {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        let port = probe.local_addr().expect("address").port();
-        drop(probe);
-        let proxy = Arc::new(Self {
-            port,
-            upstream,
-            live: Mutex::new(CancellationToken::new()),
-        });
-        proxy.restore();
-        proxy
-    }
-
-    fn cut(&self) {
-        self.live.lock().expect("lock").cancel();
-    }
-
-    fn restore(&self) {
-        let token = CancellationToken::new();
-        *self.live.lock().expect("lock") = token.clone();
-        let socket = TcpSocket::new_v4().expect("socket");
-        socket.set_reuseaddr(true).expect("reuseaddr");
-        socket
-            .bind(SocketAddr::from(([127, 0, 0, 1], self.port)))
-            .expect("bind the proxy's port again");
-        let listener = socket.listen(128).expect("listen");
-        let upstream = self.upstream;
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    () = token.cancelled() => return,
-                    accepted = listener.accept() => accepted,
-                };
-                let Ok((mut client, _)) = accepted else {
-                    continue;
-                };
-                let token = token.clone();
-                tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(upstream).await else {
-                        return;
-                    };
-                    tokio::select! {
-                        () = token.cancelled() => {}
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                    }
-                });
-            }
-        });
-    }
-}
 
 fn doc(i: usize) -> v1::Event {
     v1::Event {
@@ -135,9 +74,11 @@ fn signal(i: usize) -> v1::Signal {
 async fn a_broker_outage_loses_and_repeats_no_acknowledged_event_or_signal() {
     let started = Instant::now();
     let n = count();
-    let proxy = Proxy::start("127.0.0.1:5672".parse().expect("address")).await;
+    let proxy = Proxy::start("127.0.0.1:5672".parse().expect("address"))
+        .await
+        .expect("the proxy listens");
     let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let amqp = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+    let amqp = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port());
     let namespace = amqp_namespace("outbox");
     let sandbox = Sandbox::start(settings(&[
         ("store.url", database.url.as_str()),
@@ -265,7 +206,7 @@ async fn a_broker_outage_loses_and_repeats_no_acknowledged_event_or_signal() {
         tokio::time::sleep(outage()).await;
         events.lock().expect("lock").len() + signals.lock().expect("lock").len() - before
     };
-    proxy.restore();
+    proxy.restore().expect("the proxy listens again");
     let outage_len = cut_at.elapsed();
     pushing.await.expect("pusher");
     let serving_again = wait_until(Duration::from_secs(20), || {

@@ -2,7 +2,8 @@
 //! their grading ([`world`]), the seeded organisation world generator ([`generate`]) and its
 //! loader into a store ([`load`]), the brute-force plate oracle ([`oracle`]), the harness that
 //! compares plates with it ([`plate`]), the machine's PostgreSQL, RabbitMQ and free ports for
-//! tests that need them ([`servers`]) and `ontoloop up` as a child process ([`process`]).
+//! tests that need them ([`servers`]), a TCP proxy that can cut a server off ([`proxy`]) and
+//! `ontoloop up` as a child process ([`process`]).
 //!
 //! Nothing here is compiled into a service. The `ontoloop` CLI uses it for `bench` and
 //! `gen-org`, the system tests and the `ontoloop-org` examples for their worlds and oracles.
@@ -12,5 +13,6 @@ pub mod load;
 pub mod oracle;
 pub mod plate;
 pub mod process;
+pub mod proxy;
 pub mod servers;
 pub mod world;
