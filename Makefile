@@ -80,6 +80,7 @@ bench: model
 	@scripts/ensure-services.sh
 	$(RELEASE_BIN) bench signals --signals 100000 --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
+	$(RELEASE_BIN) bench outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
 
 ## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client

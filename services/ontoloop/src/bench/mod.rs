@@ -5,5 +5,6 @@ pub mod drift;
 pub mod extract;
 pub mod fake_model;
 pub mod firewall;
+pub mod outage;
 pub mod plate;
 pub mod signals;

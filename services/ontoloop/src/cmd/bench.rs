@@ -1,6 +1,6 @@
-//! `ontoloop bench plate|signals|firewall|drift|extract`: the benchmarks, each on a system of its own
-//! (SQLite in a temporary directory and, but for signals, the in-process queue) unless told
-//! otherwise.
+//! `ontoloop bench plate|signals|firewall|drift|extract|outage`: the benchmarks, each on a system of
+//! its own (SQLite in a temporary directory and, but for signals and outage, the in-process queue;
+//! outage on PostgreSQL) unless told otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -84,6 +84,25 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask and Validate latency over loopback gRPC on PostgreSQL (a fresh database, dropped
+    /// after) and RabbitMQ reached through a proxy of the run's own: with the broker up, with the
+    /// proxy cut and restored. Fails when either p99 with the broker cut is over twice its p99
+    /// with it up; prints {"phases":[...],"ask_ratio","validate_ratio",...} with --json.
+    Outage {
+        /// The world file.
+        #[arg(long, default_value = "tests/fixtures/orbit.world.json")]
+        world: PathBuf,
+        /// Ask and Validate calls per phase.
+        #[arg(long, default_value_t = 2000)]
+        requests: usize,
+        /// RabbitMQ URL, plain amqp:// (default: ONTOLOOP_TEST_AMQP_URL or the local broker);
+        /// the database is made on ONTOLOOP_TEST_DATABASE_URL's server (default the local one).
+        #[arg(long)]
+        amqp_url: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay every scenario of a world file through the services and grade every answer.
     Drift {
         /// The world file (format ontoloop.world/v1).
@@ -160,6 +179,33 @@ impl Command {
             } => {
                 let session = Session::load(config, &[])?;
                 bench_firewall(session.settings, &world, json, rounds).await?;
+            }
+            Command::Outage {
+                world,
+                requests,
+                amqp_url,
+                json,
+            } => {
+                let session = Session::load(config, &[])?;
+                let world = read_world(&world)?;
+                let amqp_url = amqp_url.unwrap_or_else(ontoloop_testkit::servers::amqp_url);
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let report = ontoloop::bench::outage::run(
+                    session.settings,
+                    &world,
+                    &amqp_url,
+                    requests,
+                    &mut progress,
+                )
+                .await?;
+                if json {
+                    println!("{}", serde_json::to_string(&report)?);
+                } else {
+                    print!("{}", report.to_text());
+                }
+                if !report.holds() {
+                    return Ok(ExitCode::FAILURE);
+                }
             }
             Command::Extract { world, json } => {
                 let session = Session::load(config, &[])?;
