@@ -280,6 +280,8 @@ impl Store {
                 Some((state, detail)) if state == intake_state::FAILED => {
                     return Ok(Settled::Failed(detail.unwrap_or_default()));
                 }
+                // Settled long ago and pruned by retention: its outcome is gone, not its effect.
+                None if self.intake_pruned(tenant, seq).await? => return Ok(Settled::Applied),
                 None => return Ok(Settled::Unknown),
                 Some(_) => {}
             }

@@ -9,6 +9,7 @@ pub mod knowledge;
 pub mod model_cache;
 pub mod org;
 pub mod outbox;
+pub mod retention;
 pub mod review;
 pub mod signals;
 
@@ -20,11 +21,12 @@ pub use knowledge::{
 pub use model_cache::CachedAnswer;
 pub use org::{OrgChange, OrgCommit, OrgHead, OrgRows, OrgSnapshot, change_kind};
 pub use outbox::{OutboxBacklog, OutboxKind, OutboxRow};
+pub use retention::Retained;
 pub use review::{
     DecideOutcome, DecisionRecord, PatternStatus, RateRecord, UpdateCounts, UpdateRecord,
     UpdateSource, update_status,
 };
-pub use signals::{Frequency, SignalAccepted, SignalRecord};
+pub use signals::{Frequency, SignalAccepted, SignalRecord, WindowSignal};
 
 use std::path::Path;
 use std::time::Duration;
