@@ -68,6 +68,8 @@ pub struct Settings {
     pub org: OrgSettings,
     /// The budgets of the per-tenant caches.
     pub cache: CacheSettings,
+    /// How long the store keeps rows that only serve for a while, and the pruning pass.
+    pub retention: RetentionSettings,
     /// The dimensional filters of the plate ("what is on my plate?").
     pub plate: PlateSettings,
     /// How text becomes claims: the extraction stages, their confidences, the model folder.
@@ -107,6 +109,38 @@ pub struct OrgSettings {
     pub context_idle_secs: u64,
     /// How often the sweeper removes expired context graphs.
     pub context_sweep_secs: u64,
+}
+
+/// How long the store keeps rows that only serve for a while (`[retention]`; what each window
+/// means is said in `defaults.toml`). The analyst prunes every `every_minutes`, at most
+/// `max_rows_per_pass` rows of each table per pass. A window of 0 days keeps a table forever.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// How often the analyst prunes.
+    pub every_minutes: u64,
+    /// Rows of one table deleted per pass at most.
+    pub max_rows_per_pass: u64,
+    /// The analyst's inbox of recorded queue messages.
+    pub inbox_days: u64,
+    /// Signals taken in (published ones only).
+    pub signal_intake_days: u64,
+    /// Events taken in (settled and published ones only, never a tenant's newest).
+    pub intake_event_days: u64,
+    /// The org change log.
+    pub org_change_days: u64,
+}
+
+impl RetentionSettings {
+    /// The pause between two pruning passes.
+    pub fn every(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.every_minutes.saturating_mul(60))
+    }
+
+    /// How long rows are kept for a window of `days`; `None` (keep forever) for 0.
+    pub fn keep(days: u64) -> Option<std::time::Duration> {
+        (days > 0).then(|| std::time::Duration::from_secs(days.saturating_mul(86_400)))
+    }
 }
 
 /// The analyst's healing.
@@ -601,6 +635,7 @@ impl Settings {
             self.services.max_stream_messages as u64,
         )?;
         self.validate_org()?;
+        self.validate_retention()?;
         self.plate.validate().map_err(|err| match err {
             OrgError::InvalidSetting { name, reason } => SettingsError::Invalid {
                 key: format!("plate.{name}"),
@@ -628,6 +663,25 @@ impl Settings {
                     format!("port {port} is used by another service"),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    fn validate_retention(&self) -> Result<(), SettingsError> {
+        let retention = &self.retention;
+        positive("retention.every_minutes", retention.every_minutes)?;
+        positive("retention.max_rows_per_pass", retention.max_rows_per_pass)?;
+        // Severities, patterns and the healer count signals over the window: pruning inside it
+        // would make a subject look rarer than it is.
+        let days = retention.signal_intake_days;
+        if days > 0 && days.saturating_mul(86_400) < self.signals.window_secs {
+            return Err(invalid(
+                "retention.signal_intake_days",
+                format!(
+                    "{days} days do not cover signals.window_secs ({} s)",
+                    self.signals.window_secs
+                ),
+            ));
         }
         Ok(())
     }
@@ -905,6 +959,43 @@ mod tests {
     fn mistyped_value_is_named() {
         let err = load_with(&[("ONTOLOOP__QUEUE__PREFETCH", "many")]).expect_err("not a number");
         assert!(err.to_string().contains("prefetch"), "{err}");
+    }
+
+    #[test]
+    fn retention_defaults_load_and_errors_name_the_key() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        let retention = &settings.retention;
+        assert_eq!(retention.every(), std::time::Duration::from_secs(3600));
+        assert_eq!(
+            RetentionSettings::keep(retention.inbox_days),
+            Some(std::time::Duration::from_secs(7 * 86_400))
+        );
+        assert_eq!(RetentionSettings::keep(0), None, "0 days keeps forever");
+        let forever = load_with(&[("ONTOLOOP__RETENTION__SIGNAL_INTAKE_DAYS", "0")])
+            .expect("0 keeps signals forever");
+        assert_eq!(forever.retention.signal_intake_days, 0);
+        for (vars, key) in [
+            (
+                &[("ONTOLOOP__RETENTION__EVERY_MINUTES", "0")][..],
+                "retention.every_minutes",
+            ),
+            (
+                &[("ONTOLOOP__RETENTION__MAX_ROWS_PER_PASS", "0")][..],
+                "retention.max_rows_per_pass",
+            ),
+            (
+                &[
+                    ("ONTOLOOP__RETENTION__SIGNAL_INTAKE_DAYS", "1"),
+                    ("ONTOLOOP__SIGNALS__WINDOW_SECS", "172800"),
+                ][..],
+                "retention.signal_intake_days",
+            ),
+        ] {
+            match load_with(vars) {
+                Err(SettingsError::Invalid { key: named, .. }) => assert_eq!(named, key),
+                other => panic!("{vars:?}: expected {key} refused, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod metrics;
 mod org;
 mod patterns;
 mod refusal;
+mod retention;
 pub mod review;
 pub mod session;
 pub mod supervise;
@@ -130,6 +131,7 @@ impl ontoloop_runtime::Service for Service {
         });
         Ok(Parts::new(service)
             .health(health)
+            .task("retention", retention::task(&ctx))
             .scrape(metrics::scrape(ctx.clone(), writer.clone()))
             .http(dashboard::router(ctx, reviews, writer).context("set up the dashboard")?)
             .task(format!("{} consumer", topics::EVENTS), events)

@@ -1,13 +1,15 @@
-//! The patterns page of the loop: the signals the analyst recorded in the sliding window, grouped
-//! into patterns; their status (healed, proposed, open) is what the healer recorded.
+//! The patterns page of the loop: the tenant's signals taken in over the sliding window, grouped
+//! into patterns; their status (healed, proposed, open) is what the healer recorded. The window
+//! is read from the signal intake log for the one tenant through its (tenant, received_at)
+//! index, so a tenant's page never reads other tenants' signals.
 
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
 use ontoloop_core::patterns::{ObservedSignal, Pattern, PatternKind, cluster};
-use ontoloop_core::{Severity, SignalType, topics};
+use ontoloop_core::{Severity, SignalType};
 use ontoloop_runtime::Context;
-use ontoloop_store::PatternStatus;
+use ontoloop_store::{PatternStatus, WindowSignal};
 
 /// The tenant's patterns over the configured window, most severe first.
 pub async fn patterns(
@@ -18,20 +20,30 @@ pub async fn patterns(
     let settings = &ctx.settings.signals;
     let recorded = ctx
         .store
-        .inbox_since(topics::SIGNALS, now - settings.window())
+        .signals_in_window(tenant, now - settings.window())
         .await?;
-    let signals: Vec<ObservedSignal> = recorded
-        .iter()
-        .filter_map(|m| {
-            // A message that is not a signal was reported when it was taken in (the healer).
-            let (owner, mut signal, _) = parse_signal(m.body.as_bytes()).ok()?;
-            if signal.at == DateTime::<Utc>::MIN_UTC {
-                signal.at = m.received_at;
-            }
-            (owner == tenant).then_some(signal)
-        })
-        .collect();
+    let signals: Vec<ObservedSignal> = recorded.iter().filter_map(observed).collect();
     Ok(cluster(&signals, settings))
+}
+
+/// A recorded signal as the clustering sees it: read from the message that announced it (as the
+/// healer read it), or, for a row recorded before the intake kept messages, from its columns.
+fn observed(row: &WindowSignal) -> Option<ObservedSignal> {
+    if let Some(body) = &row.body {
+        // The intake wrote the message; one that is not a signal names no subject to group by.
+        let (_, mut signal, _) = parse_signal(body.as_bytes()).ok()?;
+        if signal.at == DateTime::<Utc>::MIN_UTC {
+            signal.at = row.received_at;
+        }
+        return Some(signal);
+    }
+    Some(ObservedSignal {
+        kind: SignalType::from_name(&row.signal_type)?,
+        subject: row.subject.clone(),
+        agent: row.agent_id.clone(),
+        at: row.received_at,
+    })
+    .filter(|signal| !signal.subject.is_empty())
 }
 
 /// The tenant's patterns with the status the healer recorded (`open` when it recorded none).
