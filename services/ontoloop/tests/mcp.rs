@@ -1,0 +1,566 @@
+//! `ontoloop mcp` with the official MCP Python SDK (`mcp` from PyPI, in the project's `.venv/`) as
+//! its client, over stdio and over streamable HTTP, against `ontoloop up` with
+//! `auth.mode = "jwt"` and a small world loaded: the client lists the six tools (each with a
+//! description and input and output schemas) and calls `ask` and `validate`; the answers carry
+//! the same values, statuses, hedges and provenance as the gRPC API gives the same caller for the
+//! same questions and claims. The caller is the token only: over stdio the one the server was
+//! started with, over HTTP each request's own header (none: refused), never the arguments.
+//! The client is `tests/python/mcp_client.py`; it prints what it got and asserts nothing.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ontoloop::client::{Bearer, Clients};
+use ontoloop_core::ServiceKind;
+use ontoloop_proto::v1;
+use ontoloop_testkit::process::{Up, ports_env};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ontoloop");
+const SECRET: &str = "mcp-test-secret-0123456789abcdef0123";
+const TENANT: &str = "acme";
+
+/// The world: an ontology, a pricing page, a forum post (low authority: its answers are
+/// hedged) and an architecture page (a two-hop question), as `ontoloop ingest` reads them.
+const WORLD: &str = r#"[
+  {"type":"ontology.set","ontology":{"predicates":[
+    {"name":"price","subject_type":"plan","object_type":"number","patterns":["The {s} plan costs €{o:number} per month."]},
+    {"name":"depends_on","subject_type":"service","object_type":"service","patterns":["{s} depends on {o}."]},
+    {"name":"maintained_by","subject_type":"service","object_type":"team","patterns":["{s} is maintained by the {o} team."]}],
+    "authority":{"pricing-page":3,"wiki":2,"forum":1,"default":1}}},
+  {"type":"doc.upsert","doc_id":"pricing","origin":"pricing-page","body":"The Pro plan costs €49 per month."},
+  {"type":"doc.upsert","doc_id":"forum-post","origin":"forum","body":"The Starter plan costs €9 per month."},
+  {"type":"doc.upsert","doc_id":"architecture","origin":"wiki","body":"Kite depends on Ledger. Ledger is maintained by the Payments team."}
+]"#;
+
+const QUESTIONS: [&str; 3] = [
+    "How much does the Pro plan cost?",
+    "How much does the Starter plan cost?",
+    "Which team maintains the service Kite depends on?",
+];
+const TEXT: &str = "The Pro plan costs €39 per month. Kite depends on Ledger.";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("services/ontoloop is two levels down")
+        .to_path_buf()
+}
+
+/// The project environment's Python (`ONTOLOOP_TEST_PYTHON` overrides), which must hold `mcp`.
+fn python(root: &Path) -> PathBuf {
+    let python = std::env::var_os("ONTOLOOP_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv/bin/python"));
+    assert!(
+        python.is_file(),
+        "no Python environment at {}: run `make test`, or `scripts/python-env.sh` once",
+        python.display()
+    );
+    let import = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .expect("run the environment's python");
+    assert!(
+        import.status.success(),
+        "{} cannot import mcp: run `scripts/python-env.sh` (make test does)\n{}",
+        python.display(),
+        String::from_utf8_lossy(&import.stderr)
+    );
+    python
+}
+
+fn system_env(dir: &Path) -> Vec<(String, String)> {
+    let mut env = vec![(
+        "ONTOLOOP__STORE__URL".to_owned(),
+        format!("sqlite://{}/data/ontoloop.db?mode=rwc", dir.display()),
+    )];
+    env.extend(ports_env());
+    for (key, value) in [
+        ("ONTOLOOP__AUTH__MODE", "jwt"),
+        ("ONTOLOOP__AUTH__HS256_SECRET", SECRET),
+        ("ONTOLOOP__AUTH__ISSUER", "https://issuer.test"),
+        ("ONTOLOOP__AUTH__AUDIENCE", "ontoloop"),
+    ] {
+        env.push((key.to_owned(), value.to_owned()));
+    }
+    env
+}
+
+fn run(env: &[(String, String)], args: &[&str], token: Option<&str>) -> String {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .envs(env.iter().cloned())
+        .env_remove("ONTOLOOP_TOKEN");
+    if let Some(token) = token {
+        command.env("ONTOLOOP_TOKEN", token);
+    }
+    let output = command.output().expect("run ontoloop");
+    assert!(
+        output.status.success(),
+        "ontoloop {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn token(env: &[(String, String)], principal: &str, roles: &str) -> String {
+    run(
+        env,
+        &[
+            "token",
+            "issue",
+            "--tenant",
+            TENANT,
+            "--principal",
+            principal,
+            "--role",
+            roles,
+        ],
+        None,
+    )
+    .trim()
+    .to_owned()
+}
+
+fn port(env: &[(String, String)], service: &str) -> u16 {
+    let key = format!("ONTOLOOP__SERVICES__{service}_PORT");
+    env.iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("a port for every service")
+}
+
+/// Runs the Python client with `plan`; what it printed.
+fn mcp_client(python: &Path, root: &Path, plan: &Value) -> Value {
+    let mut child = Command::new(python)
+        .arg(root.join("tests/python/mcp_client.py"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the Python client");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(plan.to_string().as_bytes())
+        .expect("write the plan");
+    let output = child.wait_with_output().expect("the Python client ends");
+    assert!(
+        output.status.success(),
+        "mcp_client.py failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "mcp_client.py printed no JSON ({err}):\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+fn calls() -> Value {
+    let mut calls: Vec<Value> = QUESTIONS
+        .iter()
+        .map(|q| json!({"tool": "ask", "arguments": {"question": q}}))
+        .collect();
+    calls.push(json!({"tool": "validate", "arguments": {"text": TEXT}}));
+    calls.push(json!({"tool": "validate", "arguments": {"claims": [
+        {"subject": "Pro plan", "predicate": "price", "object": "49"}]}}));
+    Value::Array(calls)
+}
+
+fn evidence(e: &v1::Evidence) -> Value {
+    json!([
+        e.source_id,
+        e.source_version,
+        e.origin,
+        e.authority,
+        e.value,
+        e.excerpt,
+        e.extractor
+    ])
+}
+
+fn mcp_evidence(e: &Value) -> Value {
+    json!([
+        e["source_id"],
+        e["source_version"],
+        e["origin"],
+        e["authority"],
+        e["value"],
+        e["excerpt"],
+        e["extractor"]
+    ])
+}
+
+/// What the gRPC answer and the MCP answer must share, each as one comparable value.
+fn answer_fields(a: &v1::Answer) -> Value {
+    let status = v1::AnswerStatus::try_from(a.status).expect("a known status");
+    json!({
+        "status": status.as_str_name(),
+        "value": a.value,
+        "values": a.values,
+        "hedges": a.hedges.iter().map(|h| json!([h.code, h.message, h.source_id])).collect::<Vec<_>>(),
+        "hops": a.hops.iter().map(|h| json!([h.entity, h.predicate, h.value,
+            h.evidence.iter().map(evidence).collect::<Vec<_>>()])).collect::<Vec<_>>(),
+        "evidence": a.evidence.iter().map(evidence).collect::<Vec<_>>(),
+        "entity": a.entity,
+        "predicate_path": a.predicate_path,
+    })
+}
+
+fn mcp_answer_fields(a: &Value) -> Value {
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    json!({
+        "status": a["status"],
+        "value": a["value"],
+        "values": a["values"],
+        "hedges": list(&a["hedges"]).iter().map(|h| json!([h["code"], h["message"], h["source_id"]])).collect::<Vec<_>>(),
+        "hops": list(&a["hops"]).iter().map(|h| json!([h["entity"], h["predicate"], h["value"],
+            list(&h["evidence"]).iter().map(mcp_evidence).collect::<Vec<_>>()])).collect::<Vec<_>>(),
+        "evidence": list(&a["evidence"]).iter().map(mcp_evidence).collect::<Vec<_>>(),
+        "entity": a["entity"],
+        "predicate_path": a["predicate_path"],
+    })
+}
+
+fn validation_fields(r: &v1::ValidateResponse) -> Value {
+    let verdict = |v: i32| {
+        v1::Verdict::try_from(v)
+            .expect("a known verdict")
+            .as_str_name()
+    };
+    json!({
+        "overall": verdict(r.overall),
+        "verdicts": r.verdicts.iter().map(|v| json!([
+            v.claim.as_ref().map(|c| json!([c.subject, c.predicate, c.object])),
+            verdict(v.verdict),
+            v.reasons.iter().map(|r| json!([r.code, r.message])).collect::<Vec<_>>(),
+            v.sentence,
+        ])).collect::<Vec<_>>(),
+    })
+}
+
+fn mcp_validation_fields(r: &Value) -> Value {
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    json!({
+        "overall": r["overall"],
+        "verdicts": list(&r["verdicts"]).iter().map(|v| json!([
+            if v["claim"].is_null() { Value::Null } else { json!([v["claim"]["subject"], v["claim"]["predicate"], v["claim"]["object"]]) },
+            v["verdict"],
+            list(&v["reasons"]).iter().map(|r| json!([r["code"], r["message"]])).collect::<Vec<_>>(),
+            v["sentence"],
+        ])).collect::<Vec<_>>(),
+    })
+}
+
+/// Asserts what one transport's client got: six described tools with schemas, and every call
+/// answered as the gRPC API answered it.
+fn assert_matches(
+    transport: &str,
+    got: &Value,
+    answers: &[v1::Answer],
+    validations: &[v1::ValidateResponse],
+) {
+    let tools = got["tools"].as_array().expect("tools listed");
+    let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "ask",
+            "lookup",
+            "patterns",
+            "plate",
+            "report_signal",
+            "validate"
+        ],
+        "{transport}"
+    );
+    for tool in tools {
+        assert!(
+            tool["description"].as_str().is_some_and(|d| d.len() > 40),
+            "{transport}: {tool}"
+        );
+        assert_eq!(
+            tool["input_schema"]["type"], "object",
+            "{transport}: {tool}"
+        );
+        assert_eq!(
+            tool["output_schema"]["type"], "object",
+            "{transport}: {tool}"
+        );
+    }
+    let ask = tools
+        .iter()
+        .find(|t| t["name"] == "ask")
+        .expect("ask listed");
+    assert_eq!(
+        ask["input_schema"]["required"],
+        json!(["question"]),
+        "{transport}: {ask}"
+    );
+    assert!(
+        ask["output_schema"]["properties"]["hedges"].is_object(),
+        "{transport}: {ask}"
+    );
+
+    let results = got["results"].as_array().expect("results");
+    assert_eq!(
+        results.len(),
+        answers.len() + validations.len(),
+        "{transport}"
+    );
+    for (result, answer) in results.iter().zip(answers) {
+        assert_eq!(result["is_error"], false, "{transport}: {result}");
+        assert_eq!(
+            mcp_answer_fields(&result["structured"]),
+            answer_fields(answer),
+            "{transport}: the MCP answer is the gRPC answer"
+        );
+        let text = result["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with(&answer.value), "{transport}: {text}");
+    }
+    for (result, validation) in results[answers.len()..].iter().zip(validations) {
+        assert_eq!(result["is_error"], false, "{transport}: {result}");
+        assert_eq!(
+            mcp_validation_fields(&result["structured"]),
+            validation_fields(validation),
+            "{transport}: the MCP verdicts are the gRPC verdicts"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
+    let root = repo_root();
+    let python = python(&root);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = system_env(dir.path());
+    let mut up = Command::new(BIN);
+    up.arg("up")
+        .current_dir(dir.path())
+        .envs(env.iter().cloned())
+        .env_remove("RUST_LOG")
+        .env_remove("ONTOLOOP_TOKEN");
+    let Up { child: mut up, .. } = Up::start(up);
+
+    let admin = token(&env, "loader", "admin");
+    let agent = token(&env, "mcp-agent", "agent,integration");
+    let world = dir.path().join("world.json");
+    std::fs::write(&world, WORLD).expect("write the world");
+    let pushed = run(
+        &env,
+        &[
+            "ingest",
+            &world.display().to_string(),
+            "--as",
+            &format!("{TENANT}/loader"),
+        ],
+        Some(&admin),
+    );
+    let last: u64 = pushed
+        .split("--min-sequence ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("ingest names the last sequence number: {pushed}"));
+
+    // The gRPC API's answers for the agent.
+    let settings = ontoloop_settings::Loader::new()
+        .load()
+        .expect("default settings");
+    let addrs: Vec<(ServiceKind, SocketAddr)> = [
+        (ServiceKind::Retrieval, "RETRIEVAL"),
+        (ServiceKind::Firewall, "FIREWALL"),
+        (ServiceKind::Telemetry, "TELEMETRY"),
+        (ServiceKind::Analyst, "ANALYST"),
+    ]
+    .into_iter()
+    .map(|(kind, name)| (kind, SocketAddr::from(([127, 0, 0, 1], port(&env, name)))))
+    .collect();
+    let clients = Clients::from_addrs_with(
+        &addrs,
+        &settings.tls,
+        Bearer::new(&agent).expect("a bearer"),
+    )
+    .await
+    .expect("dial the services");
+    let mut answers = Vec::new();
+    for question in QUESTIONS {
+        let answer = clients
+            .retrieval
+            .clone()
+            .ask(v1::AskRequest {
+                text: question.into(),
+                min_sequence: last,
+                ..Default::default()
+            })
+            .await
+            .expect("ask over gRPC")
+            .into_inner();
+        answers.push(answer);
+    }
+    // The world answers as the test means: a plain answer, a hedged one, two hops.
+    assert_eq!(answers[0].value, "49", "{:?}", answers[0]);
+    assert!(
+        answers[1]
+            .hedges
+            .iter()
+            .any(|h| h.code == "low_authority_only"),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(answers[2].hops.len(), 2, "{:?}", answers[2]);
+    let mut validations = Vec::new();
+    for input in [
+        v1::validate_request::Input::Text(TEXT.into()),
+        v1::validate_request::Input::Claims(v1::ClaimList {
+            claims: vec![v1::Claim {
+                subject: "Pro plan".into(),
+                predicate: "price".into(),
+                object: "49".into(),
+                chain: Vec::new(),
+            }],
+        }),
+    ] {
+        let response = clients
+            .firewall
+            .clone()
+            .validate(v1::ValidateRequest {
+                input: Some(input),
+                context: Some(v1::ValidationContext::default()),
+                ..Default::default()
+            })
+            .await
+            .expect("validate over gRPC")
+            .into_inner();
+        validations.push(response);
+    }
+    assert_eq!(
+        validations[0].overall,
+        v1::Verdict::Block as i32,
+        "{:?}",
+        validations[0]
+    );
+    assert_eq!(
+        validations[1].overall,
+        v1::Verdict::Pass as i32,
+        "{:?}",
+        validations[1]
+    );
+
+    // Over stdio: the Python SDK starts `ontoloop mcp` with the agent's token.
+    let mut server_env: serde_json::Map<String, Value> = env
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+        .collect();
+    server_env.insert("ONTOLOOP_TOKEN".into(), agent.clone().into());
+    let python_c = python.clone();
+    let root_c = root.clone();
+    let stdio = tokio::task::spawn_blocking(move || {
+        mcp_client(
+            &python_c,
+            &root_c,
+            &json!({"transport": "stdio", "command": BIN, "args": ["mcp"], "env": server_env, "calls": calls()}),
+        )
+    })
+    .await
+    .expect("the stdio client finishes");
+    assert_matches("stdio", &stdio, &answers, &validations);
+
+    // Over HTTP: one server, each request's Authorization header its caller.
+    let mut http = Command::new(BIN)
+        .args(["mcp", "--http", "0"])
+        .current_dir(dir.path())
+        .envs(env.iter().cloned())
+        .env_remove("ONTOLOOP_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ontoloop mcp --http");
+    let stderr = http.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let url = loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => {
+                if let Some(url) = line.strip_prefix("mcp ") {
+                    break url.trim().to_owned();
+                }
+            }
+            Err(err) => {
+                let _ = http.kill();
+                panic!("ontoloop mcp --http never printed its address: {err}");
+            }
+        }
+    };
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "loopback by default: {url}"
+    );
+    let (python_c, root_c, url_c, agent_c) =
+        (python.clone(), root.clone(), url.clone(), agent.clone());
+    let with_token = tokio::task::spawn_blocking(move || {
+        mcp_client(
+            &python_c,
+            &root_c,
+            &json!({"transport": "http", "url": url_c, "token": agent_c, "calls": calls()}),
+        )
+    })
+    .await
+    .expect("the HTTP client finishes");
+    // Without a token the same server has no caller to pass on: the services refuse the call;
+    // and a caller named in the arguments is refused as an unknown argument.
+    let (python_c, root_c, url_c) = (python.clone(), root.clone(), url.clone());
+    let without = tokio::task::spawn_blocking(move || {
+        mcp_client(
+            &python_c,
+            &root_c,
+            &json!({"transport": "http", "url": url_c, "calls": [
+                {"tool": "ask", "arguments": {"question": QUESTIONS[0]}},
+                {"tool": "ask", "arguments": {"question": QUESTIONS[0],
+                    "caller": {"tenant": TENANT, "principal": "mcp-agent"}}},
+            ]}),
+        )
+    })
+    .await
+    .expect("the HTTP client finishes");
+    let _ = http.kill();
+    let _ = http.wait();
+    let _ = up.kill();
+    let _ = up.wait();
+
+    assert_matches("http", &with_token, &answers, &validations);
+    let refused = &without["results"][0];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(
+        refused["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Unauthenticated")),
+        "{refused}"
+    );
+    let named = &without["results"][1];
+    assert_eq!(named["is_error"], true, "{named}");
+    assert!(
+        named["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("unknown field `caller`")),
+        "{named}"
+    );
+}
