@@ -60,8 +60,8 @@ test: python-client
 
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
-## the signals benchmark through RabbitMQ, in a release build (latency figures mean nothing in a
-## debug build)
+## the signals benchmark through RabbitMQ and the memory benchmark, in a release build (latency
+## figures mean nothing in a debug build)
 # The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
 WORLDS ?= $(wildcard ../shared/bench/*.world.json tests/fixtures/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
@@ -82,6 +82,7 @@ bench: model
 	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
+	$(RELEASE_BIN) bench memory --tenants 1000 --signals 1000000 --asks 100000
 
 ## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client
 ## retries through a TCP proxy to RabbitMQ that is cut for 30 s (tests/tests/outbox.rs at full

@@ -73,23 +73,90 @@ impl<V> Lru<V> {
         Some(&entry.value)
     }
 
+    /// The entry of `key` to change in place, now the most recently used. Its byte estimate stays
+    /// what it was when inserted.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+        self.tick += 1;
+        let entry = self.entries.get_mut(key)?;
+        self.order.remove(&entry.used);
+        entry.used = self.tick;
+        self.order.insert(self.tick, key.to_owned());
+        Some(&mut entry.value)
+    }
+
+    /// The entry of `key` to change in place, now the most recently used; made by `make` (the
+    /// value and its estimated bytes) and kept when absent, evicting as [`Self::insert`] does.
+    pub fn get_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> (V, usize)) -> &mut V {
+        if !self.entries.contains_key(key) {
+            let (value, bytes) = make();
+            return self.insert_get(key, value, bytes).0;
+        }
+        self.tick += 1;
+        let tick = self.tick;
+        let entry = self.entries.entry(key.to_owned()).or_insert_with(|| {
+            // Not reached: the key was just found. Kept correct anyway, as an entry of no bytes.
+            let (value, _) = make();
+            Entry {
+                value,
+                bytes: 0,
+                used: 0,
+            }
+        });
+        self.order.remove(&entry.used);
+        entry.used = tick;
+        self.order.insert(tick, key.to_owned());
+        &mut entry.value
+    }
+
+    /// The entry of `key` without marking it used (for sweeps and gauges).
+    pub fn peek(&self, key: &str) -> Option<&V> {
+        self.entries.get(key).map(|entry| &entry.value)
+    }
+
+    /// The kept keys and entries, in no particular order, without marking them used.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
+        self.entries
+            .iter()
+            .map(|(key, entry)| (key.as_str(), &entry.value))
+    }
+
+    /// The kept keys and entries to change in place, without marking them used.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut V)> {
+        self.entries
+            .iter_mut()
+            .map(|(key, entry)| (key.as_str(), &mut entry.value))
+    }
+
+    /// Drops every entry `keep` says no to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &V) -> bool) {
+        let gone: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(key, entry)| !keep(key, &entry.value))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in gone {
+            self.remove(&key);
+        }
+    }
+
+    /// Whether another entry fits without evicting one (by count).
+    pub fn has_room(&self) -> bool {
+        self.entries.len() < self.budget.max_entries
+    }
+
     /// Keeps `value` (about `bytes` big) under `key`, replacing what was there, and evicts the
     /// least recently used entries until the budget holds again. Returns the evicted keys.
     pub fn insert(&mut self, key: &str, value: V, bytes: usize) -> Vec<String> {
+        self.insert_get(key, value, bytes).1
+    }
+
+    /// [`Self::insert`], returning the kept value to change in place with the evicted keys.
+    pub fn insert_get(&mut self, key: &str, value: V, bytes: usize) -> (&mut V, Vec<String>) {
         self.remove(key);
-        self.tick += 1;
-        self.entries.insert(
-            key.to_owned(),
-            Entry {
-                value,
-                bytes,
-                used: self.tick,
-            },
-        );
-        self.order.insert(self.tick, key.to_owned());
-        self.bytes += bytes;
+        // Room is made first, so the new entry is never the one evicted.
         let mut evicted = Vec::new();
-        while self.entries.len() > 1 && self.over_budget() {
+        while !self.entries.is_empty() && self.over_budget_with(bytes) {
             let Some((_, oldest)) = self.order.pop_first() else {
                 break;
             };
@@ -98,7 +165,15 @@ impl<V> Lru<V> {
             }
             evicted.push(oldest);
         }
-        evicted
+        self.tick += 1;
+        self.order.insert(self.tick, key.to_owned());
+        self.bytes += bytes;
+        let entry = self.entries.entry(key.to_owned()).or_insert(Entry {
+            value,
+            bytes,
+            used: self.tick,
+        });
+        (&mut entry.value, evicted)
     }
 
     /// Drops the entry of `key`, if any.
@@ -109,9 +184,10 @@ impl<V> Lru<V> {
         Some(entry.value)
     }
 
-    fn over_budget(&self) -> bool {
-        self.entries.len() > self.budget.max_entries
-            || (self.budget.max_bytes > 0 && self.bytes > self.budget.max_bytes)
+    /// Whether one more entry of `bytes` would break the budget.
+    fn over_budget_with(&self, bytes: usize) -> bool {
+        self.entries.len() + 1 > self.budget.max_entries
+            || (self.budget.max_bytes > 0 && self.bytes + bytes > self.budget.max_bytes)
     }
 
     /// Entries kept.
@@ -188,6 +264,27 @@ mod tests {
         assert_eq!(lru.get("a"), Some(&3));
         // b was removed, so a third key fits without evicting a.
         assert!(lru.insert("c", 4, 1).is_empty());
+    }
+
+    #[test]
+    fn changing_in_place_marks_used_and_retain_keeps_the_books() {
+        let mut lru = Lru::new(budget(2, 0));
+        lru.insert("a", 1, 10);
+        lru.insert("b", 2, 10);
+        *lru.get_mut("a").expect("kept") += 10;
+        assert_eq!(lru.peek("a"), Some(&11));
+        assert!(!lru.has_room());
+        assert_eq!(
+            lru.insert("c", 3, 10),
+            vec!["b".to_owned()],
+            "a was used last"
+        );
+        lru.retain(|key, _| key != "a");
+        assert_eq!((lru.len(), lru.bytes()), (1, 10));
+        assert!(lru.has_room());
+        let mut seen: Vec<(String, i32)> = lru.iter().map(|(k, v)| (k.to_owned(), *v)).collect();
+        seen.sort();
+        assert_eq!(seen, vec![("c".to_owned(), 3)]);
     }
 
     #[test]

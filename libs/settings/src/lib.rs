@@ -88,6 +88,18 @@ pub struct Settings {
 pub struct CacheSettings {
     /// Retrieval's and the firewall's read models (`ontoloop_readmodel::Snapshots`), each.
     pub read_models: ontoloop_core::CacheBudget,
+    /// The analyst's knowledge of each tenant between events (graph, page versions).
+    pub knowledge: ontoloop_core::CacheBudget,
+    /// The analyst's HR records of each tenant between org events.
+    pub hr_records: ontoloop_core::CacheBudget,
+    /// The healer's stage of each (tenant, pattern), so a pattern is acted on once per stage.
+    pub heal_stages: ontoloop_core::CacheBudget,
+    /// The supervisor's learned rates of each tenant.
+    pub supervisors: ontoloop_core::CacheBudget,
+    /// Retrieval's org, product and work-item graphs of each tenant.
+    pub org_views: ontoloop_core::CacheBudget,
+    /// Retrieval's context graphs, by tenant.
+    pub context_graphs: ontoloop_core::CacheBudget,
 }
 
 /// The ephemeral org, product and context graphs that retrieval holds per tenant.
@@ -586,10 +598,17 @@ impl Settings {
             .validate()
             .map_err(in_section("supervisor"))?;
         self.firewall.validate().map_err(in_section("firewall"))?;
-        self.cache
-            .read_models
-            .validate()
-            .map_err(in_section("cache.read_models"))?;
+        for (section, budget) in [
+            ("cache.read_models", &self.cache.read_models),
+            ("cache.knowledge", &self.cache.knowledge),
+            ("cache.hr_records", &self.cache.hr_records),
+            ("cache.heal_stages", &self.cache.heal_stages),
+            ("cache.supervisors", &self.cache.supervisors),
+            ("cache.org_views", &self.cache.org_views),
+            ("cache.context_graphs", &self.cache.context_graphs),
+        ] {
+            budget.validate().map_err(in_section(section))?;
+        }
         self.extract.validate().map_err(in_section("extract"))?;
         self.auth.validate().map_err(in_section("auth"))?;
         self.tls.validate()?;
@@ -1295,6 +1314,12 @@ mod tests {
         match load_with(&[("ONTOLOOP__CACHE__READ_MODELS__MAX_ENTRIES", "0")]) {
             Err(SettingsError::Invalid { key, .. }) => {
                 assert_eq!(key, "cache.read_models.max_entries");
+            }
+            other => panic!("expected an invalid key, got {other:?}"),
+        }
+        match load_with(&[("ONTOLOOP__CACHE__HEAL_STAGES__MAX_ENTRIES", "0")]) {
+            Err(SettingsError::Invalid { key, .. }) => {
+                assert_eq!(key, "cache.heal_stages.max_entries");
             }
             other => panic!("expected an invalid key, got {other:?}"),
         }

@@ -10,7 +10,6 @@
 //! missing relationship type is an ontology change and stays open for a human. Each pattern is acted on at most once per stage in a process, and its status
 //! is recorded in the store for the patterns page.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -18,7 +17,7 @@ use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::patterns::{ObservedSignal, PatternKind, fold};
 use ontoloop_core::proposals::{FoundDoc, draft_updates};
-use ontoloop_core::{During, Severity};
+use ontoloop_core::{During, Lru, Severity};
 use ontoloop_runtime::Context;
 use ontoloop_store::{PatternStatus, StoreError, UpdateRecord, UpdateSource, update_status};
 use tokio::sync::Mutex;
@@ -135,8 +134,26 @@ enum Stage {
     Healed,
 }
 
-/// How far each (tenant, kind, key) pattern has been acted on.
-type Stages = HashMap<(String, PatternKind, String), Stage>;
+impl Stage {
+    /// The stage a recorded pattern status shows was reached (an `open` one shows none: acting
+    /// on it again searches the sources again, which changes nothing they do not state).
+    fn from_status(status: &str) -> Option<Stage> {
+        match status {
+            "healed" => Some(Stage::Healed),
+            "proposed" => Some(Stage::Proposed),
+            _ => None,
+        }
+    }
+}
+
+/// How far each (tenant, kind, key) pattern has been acted on, under `[cache.heal_stages]`. An
+/// evicted pattern's stage is read back from the status the store recorded for it.
+type Stages = Lru<Stage>;
+
+/// The key of a pattern in [`Stages`].
+fn stage_key(tenant: &str, kind: PatternKind, key: &str) -> String {
+    format!("{tenant}\n{}\n{key}", kind.name())
+}
 
 /// Counts a heal and its signal-to-heal latency.
 fn record_heal(kind: &str, latency_ms: i64) {
@@ -179,6 +196,7 @@ impl Healer {
             )));
         }
         let (heal_at, propose_at) = (settings.heal_at, settings.propose_at);
+        let stages = Lru::new(ctx.settings.cache.heal_stages);
         Self {
             ctx,
             writer,
@@ -186,7 +204,7 @@ impl Healer {
             adapters: Arc::new(adapters),
             heal_at,
             propose_at,
-            stages: Arc::new(Mutex::new(HashMap::new())),
+            stages: Arc::new(Mutex::new(stages)),
         }
     }
 
@@ -220,13 +238,23 @@ impl Healer {
             return;
         }
         let key = fold(&signal.subject);
+        let slot = stage_key(&tenant, kind, &key);
         {
             let mut stages = self.stages.lock().await;
-            let slot = (tenant.clone(), kind, key.clone());
-            if stages.get(&slot).is_some_and(|done| *done >= stage) {
+            let done = match stages.get(&slot) {
+                Some(done) => Some(*done),
+                None => self.recorded_stage(&tenant, kind, &key).await,
+            };
+            if done.is_some_and(|done| done >= stage) {
+                if stages.peek(&slot).is_none()
+                    && let Some(done) = done
+                {
+                    stages.insert(&slot, done, slot.len());
+                }
                 return;
             }
-            stages.insert(slot, stage);
+            stages.insert(&slot, stage, slot.len());
+            crate::metrics::cache_entries("analyst_heal_stages", stages.len());
         }
         let outcome = match (kind, stage) {
             (PatternKind::StaleSector | PatternKind::Contradiction, _) => {
@@ -249,7 +277,22 @@ impl Healer {
             Err(reason) => {
                 tracing::warn!(tenant = %tenant, pattern = %key, reason = %reason, "cannot act on a pattern yet");
                 // Let a later signal try again.
-                self.stages.lock().await.remove(&(tenant, kind, key));
+                self.stages.lock().await.remove(&slot);
+            }
+        }
+    }
+
+    /// The stage the store's recorded status of the pattern shows (none when unreadable: the
+    /// pattern is then acted on, as a first signal would be).
+    async fn recorded_stage(&self, tenant: &str, kind: PatternKind, key: &str) -> Option<Stage> {
+        match self.ctx.store.pattern_statuses(tenant).await {
+            Ok(statuses) => statuses
+                .iter()
+                .find(|s| s.kind == kind.name() && s.key == key)
+                .and_then(|s| Stage::from_status(&s.status)),
+            Err(err) => {
+                tracing::debug!(error = %err, "cannot read recorded pattern statuses");
+                None
             }
         }
     }

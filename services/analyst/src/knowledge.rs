@@ -3,7 +3,7 @@
 //! it). The analyst is the one writer: each event becomes one atomic commit, guarded by the
 //! tenant's knowledge version.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -13,6 +13,7 @@ use ontoloop_core::knowledge::{
     estimate_tokens, pages_to_read,
 };
 use ontoloop_core::topics;
+use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
 use ontoloop_store::{KnowledgeCommit, RunRecord, Store};
@@ -20,6 +21,15 @@ use tokio::sync::Mutex;
 
 use crate::org::OrgWriter;
 use crate::refusal::{Refusal, already_settled, settle};
+
+/// The `[cache.knowledge]` defaults, for a writer built without settings.
+const DEFAULT_BUDGET: CacheBudget = CacheBudget {
+    max_entries: 1000,
+    max_bytes: 1 << 30,
+};
+
+/// Estimated bytes a fact takes in the graph, beyond its text.
+const FACT_BYTES: usize = 256;
 
 /// A tenant's knowledge as the analyst holds it between events.
 struct TenantKnowledge {
@@ -38,10 +48,22 @@ impl TenantKnowledge {
 
 /// The analyst's writer of knowledge; organisation events it hands to its [`OrgWriter`].
 #[derive(Clone)]
+
+    /// Approximate memory: every page version's text, and a fixed share per fact.
+    fn approx_bytes(&self) -> usize {
+        let text: usize = self
+            .pages
+            .iter()
+            .map(|p| p.body.len() + p.title.len() + p.source_id.len())
+            .sum();
+        text + self.graph.facts().len() * FACT_BYTES
+    }
 pub struct KnowledgeWriter {
     store: Store,
     extraction: ExtractionSetup,
-    tenants: Arc<Mutex<HashMap<String, TenantKnowledge>>>,
+    /// Each tenant's knowledge between events, under `[cache.knowledge]`: all of it is in the
+    /// store, so an evicted tenant is loaded again on its next event or read.
+    tenants: Arc<Mutex<Lru<TenantKnowledge>>>,
     org: OrgWriter,
 }
 
@@ -54,7 +76,7 @@ impl KnowledgeWriter {
             extraction: extraction.tallied(),
             org: OrgWriter::new(store.clone()),
             store,
-            tenants: Arc::new(Mutex::new(HashMap::new())),
+            tenants: Arc::new(Mutex::new(Lru::new(DEFAULT_BUDGET))),
         }
     }
 
@@ -62,6 +84,21 @@ impl KnowledgeWriter {
     /// (see [`OrgWriter::warm`]).
     pub async fn warm_org(&self) {
         self.org.warm().await;
+    /// This writer with the tenants' knowledge kept under `knowledge` and their HR records
+    /// under `records` (the `[cache]` settings), instead of the defaults.
+    pub fn with_budgets(mut self, knowledge: CacheBudget, records: CacheBudget) -> Self {
+        self.tenants = Arc::new(Mutex::new(Lru::new(knowledge)));
+        self.org = OrgWriter::new(self.store.clone()).with_budget(records);
+        self
+    }
+
+    /// Keeps a tenant's knowledge under the budget and reports the cache's size.
+    fn keep(tenants: &mut Lru<TenantKnowledge>, tenant: &str, knowledge: TenantKnowledge) {
+        let bytes = knowledge.approx_bytes();
+        tenants.insert(tenant, knowledge, bytes);
+        crate::metrics::cache_entries("analyst_knowledge", tenants.len());
+    }
+
     }
 
     /// Applies an event the analyst itself decided on (a healing action), as one commit.
@@ -75,7 +112,13 @@ impl KnowledgeWriter {
 
     /// Tenants whose knowledge this writer holds.
     pub async fn tenants(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.tenants.lock().await.keys().cloned().collect();
+        let mut names: Vec<String> = self
+            .tenants
+            .lock()
+            .await
+            .iter()
+            .map(|(name, _)| name.to_owned())
+            .collect();
         names.sort();
         names
     }
@@ -100,7 +143,7 @@ impl KnowledgeWriter {
             .is_some_and(|k| k.version == stored_version);
         if !cached {
             let loaded = self.load(tenant).await?;
-            tenants.insert(tenant.to_owned(), loaded);
+            Self::keep(&mut tenants, tenant, loaded);
         }
         let Some(knowledge) = tenants.get(tenant) else {
             return Ok(None);
@@ -182,7 +225,7 @@ impl KnowledgeWriter {
             .store
             .commit_knowledge(tenant, knowledge.version, commit)
             .await?;
-        tenants.insert(tenant.to_owned(), knowledge);
+        Self::keep(&mut tenants, tenant, knowledge);
         Ok(())
     }
 

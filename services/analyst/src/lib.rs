@@ -55,10 +55,16 @@ impl ontoloop_runtime::Service for Service {
     const KIND: ServiceKind = ServiceKind::Analyst;
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
-        let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone());
-        let supervision = supervise::Supervision::load(ctx.store.clone(), &ctx.settings.supervisor)
-            .await
-            .context("load the supervisor's learned rates")?;
+        let cache = &ctx.settings.cache;
+        let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone())
+            .with_budgets(cache.knowledge, cache.hr_records);
+        let supervision = supervise::Supervision::load(
+            ctx.store.clone(),
+            &ctx.settings.supervisor,
+            cache.supervisors,
+        )
+        .await
+        .context("load the supervisor's learned rates")?;
         let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.

@@ -101,3 +101,13 @@ pub fn scrape(ctx: Context, writer: KnowledgeWriter) -> Scrape {
         })
     })
 }
+
+/// Sets `ontoloop_cache_entries{cache}`, the gauge every bounded per-tenant cache reports.
+pub(crate) fn cache_entries(cache: &str, entries: usize) {
+    ontoloop_observability::metrics::global().set(
+        "ontoloop_cache_entries",
+        "Entries (tenants) a bounded per-tenant cache keeps.",
+        &[("cache", cache)],
+        entries as f64,
+    );
+}

@@ -15,11 +15,11 @@
 //! stamp: another writer, another store or a bulk load changes the head and the records are read
 //! afresh.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::topics;
+use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_org::docs::facts_from_doc;
 use ontoloop_org::hr::{self, OrgRecords};
 use ontoloop_queue::Message;
@@ -29,8 +29,19 @@ use tokio::sync::Mutex;
 
 use crate::refusal::{Refusal, already_settled, settle};
 
-/// HR records by tenant, with the head they are current at (module docs).
-type Kept = HashMap<String, (OrgHead, OrgRecords)>;
+/// HR records by tenant, with the head they are current at (module docs), under
+/// `[cache.hr_records]`: the records are the store's, so an evicted tenant's are read again on
+/// its next HR event.
+type Kept = Lru<(OrgHead, OrgRecords)>;
+
+/// The `[cache.hr_records]` defaults, for a writer built without settings.
+const DEFAULT_BUDGET: CacheBudget = CacheBudget {
+    max_entries: 1000,
+    max_bytes: 256 << 20,
+};
+
+/// Estimated bytes a person or team takes in the records.
+const RECORD_BYTES: usize = 256;
 
 /// The analyst's writer of the organisation, with the HR records its commits left (module docs).
 #[derive(Clone)]
@@ -44,8 +55,22 @@ impl OrgWriter {
     pub fn new(store: Store) -> Self {
         Self {
             store,
-            records: Arc::new(Mutex::new(HashMap::new())),
+            records: Arc::new(Mutex::new(Lru::new(DEFAULT_BUDGET))),
         }
+    }
+
+    /// This writer with the HR records kept under `budget` instead of the defaults.
+    pub fn with_budget(mut self, budget: CacheBudget) -> Self {
+        self.records = Arc::new(Mutex::new(Lru::new(budget)));
+        self
+    }
+
+    /// Keeps a tenant's records under the budget and reports the cache's size.
+    async fn keep(&self, tenant: &str, head: OrgHead, records: OrgRecords) {
+        let bytes = (records.people().count() + records.teams().count()) * RECORD_BYTES;
+        let mut kept = self.records.lock().await;
+        kept.insert(tenant, (head, records), bytes);
+        crate::metrics::cache_entries("analyst_hr_records", kept.len());
     }
 
     /// Handles an org event (HR, docs push, work item); `None` for any other event, which the
@@ -85,17 +110,18 @@ impl OrgWriter {
             }
         };
         for (tenant, version) in versions {
-            let stale = self
-                .records
-                .lock()
-                .await
-                .get(&tenant)
-                .is_none_or(|(head, _)| head.version != version);
+            // Held tenants are kept current; others only while there is room, so warming never
+            // evicts one tenant to load another (and churns the budget every round).
+            let stale = {
+                let kept = self.records.lock().await;
+                match kept.peek(&tenant) {
+                    Some((head, _)) => head.version != version,
+                    None => kept.has_room(),
+                }
+            };
             if stale {
                 match self.current_records(&tenant).await {
-                    Ok(loaded) => {
-                        self.records.lock().await.insert(tenant, loaded);
-                    }
+                    Ok((head, records)) => self.keep(&tenant, head, records).await,
                     Err(reason) => {
                         tracing::debug!(tenant = %tenant, reason = %reason, "cannot warm HR records");
                     }
@@ -194,10 +220,7 @@ impl OrgWriter {
                 other => other.into(),
             })?;
         if let Some(records) = next_records {
-            self.records
-                .lock()
-                .await
-                .insert(tenant.to_owned(), (head, records));
+            self.keep(tenant, head, records).await;
         }
         tracing::debug!(
             tenant,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::Utc;
 use ontoloop_core::supervisor::{Category, Proposal, Route, Supervisor, SupervisorPolicy, Verdict};
+use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{RateRecord, Store, StoreError};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -22,15 +23,22 @@ pub struct Supervision {
     store: Store,
 }
 
-/// Each tenant's supervisor (loaded on first use) and the one generator they draw from.
+/// Each tenant's supervisor (loaded on first use) and the one generator they draw from. The
+/// supervisors are kept under `[cache.supervisors]`: every lesson is stored as it is learned, so
+/// an evicted tenant's rates are read back from the store on its next proposal or decision.
 struct State {
-    tenants: HashMap<String, Supervisor>,
+    tenants: Lru<Supervisor>,
     rng: StdRng,
 }
 
 impl Supervision {
-    /// Loads every tenant's learned rates; seeds the generator from settings (0: from the OS).
-    pub async fn load(store: Store, policy: &SupervisorPolicy) -> Result<Self, StoreError> {
+    /// Loads every tenant's learned rates (as many tenants as `budget` keeps); seeds the
+    /// generator from settings (0: from the OS).
+    pub async fn load(
+        store: Store,
+        policy: &SupervisorPolicy,
+        budget: CacheBudget,
+    ) -> Result<Self, StoreError> {
         let mut rates: HashMap<String, BTreeMap<Category, f64>> = HashMap::new();
         for record in store.every_supervisor_rate().await? {
             let (tenant, category, rate) = split(record);
@@ -40,15 +48,15 @@ impl Supervision {
             0 => StdRng::from_os_rng(),
             seed => StdRng::seed_from_u64(seed),
         };
+        let mut tenants = Lru::new(budget);
+        for (tenant, rates) in rates {
+            let bytes = rates.len() * RATE_BYTES;
+            tenants.insert(&tenant, Supervisor::with_rates(rates), bytes);
+        }
+        crate::metrics::cache_entries("analyst_supervisors", tenants.len());
         Ok(Self {
             policy: policy.clone(),
-            state: Mutex::new(State {
-                tenants: rates
-                    .into_iter()
-                    .map(|(tenant, rates)| (tenant, Supervisor::with_rates(rates)))
-                    .collect(),
-                rng,
-            }),
+            state: Mutex::new(State { tenants, rng }),
             store,
         })
     }
@@ -92,10 +100,10 @@ impl Supervision {
     /// The tenant's supervisor, its stored rates read when this process holds none.
     async fn supervisor<'a>(
         &self,
-        tenants: &'a mut HashMap<String, Supervisor>,
+        tenants: &'a mut Lru<Supervisor>,
         tenant: &str,
     ) -> Result<&'a mut Supervisor, StoreError> {
-        if !tenants.contains_key(tenant) {
+        if tenants.peek(tenant).is_none() {
             let rates: BTreeMap<Category, f64> = self
                 .store
                 .supervisor_rates(tenant)
@@ -106,11 +114,17 @@ impl Supervision {
                     (category, rate)
                 })
                 .collect();
-            tenants.insert(tenant.to_owned(), Supervisor::with_rates(rates));
+            let bytes = rates.len() * RATE_BYTES;
+            tenants.insert(tenant, Supervisor::with_rates(rates), bytes);
+            crate::metrics::cache_entries("analyst_supervisors", tenants.len());
         }
-        Ok(tenants.entry(tenant.to_owned()).or_default())
+        // Just loaded if it was not kept: the newest entry is never the one evicted.
+        Ok(tenants.get_or_insert_with(tenant, || (Supervisor::default(), 0)))
     }
 }
+
+/// Estimated bytes one learned rate takes.
+const RATE_BYTES: usize = 128;
 
 /// A stored rate as its tenant, category and rate.
 fn split(record: RateRecord) -> (String, Category, f64) {
@@ -125,6 +139,13 @@ fn split(record: RateRecord) -> (String, Category, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn budget() -> CacheBudget {
+        CacheBudget {
+            max_entries: 1,
+            max_bytes: 0,
+        }
+    }
 
     fn category() -> Category {
         Category {
@@ -148,7 +169,7 @@ mod tests {
             .expect("settings");
         let store = Store::open(&settings.store).await.expect("store");
         let policy = &settings.supervisor;
-        let supervision = Supervision::load(store.clone(), policy)
+        let supervision = Supervision::load(store.clone(), policy, budget())
             .await
             .expect("load");
         let mut rate = 0.0;
@@ -168,9 +189,20 @@ mod tests {
             (policy.base_rate * policy.approve_factor).max(policy.min_rate),
             "globex starts from the base rate, not from acme's lessons"
         );
+        // Under a budget of one tenant, globex evicted acme: acme's next lesson starts from the
+        // rate the store kept, as if it had never left.
+        let again = supervision
+            .learn("acme", &category(), Verdict::Rejected)
+            .await
+            .expect("learn");
+        assert_eq!(
+            again,
+            (rate * policy.reject_factor).clamp(policy.min_rate, policy.max_rate)
+        );
+        rate = again;
 
         // A new process reads each tenant's own rates back.
-        let restarted = Supervision::load(store.clone(), policy)
+        let restarted = Supervision::load(store.clone(), policy, budget())
             .await
             .expect("load");
         let mut state = restarted.state.lock().await;

@@ -37,7 +37,10 @@ impl ontoloop_runtime::Service for Service {
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let views = Arc::new(plate::OrgViews::new(ctx.clone()));
-        let contexts = Arc::new(plate::context::Contexts::new(ctx.settings.org.contexts()));
+        let contexts = Arc::new(
+            plate::context::Contexts::new(ctx.settings.org.contexts())
+                .with_budget(ctx.settings.cache.context_graphs),
+        );
         let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
         let service = RetrievalServiceServer::new(Retrieval {
             snapshots: Snapshots::with_budget(

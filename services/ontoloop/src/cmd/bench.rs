@@ -1,6 +1,6 @@
-//! `ontoloop bench plate|signals|firewall|drift|extract|outage`: the benchmarks, each on a system of
-//! its own (SQLite in a temporary directory and, but for signals and outage, the in-process queue;
-//! outage on PostgreSQL) unless told otherwise.
+//! `ontoloop bench plate|signals|firewall|drift|extract|outage|memory`: the benchmarks, each on a
+//! system of its own (SQLite in a temporary directory and, but for signals and outage, the
+//! in-process queue; outage on PostgreSQL) unless told otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -103,6 +103,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Resident memory of the whole system in this process over many tenants' signals and Asks:
+    /// the curve after the warm-up (the first tenth of the load), and a failure when its end is
+    /// more than 10% above its start.
+    Memory {
+        /// Tenants, each with a small generated ontology and a few pages.
+        #[arg(long, default_value_t = 1000)]
+        tenants: usize,
+        /// Failure signals, through ReportSignals streams, spread over the tenants.
+        #[arg(long, default_value_t = 1_000_000)]
+        signals: u64,
+        /// Asks, spread over the tenants.
+        #[arg(long, default_value_t = 100_000)]
+        asks: u64,
+        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
+        #[arg(long)]
+        store_url: Option<String>,
+        /// RabbitMQ URL (sets queue.url; default: the in-process queue).
+        #[arg(long)]
+        amqp_url: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay every scenario of a world file through the services and grade every answer.
     Drift {
         /// The world file (format ontoloop.world/v1).
@@ -158,6 +181,40 @@ impl Command {
                 let report =
                     ontoloop::bench::signals::run(session.settings, signals, preload).await?;
                 print::bench_signals(&report, preload, json)?;
+            }
+            Command::Memory {
+                tenants,
+                signals,
+                asks,
+                store_url,
+                amqp_url,
+                json,
+            } => {
+                let scratch = Scratch::new(store_url)?;
+                let session = Session::load(config, &[])?;
+                let mut settings = scratch.settings(&session.settings);
+                if let Some(url) = amqp_url {
+                    settings.queue.url = url;
+                }
+                eprintln!("bench: starting every service in this process");
+                let local = Local::start(settings).await?;
+                let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
+                let load = ontoloop::bench::memory::Load {
+                    tenants,
+                    signals,
+                    asks,
+                };
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let report = ontoloop::bench::memory::run(&clients, load, &mut progress).await?;
+                local.stop().await?;
+                if json {
+                    println!("{}", serde_json::to_string(&report)?);
+                } else {
+                    print!("{}", report.to_text());
+                }
+                if !report.flat() {
+                    return Ok(ExitCode::FAILURE);
+                }
             }
             Command::Plate {
                 people,

@@ -5,10 +5,11 @@
 //! Time comes from tokio's clock (`tokio::time::Instant`), so tests drive it with the paused
 //! clock.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_org::context::{ContextError, ContextGraph, ContextRegistry, ContextSettings};
 use ontoloop_org::org::OrgGraph;
 use ontoloop_org::product::{EntityKind, ProductGraph};
@@ -111,12 +112,20 @@ pub fn build_parts(
     })
 }
 
-/// Every tenant's context graphs.
-#[derive(Debug)]
+/// Every tenant's context graphs, for at most `[cache.context_graphs]` tenants: a graph is built
+/// from the org and product graphs (the store's), so an evicted tenant's graphs are built again
+/// on their next open, with a fresh time to live; until then an extend or a close of one answers
+/// as for a graph that expired.
 pub struct Contexts {
     settings: ContextSettings,
-    tenants: Mutex<HashMap<String, ContextRegistry>>,
+    tenants: Mutex<Lru<ContextRegistry>>,
 }
+
+/// The `[cache.context_graphs]` defaults, for contexts built without settings.
+const DEFAULT_BUDGET: CacheBudget = CacheBudget {
+    max_entries: 1000,
+    max_bytes: 0,
+};
 
 /// A context graph as handed out, with when it expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,8 +143,14 @@ impl Contexts {
     pub fn new(settings: ContextSettings) -> Self {
         Contexts {
             settings,
-            tenants: Mutex::new(HashMap::new()),
+            tenants: Mutex::new(Lru::new(DEFAULT_BUDGET)),
         }
+    }
+
+    /// These contexts holding the graphs of at most as many tenants as `budget` keeps.
+    pub fn with_budget(mut self, budget: CacheBudget) -> Self {
+        self.tenants = Mutex::new(Lru::new(budget));
+        self
     }
 
     /// The project's live graph, or one built now with `build`.
@@ -147,9 +162,8 @@ impl Contexts {
     ) -> Result<Opened, E> {
         let now = now();
         let mut tenants = self.lock();
-        let registry = tenants
-            .entry(tenant.to_owned())
-            .or_insert_with(|| ContextRegistry::new(self.settings));
+        let registry =
+            tenants.get_or_insert_with(tenant, || (ContextRegistry::new(self.settings), 0));
         if let Some(graph) = registry.get(project, now) {
             let graph = graph.clone();
             return Ok(self.opened(graph, now, false));
@@ -164,6 +178,7 @@ impl Contexts {
                 now,
             )
             .clone();
+        super::cache_entries("retrieval_context_graphs", tenants.len());
         Ok(self.opened(graph, now, true))
     }
 
@@ -196,7 +211,7 @@ impl Contexts {
 
     /// Number of graphs held (live or awaiting the sweeper).
     pub fn len(&self) -> usize {
-        self.lock().values().map(ContextRegistry::len).sum()
+        self.lock().iter().map(|(_, registry)| registry.len()).sum()
     }
 
     /// Whether no graphs are held.
@@ -214,7 +229,7 @@ impl Contexts {
                 registry
                     .sweep(now)
                     .into_iter()
-                    .map(|project| (tenant.clone(), project)),
+                    .map(|project| (tenant.to_owned(), project)),
             );
         }
         tenants.retain(|_, registry| !registry.is_empty());
@@ -251,7 +266,7 @@ impl Contexts {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ContextRegistry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<ContextRegistry>> {
         // Every critical section leaves the map consistent, so a poisoned lock is safe to use.
         self.tenants.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -343,6 +358,52 @@ mod tests {
             build_parts(&bad, &org, &product),
             Err(BuildError::UnknownService("nope".into()))
         );
+    }
+
+    /// Under a budget of two tenants, a third tenant's graph evicts the least recently used
+    /// tenant's; that tenant's next open builds the same graph again, and extending the evicted
+    /// one answers as for an expired graph.
+    #[tokio::test(start_paused = true)]
+    async fn graphs_of_at_most_the_budgeted_tenants_are_held_and_rebuilt_alike() {
+        let (org, product) = graphs();
+        let contexts = Contexts::new(ContextSettings::default()).with_budget(CacheBudget {
+            max_entries: 2,
+            max_bytes: 0,
+        });
+        let open = |tenant: &str| {
+            contexts
+                .open(tenant, "apollo", || {
+                    build_parts(&spec("core"), &org, &product)
+                })
+                .expect("builds")
+        };
+        let first = open("acme");
+        open("globex");
+        open("initech");
+        assert_eq!(contexts.len(), 2, "acme's graph was evicted");
+        assert_eq!(
+            contexts.extend("acme", "apollo", DAY),
+            Err(ContextError::NotFound("apollo".into()))
+        );
+        let again = open("acme");
+        assert!(again.created, "built again");
+        let parts = |opened: &Opened| {
+            (
+                opened
+                    .graph
+                    .members()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>(),
+                opened
+                    .graph
+                    .dependencies()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>(),
+                opened.graph.constraints().to_vec(),
+            )
+        };
+        assert_eq!(parts(&again), parts(&first));
+        assert_eq!(contexts.len(), 2);
     }
 
     /// A caller-given extension of any size, u64::MAX seconds included, is clamped instead of

@@ -15,10 +15,10 @@ pub mod context;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ontoloop_core::SignalType;
+use ontoloop_core::{Lru, SignalType};
 use ontoloop_org::hr::{self, HrEvent, OrgRecords};
 use ontoloop_org::items::{ItemIndex, WorkItem};
 use ontoloop_org::org::OrgGraph;
@@ -30,6 +30,16 @@ use ontoloop_settings::OrgSettings;
 use ontoloop_store::{OrgChange, Store, StoreError, change_kind};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// Sets `ontoloop_cache_entries{cache}`, the gauge every bounded per-tenant cache reports.
+pub(crate) fn cache_entries(cache: &str, entries: usize) {
+    ontoloop_observability::metrics::global().set(
+        ontoloop_readmodel::CACHE_ENTRIES_METRIC,
+        "Entries (tenants) a bounded per-tenant cache keeps.",
+        &[("cache", cache)],
+        entries as f64,
+    );
+}
 
 /// Why a tenant's graphs could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -116,12 +126,14 @@ pub enum Refreshed {
     Rebuilt,
 }
 
-/// Every tenant's graphs, loaded on first use and kept current by [`OrgViews::watch`].
+/// Every tenant's graphs, loaded on first use and kept current by [`OrgViews::watch`]. At most
+/// `[cache.org_views]` tenants are held: the graphs are built from the store, so an evicted
+/// tenant is rebuilt on its next question.
 pub struct OrgViews {
     ctx: Context,
     store: Store,
     settings: OrgSettings,
-    tenants: RwLock<HashMap<String, Arc<Slot>>>,
+    tenants: Mutex<Lru<Arc<Slot>>>,
 }
 
 impl OrgViews {
@@ -130,8 +142,8 @@ impl OrgViews {
         OrgViews {
             store: ctx.store.clone(),
             settings: ctx.settings.org.clone(),
+            tenants: Mutex::new(Lru::new(ctx.settings.cache.org_views)),
             ctx,
-            tenants: RwLock::new(HashMap::new()),
         }
     }
 
@@ -189,10 +201,10 @@ impl OrgViews {
                 _ = ticks.tick() => {}
             }
             let held: Vec<(String, Arc<Slot>)> = {
-                let tenants = self.tenants.read().unwrap_or_else(PoisonError::into_inner);
+                let tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
                 tenants
                     .iter()
-                    .map(|(tenant, slot)| (tenant.clone(), Arc::clone(slot)))
+                    .map(|(tenant, slot)| (tenant.to_owned(), Arc::clone(slot)))
                     .collect()
             };
             if held.is_empty() {
@@ -244,20 +256,24 @@ impl OrgViews {
 
     fn slot(&self, tenant: &str) -> Option<Arc<Slot>> {
         self.tenants
-            .read()
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(tenant)
             .cloned()
     }
 
     fn insert_slot(&self, tenant: &str) -> Arc<Slot> {
-        let mut tenants = self.tenants.write().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(tenants.entry(tenant.to_owned()).or_insert_with(|| {
-            Arc::new(Slot {
+        let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = Arc::clone(tenants.get_or_insert_with(tenant, || {
+            let slot = Slot {
                 view: Swap::new(TenantView::empty()),
                 sources: tokio::sync::Mutex::new(Sources::default()),
-            })
-        }))
+            };
+            // Counted by entries: a tenant's graphs are sized by its organisation.
+            (Arc::new(slot), 0)
+        }));
+        cache_entries("retrieval_org_views", tenants.len());
+        slot
     }
 
     /// Brings a held tenant to `stored` (or later): patched from the change log when it can be,
