@@ -14,6 +14,7 @@ mod m20261201_040000_model_stage;
 mod m20261201_050000_supervisor_rate_per_tenant;
 mod m20261201_060000_intake_sequence_per_tenant;
 mod m20261201_070000_intake_outbox;
+mod m20261201_080000_intake_order;
 mod m20261201_090000_retention;
 
 /// Every migration, oldest first.
@@ -32,6 +33,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_050000_supervisor_rate_per_tenant::Migration),
             Box::new(m20261201_060000_intake_sequence_per_tenant::Migration),
             Box::new(m20261201_070000_intake_outbox::Migration),
+            Box::new(m20261201_080000_intake_order::Migration),
             Box::new(m20261201_090000_retention::Migration),
         ]
     }

@@ -265,6 +265,28 @@ impl Store {
             .map(|row| row.body))
     }
 
+    /// The tenant's intake events still pending with a number below `seq`, lowest first, at most
+    /// `limit` of them: number and stored body. Read through the (tenant, state, number) index,
+    /// so only the tenant's pending rows are visited.
+    pub async fn intake_pending_before(
+        &self,
+        tenant: &str,
+        seq: i64,
+        limit: u64,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        Ok(intake_event::Entity::find()
+            .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
+            .filter(intake_event::Column::TenantSeq.lt(seq))
+            .order_by_asc(intake_event::Column::TenantSeq)
+            .limit(limit)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|row| (row.tenant_seq, row.body))
+            .collect())
+    }
+
     /// Waits until the tenant's intake event `seq` is settled (read-your-writes), polling every
     /// 5 ms for at most `timeout`. Another tenant's number is [`Settled::Unknown`] at once.
     pub async fn wait_settled(

@@ -252,11 +252,64 @@ async fn sampling_rates_are_per_tenant(store: &Store) {
     );
 }
 
+async fn pending_events_before_a_number_are_the_tenants_own(store: &Store) {
+    let now = Utc::now();
+    for (tenant, body) in [
+        ("order-a", "a1"),
+        ("order-b", "b1"),
+        ("order-a", "a2"),
+        ("order-a", "a3"),
+        ("order-a", "a4"),
+    ] {
+        store
+            .intake_append(tenant, None, "doc.upsert", body, now)
+            .await
+            .expect("append");
+    }
+    // The second is settled (failed here; applied is the same for the look-up).
+    store
+        .intake_fail("order-a", 2, "refused")
+        .await
+        .expect("fail");
+    assert_eq!(
+        store
+            .intake_pending_before("order-a", 4, 10)
+            .await
+            .expect("read"),
+        vec![(1, "a1".to_owned()), (3, "a3".to_owned())],
+        "the tenant's own pending events below the number, lowest first; settled ones skipped"
+    );
+    assert_eq!(
+        store
+            .intake_pending_before("order-a", 4, 1)
+            .await
+            .expect("read"),
+        vec![(1, "a1".to_owned())],
+        "at most the limit"
+    );
+    assert!(
+        store
+            .intake_pending_before("order-a", 1, 10)
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .intake_pending_before("order-b", 5, 10)
+            .await
+            .expect("read"),
+        vec![(1, "b1".to_owned())],
+        "never another tenant's"
+    );
+}
+
 async fn all(store: &Store) {
     intake_numbers_belong_to_their_tenant(store).await;
     intake_numbers_are_counted_per_tenant(store).await;
     signal_keys_do_not_collide(store).await;
     sampling_rates_are_per_tenant(store).await;
+    pending_events_before_a_number_are_the_tenants_own(store).await;
 }
 
 #[tokio::test]

@@ -37,6 +37,7 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261201_050000_supervisor_rate_per_tenant".to_owned(),
             "m20261201_060000_intake_sequence_per_tenant".to_owned(),
             "m20261201_070000_intake_outbox".to_owned(),
+            "m20261201_080000_intake_order".to_owned(),
             "m20261201_090000_retention".to_owned(),
         ]
     );

@@ -22,6 +22,10 @@ use tokio::sync::Mutex;
 use crate::org::OrgWriter;
 use crate::refusal::{Refusal, already_settled, settle};
 
+/// Earlier pending events of a tenant read from the intake log at a time (see
+/// [`KnowledgeWriter::apply_earlier`]).
+const EARLIER_BATCH: u64 = 256;
+
 /// The `[cache.knowledge]` defaults, for a writer built without settings.
 const DEFAULT_BUDGET: CacheBudget = CacheBudget {
     max_entries: 1000,
@@ -44,10 +48,6 @@ impl TenantKnowledge {
     fn current_pages(&self) -> Vec<PageVersion> {
         ontoloop_core::knowledge::current_versions(&self.pages)
     }
-}
-
-/// The analyst's writer of knowledge; organisation events it hands to its [`OrgWriter`].
-#[derive(Clone)]
 
     /// Approximate memory: every page version's text, and a fixed share per fact.
     fn approx_bytes(&self) -> usize {
@@ -58,6 +58,10 @@ impl TenantKnowledge {
             .sum();
         text + self.graph.facts().len() * FACT_BYTES
     }
+}
+
+/// The analyst's writer of knowledge; organisation events it hands to its [`OrgWriter`].
+#[derive(Clone)]
 pub struct KnowledgeWriter {
     store: Store,
     extraction: ExtractionSetup,
@@ -80,10 +84,6 @@ impl KnowledgeWriter {
         }
     }
 
-    /// Loads ahead the HR records of tenants whose organisation changed without this writer
-    /// (see [`OrgWriter::warm`]).
-    pub async fn warm_org(&self) {
-        self.org.warm().await;
     /// This writer with the tenants' knowledge kept under `knowledge` and their HR records
     /// under `records` (the `[cache]` settings), instead of the defaults.
     pub fn with_budgets(mut self, knowledge: CacheBudget, records: CacheBudget) -> Self {
@@ -99,6 +99,10 @@ impl KnowledgeWriter {
         crate::metrics::cache_entries("analyst_knowledge", tenants.len());
     }
 
+    /// Loads ahead the HR records of tenants whose organisation changed without this writer
+    /// (see [`OrgWriter::warm`]).
+    pub async fn warm_org(&self) {
+        self.org.warm().await;
     }
 
     /// Applies an event the analyst itself decided on (a healing action), as one commit.
@@ -168,11 +172,86 @@ impl KnowledgeWriter {
                 return settle(&self.store, &tenant, seq, Err(refused)).await;
             }
         };
-        if let Some(handled) = self.org.handle(&envelope, Some(message)).await {
+        if let Some(seq) = envelope.seq
+            && let Some(wait) = self.apply_earlier(&envelope.tenant, seq).await
+        {
+            return wait;
+        }
+        self.handle_envelope(&envelope, Some(message)).await
+    }
+
+    /// Applies one event (org or knowledge) and settles its intake entry.
+    async fn handle_envelope(
+        &self,
+        envelope: &EventEnvelope,
+        message: Option<&Message>,
+    ) -> Handled {
+        if let Some(handled) = self.org.handle(envelope, message).await {
             return handled;
         }
-        let applied = self.apply(&envelope, Some(message)).await;
+        let applied = self.apply(envelope, message).await;
         settle(&self.store, &envelope.tenant, envelope.seq, applied).await
+    }
+
+    /// Applies the tenant's events still pending with a number below `seq`, lowest first, read
+    /// from the intake log: events apply in intake order whichever replica or delivery brings
+    /// them, so page versions and record values follow the order of intake. An earlier event a
+    /// replica is applying at the same moment is settled once (the knowledge or org version
+    /// guard makes the second commit a redelivery). `None` when nothing earlier is left pending;
+    /// otherwise what to do with the event at hand: it waits (retried) while an earlier one
+    /// cannot apply yet. An earlier event that can never apply is settled failed with its reason
+    /// and does not hold the later ones back.
+    async fn apply_earlier(&self, tenant: &str, seq: i64) -> Option<Handled> {
+        // Numbers at or below `done` were handled here already: one that stays pending anyway is
+        // not taken again, so the loop always ends.
+        let mut done = 0;
+        loop {
+            let pending = match self
+                .store
+                .intake_pending_before(tenant, seq, EARLIER_BATCH)
+                .await
+            {
+                Ok(pending) => pending,
+                Err(err) => {
+                    return Some(Handled::Retry(format!(
+                        "read the earlier pending events of {tenant}: {err}"
+                    )));
+                }
+            };
+            let pending: Vec<_> = pending.into_iter().filter(|(n, _)| *n > done).collect();
+            if pending.is_empty() {
+                return None;
+            }
+            for (earlier, body) in pending {
+                done = earlier;
+                let message = ontoloop_runtime::outbox::event_message(tenant, earlier, &body);
+                let handled = match EventEnvelope::parse(&message.body) {
+                    Ok(envelope) => self.handle_envelope(&envelope, Some(&message)).await,
+                    Err(reason) => {
+                        let refused = Refusal::Invalid(format!("invalid event: {reason}"));
+                        settle(&self.store, tenant, Some(earlier), Err(refused)).await
+                    }
+                };
+                match handled {
+                    Handled::Done => {}
+                    Handled::Reject(reason) => tracing::warn!(
+                        tenant,
+                        seq = earlier,
+                        reason,
+                        "earlier event refused while applying events in order"
+                    ),
+                    wait => {
+                        tracing::debug!(
+                            tenant,
+                            seq,
+                            earlier,
+                            "event waits for an earlier one of its tenant"
+                        );
+                        return Some(wait);
+                    }
+                }
+            }
+        }
     }
 
     async fn apply(
