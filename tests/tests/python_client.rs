@@ -2,7 +2,8 @@
 //! services twice — with `auth.mode = "jwt"` and an HS256 secret, and with auth off (the caller
 //! named in the request) over mTLS with a CA made here — loads a small world into each (an ontology, a pricing page, a forum
 //! post, an architecture page), then runs the client's own pytest suite
-//! (`clients/python/tests`) with the project's Python environment (`.venv/`, made by
+//! (`clients/python/tests`, among them a server-reflection client that builds an `Ask` from the
+//! served descriptors alone) with the project's Python environment (`.venv/`, made by
 //! `scripts/python-client-env.sh`, which `make test` runs first) and asserts it passes. The
 //! suite gets the addresses and tokens in `ONTOLOOP_TEST_*` variables; its output is printed.
 
