@@ -121,7 +121,7 @@ async fn push(
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut tries = 0u32;
     loop {
-        let client = if tries % 2 == 0 {
+        let client = if tries.is_multiple_of(2) {
             &mut *first
         } else {
             &mut *second
@@ -197,7 +197,7 @@ async fn two_replicas_apply_each_tenants_events_in_intake_order() {
                     let (mut a, mut b) = (a_telemetry.clone(), b_telemetry.clone());
                     let pushed = pushed.clone();
                     async move {
-                        let (first, second) = if i % 2 == 0 {
+                        let (first, second) = if i.is_multiple_of(2) {
                             (&mut a, &mut b)
                         } else {
                             (&mut b, &mut a)
