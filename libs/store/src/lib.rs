@@ -265,12 +265,11 @@ impl Store {
         received_at: DateTime<Utc>,
     ) -> Result<Vec<String>, StoreError> {
         use entity::inbox_message::{ActiveModel, Column, Entity};
-        use sea_orm::TransactionTrait;
         if messages.is_empty() {
             return Ok(Vec::new());
         }
         let ids: Vec<String> = messages.iter().map(|(id, _)| id.clone()).collect();
-        let txn = self.db.begin().await?;
+        let txn = self.begin_write().await?;
         let mut known: std::collections::HashSet<String> = std::collections::HashSet::new();
         // Bounded IN lists keep every backend's parameter limit far away.
         for chunk in ids.chunks(500) {
@@ -367,6 +366,25 @@ impl Store {
     pub async fn close(self) -> Result<(), StoreError> {
         self.db.close().await?;
         Ok(())
+    }
+
+    /// A transaction that will write after it reads. On SQLite it takes the write lock up front
+    /// (a write that changes nothing, as `BEGIN IMMEDIATE` would): a transaction that reads
+    /// first and writes later cannot wait for the lock (in WAL mode its snapshot may be stale by
+    /// then) and fails with "database is locked" at once whenever another connection wrote
+    /// meanwhile — under a busy intake that failed every retry of a signal batch until the
+    /// consumer dead-lettered it. Taken first, the lock is waited for (the busy timeout).
+    /// PostgreSQL needs nothing: its row locks and constraints already serialise the writers.
+    pub(crate) async fn begin_write(&self) -> Result<sea_orm::DatabaseTransaction, StoreError> {
+        use sea_orm::{ConnectionTrait, TransactionTrait};
+        let txn = self.db.begin().await?;
+        if self.backend() == Backend::Sqlite {
+            txn.execute_unprepared(
+                "UPDATE tenant_state SET knowledge_version = knowledge_version WHERE 0",
+            )
+            .await?;
+        }
+        Ok(txn)
     }
 
     async fn tune_sqlite(&self) -> Result<(), StoreError> {

@@ -257,7 +257,7 @@ impl Store {
                 foreign.id, foreign.tenant
             ))));
         }
-        let txn = self.db.begin().await?;
+        let txn = self.begin_write().await?;
         let now = commit_time();
         let current = org_state::Entity::find_by_id(tenant.to_owned())
             .one(&txn)

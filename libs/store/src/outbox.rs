@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
     ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    TransactionTrait,
 };
 
 use crate::entity::{intake_event, signal_intake};
@@ -63,7 +62,7 @@ impl Store {
         limit: u64,
         ignore_leases: bool,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let txn = self.db.begin().await?;
+        let txn = self.begin_write().await?;
         let postgres = self.backend() == crate::Backend::Postgres;
         let rows = match kind {
             OutboxKind::Event => {

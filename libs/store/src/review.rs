@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
-    TransactionTrait,
 };
 use serde::{Deserialize, Serialize};
 
@@ -309,7 +308,7 @@ impl Store {
         decision: &DecisionRecord,
     ) -> Result<DecideOutcome, StoreError> {
         use proposed_update::Column;
-        let txn = self.db.begin().await?;
+        let txn = self.begin_write().await?;
         let Some(current) = proposed_update::Entity::find_by_id(update_id.to_owned())
             .filter(Column::Tenant.eq(tenant))
             .one(&txn)
