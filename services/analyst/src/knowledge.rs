@@ -474,7 +474,13 @@ fn step(
     };
     let report = MaintenanceReport {
         graph_writes: changes.writes,
-        pages_total: knowledge.current_pages().len() as u64,
+        // Counted, not collected: cloning every current page per event cost O(pages) copies.
+        pages_total: knowledge
+            .pages
+            .iter()
+            .map(|p| p.source_id.as_str())
+            .collect::<std::collections::HashSet<_>>()
+            .len() as u64,
         ..report
     };
     commit.runs.push(RunRecord {
