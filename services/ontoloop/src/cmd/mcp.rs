@@ -56,6 +56,15 @@ impl Args {
                 .parse()
                 .with_context(|| format!("--http {addr:?}: expected PORT or HOST:PORT"))?,
         };
+        // Without a token, an HTTP request acts as the `--as` caller (or the settings' default
+        // caller): fine for a loopback-only trial, never for a port others can reach.
+        if !addr.ip().is_loopback() && fallback.is_some() {
+            anyhow::bail!(
+                "--http {addr}: a caller of its own (--as or the settings' default caller) is \
+                 served over HTTP only on loopback, since a request without a token would act \
+                 as it; on another address give each request its token and no --as"
+            );
+        }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("bind {addr}"))?;

@@ -444,10 +444,13 @@ impl Server {
             })
             .filter(|a| !a.trim().is_empty())
             .unwrap_or_else(|| "mcp-client".to_owned());
+        // A fresh key per call: the time alone could repeat between concurrent calls (or two
+        // servers), and the second signal would be taken for a duplicate.
         let idempotency_key = args.idempotency_key.unwrap_or_else(|| {
             format!(
-                "mcp-{}",
-                chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
+                "mcp-{}-{:016x}",
+                chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default(),
+                rand::random::<u64>()
             )
         });
         let request = match self.request(&ctx, |caller| v1::Signal {
