@@ -350,8 +350,15 @@ async fn every_bounded_resource_is_accepted_under_and_refused_over_its_limit() {
     let refusal = loop {
         for slot in held.iter_mut() {
             if slot.1.is_finished() {
-                *slot = held_stream(&clients.telemetry, again).await;
+                let (_, ended) =
+                    std::mem::replace(slot, held_stream(&clients.telemetry, again).await);
                 again += 1;
+                // It may only have run out of time.
+                refused(
+                    ended.await.expect("the call task"),
+                    Code::DeadlineExceeded,
+                    "services.request_timeout_ms",
+                );
             }
         }
         match telemetry.report_signal(signal(1001)).await {
