@@ -5,11 +5,11 @@
 //! - `ix_signal_intake_tenant_received` (tenant, received_at): `Store::signals_in_window`, the
 //!   one tenant's signal window `ListPatterns` clusters; also the tenant-and-window prefix of
 //!   `signal_queries` and `signal_first_seen` (the healer).
-//! - `ix_signal_intake_received` (received_at): `Store::prune_signal_intake`.
-//! - `ix_inbox_message_received` (received_at): `Store::prune_inbox` (and `inbox_since`).
-//! - `ix_intake_event_received` (received_at): `Store::prune_intake_events`. The apply order's
+//! - `ix_signal_intake_received` (received_at): `Store::prune` (`prune_signals`).
+//! - `ix_inbox_message_received` (received_at): `Store::prune` (`prune_inbox`) (and `inbox_since`).
+//! - `ix_intake_event_received` (received_at): `Store::prune` (`prune_events`). The apply order's
 //!   (tenant, state, tenant_seq) index is m20261201_080000's.
-//! - `ix_org_change_at` (at): `Store::prune_org_changes`. Retrieval's catch-up read
+//! - `ix_org_change_at` (at): `Store::prune` (`prune_org_changes`). Retrieval's catch-up read
 //!   (`org_changes`: tenant, version) is served by the primary key.
 //! - `ix_maintenance_run_tenant_id` (tenant, id): `maintenance_runs`, one tenant's runs in order
 //!   (`ListMaintenanceRuns`, the dashboard).
