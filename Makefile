@@ -61,7 +61,7 @@ test: python-client
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
 ## the signals benchmark through RabbitMQ, the broker-outage and plate benchmarks, and last the
-## memory benchmark at the issue's full size (1,000,000 signals: about 1.5 hours on 2 cores), in a
+## memory benchmark at the issue's full size (1,000,000 signals: about 35 minutes on 2 cores), in a
 ## release build (latency figures mean nothing in a debug build)
 # The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
 WORLDS ?= $(wildcard ../shared/bench/*.world.json tests/fixtures/*.world.json)
