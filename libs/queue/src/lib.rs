@@ -4,7 +4,8 @@
 //! the broker confirmed, manual acknowledgement, a dead-letter queue that keeps the rejection
 //! reason in a header, redelivery of whatever a dead consumer held — and provides them on
 //! RabbitMQ ([`AmqpQueue`], via lapin) and in process ([`MemoryQueue`], the embedded default).
-//! It never interprets message bodies: they are bytes here.
+//! A publish adds the publisher's W3C trace context to the message's headers (AMQP headers on
+//! RabbitMQ) when traces are on. It never interprets message bodies: they are bytes here.
 
 mod amqp;
 mod memory;
@@ -110,6 +111,13 @@ impl Message {
         self.headers.insert(key.into(), value.into());
         self
     }
+}
+
+/// `message` with the publisher's trace context in its headers (`traceparent`, `tracestate`),
+/// unless it carries one already, so the consumer's span continues the publisher's trace.
+fn traced(mut message: Message) -> Message {
+    ontoloop_observability::trace::inject_current(&mut message.headers);
+    message
 }
 
 /// A random 128-bit hex id.

@@ -7,6 +7,8 @@
 //! passing reason is put back after `queue.retry_delay_ms`, and after `queue.max_attempts`
 //! deliveries it is dead-lettered with the last reason; a handler that panics counts as such a
 //! failure. Invalid messages are dead-lettered at once by their handlers ([`Handled::Reject`]).
+//! Each delivery (each batch) is handled in a span that continues the trace its publisher put in
+//! the message's headers.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
+use tracing::Instrument as _;
 
 use ontoloop_queue::{Delivery, QueueError, SharedQueue};
 use tokio_util::sync::CancellationToken;
@@ -134,8 +137,17 @@ where
                     break;
                 }
             };
+            let span = tracing::info_span!(
+                "consume",
+                otel.kind = "consumer",
+                messaging.destination.name = name,
+                messaging.message.id = %delivery.message.id,
+                trace_id = tracing::field::Empty,
+            );
+            ontoloop_observability::trace::follow(&span, &delivery.message.headers);
             let handled = AssertUnwindSafe(handler(&delivery.message, delivery.redelivered))
                 .catch_unwind()
+                .instrument(span)
                 .await
                 .unwrap_or_else(|_| Handled::Retry("the handler panicked".to_owned()));
             let outcome = attempts.judge(&delivery.message.id, handled, options.max_attempts);
@@ -193,9 +205,19 @@ where
                     Some(None) | None => break,
                 }
             }
-            let messages = batch.iter().map(|d| d.message.clone()).collect();
+            let messages: Vec<_> = batch.iter().map(|d| d.message.clone()).collect();
+            // One span for the batch: a child of its first message's trace, linked to the others.
+            let span = tracing::info_span!(
+                "consume_batch",
+                otel.kind = "consumer",
+                messaging.destination.name = name,
+                messaging.batch.message_count = messages.len(),
+                trace_id = tracing::field::Empty,
+            );
+            ontoloop_observability::trace::follow_many(&span, messages.iter().map(|m| &m.headers));
             let outcomes = AssertUnwindSafe(handler(messages))
                 .catch_unwind()
+                .instrument(span)
                 .await
                 .unwrap_or_default();
             let mut outcomes = outcomes.into_iter();

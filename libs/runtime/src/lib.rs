@@ -9,8 +9,9 @@
 //! sits behind (`auth`: bearer token, role by method, the identity in the request's extensions;
 //! no serving on a non-loopback address with `auth.mode = "off"`; the keys, from a JWKS file or a
 //! JWKS URL fetched again in the background, `jwks`), with TLS and mTLS from `[tls]` (`tls`: the
-//! servers' rustls configs, gRPC and HTTPS, and the clients' endpoints). It holds no service
-//! behaviour of its own.
+//! servers' rustls configs, gRPC and HTTPS, and the clients' endpoints). Every gRPC call runs in
+//! a span that continues the caller's W3C trace context (`trace`), and consumers handle each
+//! message in a span that continues its publisher's. It holds no service behaviour of its own.
 
 pub mod auth;
 mod consume;
@@ -24,6 +25,7 @@ mod serve;
 mod service;
 pub mod signals;
 pub mod tls;
+mod trace;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -189,7 +191,12 @@ pub async fn shutdown_signal() {
 pub async fn start(kind: ontoloop_core::ServiceKind) -> anyhow::Result<(Settings, Listeners)> {
     let file = std::env::var_os("ONTOLOOP_CONFIG").map(std::path::PathBuf::from);
     let settings = Settings::load(file.as_deref()).context("load settings")?;
-    ontoloop_observability::init(&settings.log).context("set up logging")?;
+    ontoloop_observability::init_with_traces(
+        &settings.log,
+        &settings.otlp,
+        &format!("ontoloop-{}", kind.name()),
+    )
+    .context("set up logging")?;
     let listeners = bind(&settings, kind).await?;
     Ok((settings, listeners))
 }

@@ -95,6 +95,7 @@ pub(crate) async fn serve_grpc(
         server = server.tls_config(tls)?;
     }
     server
+        .layer(crate::trace::TraceLayer::new(kind))
         .layer(crate::limits::LimitLayer::new(limits))
         .layer(crate::auth::AuthLayer::new(verifier))
         .add_routes(routes.routes())

@@ -107,7 +107,10 @@ impl Parts {
 /// or SIGTERM.
 pub async fn main<S: Service>() -> anyhow::Result<()> {
     let (settings, listeners) = crate::start(S::KIND).await?;
-    run::<S>(listeners, settings, crate::shutdown_signal()).await
+    let outcome = run::<S>(listeners, settings, crate::shutdown_signal()).await;
+    // The last spans (the drain) are exported before the process ends.
+    let _ = tokio::task::spawn_blocking(ontoloop_observability::shutdown_traces).await;
+    outcome
 }
 
 /// Connects what the service needs from `settings`, then serves until `shutdown` resolves.

@@ -80,6 +80,8 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
+    /// OpenTelemetry traces exported over OTLP (off while `otlp.endpoint` is empty).
+    pub otlp: OtlpSettings,
 }
 
 /// The budgets of the per-tenant caches (`[cache.<kind>]`).
@@ -408,6 +410,57 @@ pub struct LogSettings {
     pub json: bool,
 }
 
+/// OpenTelemetry traces exported over OTLP/gRPC (`[otlp]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpSettings {
+    /// The collector's OTLP/gRPC endpoint, `http://host:4317`; empty: no traces are exported.
+    pub endpoint: String,
+    /// `service.name` of the exported spans; empty: the binary's own name.
+    pub service_name: String,
+    /// Longest wait for the collector to take one batch.
+    pub export_timeout_ms: u64,
+    /// Share of new traces recorded, 0.0 to 1.0; a trace begun by a caller follows the caller's
+    /// sampling decision.
+    pub sampling_ratio: f64,
+    /// Spans waiting for export at most; more are dropped (the service never waits for them).
+    pub max_queue_size: u32,
+}
+
+impl OtlpSettings {
+    /// Whether traces are exported.
+    pub fn enabled(&self) -> bool {
+        !self.endpoint.trim().is_empty()
+    }
+
+    fn validate(&self) -> Result<(), SettingsError> {
+        if self.enabled() {
+            let endpoint = self.endpoint.trim();
+            let Some(rest) = endpoint.strip_prefix("http://") else {
+                return Err(invalid(
+                    "otlp.endpoint",
+                    format!(
+                        "{endpoint:?} is not an http://host:port OTLP/gRPC endpoint (TLS to the \
+                         collector is not supported: run a collector beside the service)"
+                    ),
+                ));
+            };
+            if rest.is_empty() || rest.starts_with('/') {
+                return Err(invalid("otlp.endpoint", "names no host"));
+            }
+        }
+        positive("otlp.export_timeout_ms", self.export_timeout_ms)?;
+        positive("otlp.max_queue_size", u64::from(self.max_queue_size))?;
+        if !(0.0..=1.0).contains(&self.sampling_ratio) {
+            return Err(invalid(
+                "otlp.sampling_ratio",
+                format!("{} is not between 0.0 and 1.0", self.sampling_ratio),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Which queue implementation the settings select.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueBackend {
@@ -612,6 +665,7 @@ impl Settings {
         self.extract.validate().map_err(in_section("extract"))?;
         self.auth.validate().map_err(in_section("auth"))?;
         self.tls.validate()?;
+        self.otlp.validate()?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),
@@ -796,6 +850,26 @@ mod tests {
         Loader::new()
             .env_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
             .load()
+    }
+
+    #[test]
+    fn otlp_is_off_by_default_and_refusals_name_their_key() {
+        let settings = load_with(&[]).expect("defaults are valid");
+        assert!(!settings.otlp.enabled());
+        let on = load_with(&[("ONTOLOOP__OTLP__ENDPOINT", "http://127.0.0.1:4317")])
+            .expect("an http endpoint is valid");
+        assert!(on.otlp.enabled());
+        for (key, value, named) in [
+            ("ONTOLOOP__OTLP__ENDPOINT", "127.0.0.1:4317", "otlp.endpoint"),
+            ("ONTOLOOP__OTLP__ENDPOINT", "https://collector:4317", "otlp.endpoint"),
+            ("ONTOLOOP__OTLP__ENDPOINT", "http://", "otlp.endpoint"),
+            ("ONTOLOOP__OTLP__SAMPLING_RATIO", "1.5", "otlp.sampling_ratio"),
+            ("ONTOLOOP__OTLP__EXPORT_TIMEOUT_MS", "0", "otlp.export_timeout_ms"),
+            ("ONTOLOOP__OTLP__MAX_QUEUE_SIZE", "0", "otlp.max_queue_size"),
+        ] {
+            let err = load_with(&[(key, value)]).expect_err(value).to_string();
+            assert!(err.contains(named), "{key}={value}: {err}");
+        }
     }
 
     #[test]

@@ -181,6 +181,11 @@ impl KnowledgeWriter {
     }
 
     /// Applies one event (org or knowledge) and settles its intake entry.
+    #[tracing::instrument(
+        name = "apply_event",
+        skip_all,
+        fields(service = "analyst", tenant = %envelope.tenant, seq = ?envelope.seq, kind = envelope.event.kind())
+    )]
     async fn handle_envelope(
         &self,
         envelope: &EventEnvelope,

@@ -35,7 +35,8 @@ impl Args {
             ],
         )?;
         let mut settings = session.settings;
-        ontoloop_observability::init(&settings.log).context("set up logging")?;
+        ontoloop_observability::init_with_traces(&settings.log, &settings.otlp, "ontoloop")
+            .context("set up logging")?;
         if settings.auth.mode == AuthMode::Dev {
             let path = settings.auth.dev_secret_file.clone();
             let secret = crate::dev_auth::load_or_create(Path::new(&path))
@@ -70,6 +71,8 @@ impl Args {
         {
             tracing::warn!("store did not close in time");
         }
+        // The last spans (the drain) are exported before the process ends.
+        let _ = tokio::task::spawn_blocking(ontoloop_observability::shutdown_traces).await;
         print::stopped();
         outcome?;
         Ok(ExitCode::SUCCESS)
