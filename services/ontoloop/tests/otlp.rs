@@ -5,7 +5,8 @@
 //! Ask, the intake's call a child of the client's span and the apply a descendant of the intake's
 //! call (the context crossed the queue in the message headers). Once on the embedded default (the
 //! in-process queue) and once on RabbitMQ (AMQP headers). A log line of the child carries the
-//! trace id. With no collector listening, requests are as quick and the failed export is logged.
+//! trace id. A ReportSignal with its own `traceparent` reaches the analyst's signal batch in that
+//! trace. With no collector listening, requests are as quick and the failed export is logged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead as _, BufReader};
@@ -275,6 +276,31 @@ impl Running {
     }
 }
 
+impl Running {
+    /// Reports one failure signal with `traceparent`.
+    async fn report_signal(&self, traceparent: &str) {
+        let mut telemetry = TelemetryServiceClient::new(channel(&port(&self.env, "TELEMETRY")));
+        telemetry
+            .report_signal(traced(
+                v1::Signal {
+                    caller: Some(v1::Caller {
+                        tenant: TENANT.into(),
+                        principal: "agent-1".into(),
+                    }),
+                    r#type: v1::SignalType::EntityMissing as i32,
+                    query: "What is Project Heron?".into(),
+                    entity: "Project Heron".into(),
+                    agent_id: "agent-1".into(),
+                    idempotency_key: "heron-1".into(),
+                    ..Default::default()
+                },
+                traceparent,
+            ))
+            .await
+            .expect("signal accepted");
+    }
+}
+
 fn new_trace() -> (String, String, String) {
     let trace_id = format!("{:032x}", rand::random::<u128>() | 1);
     let client_span = format!("{:016x}", rand::random::<u64>() | 1);
@@ -299,6 +325,8 @@ async fn round_trip(extra: &[(&str, String)]) {
     let system = Running::start(&format!("http://{collector}"), &extra);
     let (trace_id, client_span, traceparent) = new_trace();
     system.push_and_ask(&traceparent).await;
+    let (signal_trace, signal_client_span, signal_traceparent) = new_trace();
+    system.report_signal(&signal_traceparent).await;
 
     // The batch processor exports every few seconds.
     let wanted: BTreeSet<&str> = ["telemetry", "analyst", "retrieval"].into();
@@ -317,7 +345,13 @@ async fn round_trip(extra: &[(&str, String)]) {
             .filter_map(|s| s.attributes.get("service").map(String::as_str))
             .collect();
         let consumed = ours.iter().any(|s| s.name == "consume");
-        if (wanted.is_subset(&services) && consumed) || Instant::now() > deadline {
+        let signalled = receiver
+            .spans
+            .lock()
+            .expect("spans")
+            .iter()
+            .any(|s| s.trace_id == signal_trace && s.name == "consume_batch");
+        if (wanted.is_subset(&services) && consumed && signalled) || Instant::now() > deadline {
             break ours;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -385,6 +419,36 @@ async fn round_trip(extra: &[(&str, String)]) {
         ours.iter().all(|s| s.resource_service == "ontoloop"),
         "service.name is ontoloop: {:?}",
         ours.iter().map(|s| &s.resource_service).collect::<Vec<_>>()
+    );
+    // ReportSignal → the signals queue → the analyst's batch: one trace too.
+    let signal_spans: Vec<Got> = receiver
+        .spans
+        .lock()
+        .expect("spans")
+        .iter()
+        .filter(|s| s.trace_id == signal_trace)
+        .cloned()
+        .collect();
+    let names: Vec<&str> = signal_spans.iter().map(|s| s.name.as_str()).collect();
+    let report = signal_spans
+        .iter()
+        .find(|s| s.name == "/ontoloop.v1.TelemetryService/ReportSignal")
+        .unwrap_or_else(|| panic!("no ReportSignal span in trace {signal_trace}: {names:?}"));
+    assert_eq!(report.parent_span_id, signal_client_span, "{names:?}");
+    let batch = signal_spans
+        .iter()
+        .find(|s| s.name == "consume_batch")
+        .unwrap_or_else(|| panic!("no consume_batch span in trace {signal_trace}: {names:?}"));
+    assert_eq!(
+        batch
+            .attributes
+            .get("messaging.destination.name")
+            .map(String::as_str),
+        Some("ontoloop.signals")
+    );
+    assert_eq!(
+        batch.parent_span_id, report.span_id,
+        "the analyst's batch continues the ReportSignal call across the queue: {names:?}"
     );
     // A log line written under the intake's call carries the trace id.
     let line = logs
