@@ -27,6 +27,10 @@ pub struct EventEnvelope {
     pub seq: Option<i64>,
     /// When the event happened.
     pub at: DateTime<Utc>,
+    /// When the telemetry intake accepted the event, where its event → visible time starts;
+    /// absent for events that did not come through the intake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<DateTime<Utc>>,
     /// The event.
     #[serde(flatten)]
     pub event: Event,

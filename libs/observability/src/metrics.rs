@@ -1,167 +1,148 @@
-//! Process-wide metrics in the Prometheus text format.
+//! Process-wide metrics, kept and encoded by the `prometheus-client` crate in the Prometheus
+//! text format (version 0.0.4).
 //!
-//! Counters and gauges keyed by name and labels, and summaries (count and sum) for latencies.
-//! Services record into [`global`]; each service's `/metrics` endpoint renders the families that
-//! start with its prefix, plus whatever gauges it computes at scrape time.
+//! Counters and gauges keyed by name and labels, and histograms (in seconds, [`LATENCY_BUCKETS`])
+//! for latencies. Services record into [`global`]; each service's `/metrics` endpoint renders
+//! its own families (named `ontoloop_<service>_…`) and the process-wide ones that name no
+//! service, plus whatever gauges it computes at scrape time.
 //!
 //! Label sets are bounded: a label value is one of a fixed set written in code (a signal type, a
-//! severity, a route), or it goes through a [`BoundedLabel`] — tenants through [`tenant_label`] —
-//! so no request can grow the number of series without limit.
+//! severity, a route, a gRPC method the service serves), or it goes through a [`BoundedLabel`] —
+//! tenants through [`tenant_label`] — so no request can grow the number of series without limit.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
-use std::sync::{LazyLock, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
-type Labels = Vec<(String, String)>;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Counter,
-    Gauge,
-    Summary,
-}
+/// The upper bounds (seconds) of every histogram's buckets: from a millisecond, for an RPC served
+/// from memory, to a minute, for an event that waited in a queue behind a backlog.
+pub const LATENCY_BUCKETS: [f64; 15] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
 
-#[derive(Debug, Default)]
-struct Family {
-    help: String,
-    kind: Option<Kind>,
-    values: BTreeMap<Labels, (f64, f64)>,
-}
+/// The `Content-Type` of [`Registry::render`]'s text: the Prometheus text format, version 0.0.4
+/// (UTF-8, the format's only encoding), as `/metrics` has always answered.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// A set of metric families.
 #[derive(Debug, Default)]
 pub struct Registry {
-    families: Mutex<BTreeMap<String, Family>>,
-}
-
-fn labels(pairs: &[(&str, &str)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
+    families: RwLock<BTreeMap<String, Entry>>,
 }
 
 impl Registry {
-    fn with(&self, name: &str, help: &str, kind: Kind, f: impl FnOnce(&mut Family)) {
-        // A poisoned lock only means another thread panicked mid-update: keep counting.
-        let mut families = self
-            .families
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !families.contains_key(name) {
-            families.insert(name.to_owned(), Family::default());
-        }
-        let Some(family) = families.get_mut(name) else {
-            return;
-        };
-        if family.kind.is_none() {
-            family.kind = Some(kind);
-            family.help = help.to_owned();
-        }
-        f(family);
-    }
-
-    /// Adds `by` to a counter.
+    /// Adds `by` to a counter. Counter names end in `_total`, as the text format shows them.
     pub fn add(&self, name: &str, help: &str, pairs: &[(&str, &str)], by: f64) {
-        self.with(name, help, Kind::Counter, |family| {
-            // Hot counters hit an existing label set: find it without allocating.
-            if let Some(value) = family
-                .values
-                .iter_mut()
-                .find(|(labels, _)| same_labels(labels, pairs))
-                .map(|(_, value)| value)
-            {
-                value.0 += by;
-            } else {
-                family.values.insert(labels(pairs), (by, 0.0));
+        self.with(name, help, Kind::Counter, |metric| {
+            if let Metric::Counter(family) = metric {
+                family.get_or_create(&labels(pairs)).add(by);
             }
         });
     }
 
     /// Sets a gauge.
     pub fn set(&self, name: &str, help: &str, pairs: &[(&str, &str)], value: f64) {
-        self.with(name, help, Kind::Gauge, |family| {
-            family.values.insert(labels(pairs), (value, 0.0));
+        self.with(name, help, Kind::Gauge, |metric| {
+            if let Metric::Gauge(family) = metric {
+                family.get_or_create(&labels(pairs)).set(value);
+            }
         });
     }
 
-    /// Observes one value of a summary (kept as `_count` and `_sum`).
+    /// Observes one value (seconds, by convention of names ending in `_seconds`) of a histogram
+    /// with the [`LATENCY_BUCKETS`].
     pub fn observe(&self, name: &str, help: &str, pairs: &[(&str, &str)], value: f64) {
-        self.with(name, help, Kind::Summary, |family| {
-            let entry = family.values.entry(labels(pairs)).or_default();
-            entry.0 += 1.0;
-            entry.1 += value;
+        self.with(name, help, Kind::Histogram, |metric| {
+            if let Metric::Histogram(family) = metric {
+                family.get_or_create(&labels(pairs)).observe(value);
+            }
         });
     }
 
-    /// The current value of a counter or gauge (the count of a summary); 0 when never set.
+    /// The current value of a counter or gauge (the count of a histogram); 0 when never set.
     pub fn value(&self, name: &str, pairs: &[(&str, &str)]) -> f64 {
         let families = self
             .families
-            .lock()
+            .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        families
-            .get(name)
-            .and_then(|f| f.values.get(&labels(pairs)))
-            .map_or(0.0, |v| v.0)
+        let Some(entry) = families.get(name) else {
+            return 0.0;
+        };
+        let labels = labels(pairs);
+        match &entry.metric {
+            Metric::Counter(family) => family.get(&labels).map_or(0.0, |v| v.get()),
+            Metric::Gauge(family) => family.get(&labels).map_or(0.0, |v| v.get()),
+            Metric::Histogram(family) => family.get(&labels).map_or(0.0, |h| h.count() as f64),
+        }
     }
 
     /// The families whose names start with `prefix`, in the Prometheus text format.
     pub fn render(&self, prefix: &str) -> String {
-        let families = self
-            .families
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut out = String::new();
-        for (name, family) in families.range(prefix.to_owned()..) {
-            if !name.starts_with(prefix) {
-                break;
-            }
-            let kind = match family.kind {
-                Some(Kind::Counter) => "counter",
-                Some(Kind::Gauge) => "gauge",
-                Some(Kind::Summary) => "summary",
-                None => continue,
-            };
-            let _ = writeln!(out, "# HELP {name} {}", family.help);
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            for (labels, (first, second)) in &family.values {
-                let text = render_labels(labels);
-                if family.kind == Some(Kind::Summary) {
-                    let _ = writeln!(out, "{name}_count{text} {first}");
-                    let _ = writeln!(out, "{name}_sum{text} {second}");
-                } else {
-                    let _ = writeln!(out, "{name}{text} {first}");
+        self.render_matching(|name| name.starts_with(prefix))
+    }
+
+    /// The families whose names `keep` accepts, in the Prometheus text format.
+    pub fn render_matching(&self, keep: impl Fn(&str) -> bool) -> String {
+        let mut encoded = prometheus_client::registry::Registry::default();
+        {
+            let families = self
+                .families
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (name, entry) in families.iter().filter(|(name, _)| keep(name)) {
+                // The crate appends the `_total` of counters and the period ending the help.
+                let help = entry
+                    .help
+                    .strip_suffix('.')
+                    .unwrap_or(&entry.help)
+                    .to_owned();
+                match &entry.metric {
+                    Metric::Counter(family) => {
+                        let name = name.strip_suffix("_total").unwrap_or(name);
+                        encoded.register(name, help, family.clone());
+                    }
+                    Metric::Gauge(family) => encoded.register(name, help, family.clone()),
+                    Metric::Histogram(family) => encoded.register(name, help, family.clone()),
                 }
             }
         }
+        let mut out = String::new();
+        // Writing to a String cannot fail; an encoding error would leave the text cut short,
+        // which a scraper reports, rather than take the process down.
+        if let Err(err) = prometheus_client::encoding::prometheus_text::encode(&mut out, &encoded) {
+            tracing::warn!(error = %err, "cannot encode metrics");
+        }
         out
     }
-}
 
-fn same_labels(labels: &Labels, pairs: &[(&str, &str)]) -> bool {
-    labels.len() == pairs.len()
-        && labels
-            .iter()
-            .zip(pairs)
-            .all(|((k, v), (pk, pv))| k == pk && v == pv)
-}
-
-fn render_labels(labels: &Labels) -> String {
-    if labels.is_empty() {
-        return String::new();
+    /// Runs `f` on the family `name`, made as `kind` with `help` on first use. A later use with
+    /// another kind is ignored: a family keeps the kind it was made with.
+    fn with(&self, name: &str, help: &str, kind: Kind, f: impl FnOnce(&Metric)) {
+        {
+            let families = self
+                .families
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(entry) = families.get(name) {
+                return f(&entry.metric);
+            }
+        }
+        // A poisoned lock only means another thread panicked mid-update: keep counting.
+        let mut families = self
+            .families
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = families.entry(name.to_owned()).or_insert_with(|| Entry {
+            help: help.to_owned(),
+            metric: Metric::new(kind),
+        });
+        f(&entry.metric);
     }
-    let inner: Vec<String> = labels
-        .iter()
-        .map(|(k, v)| {
-            let v = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
-            format!("{k}=\"{v}\"")
-        })
-        .collect();
-    format!("{{{}}}", inner.join(","))
 }
 
 /// The label value of every value a [`BoundedLabel`] has no room left for.
@@ -218,27 +199,227 @@ pub fn global() -> &'static Registry {
     &GLOBAL
 }
 
+type Labels = Vec<(String, String)>;
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+#[derive(Debug)]
+struct Entry {
+    help: String,
+    metric: Metric,
+}
+
+/// One family's series. Clones share them, so a render registers clones.
+#[derive(Debug)]
+enum Metric {
+    Counter(Family<Labels, Value<Counted>>),
+    Gauge(Family<Labels, Value<Gauged>>),
+    Histogram(Family<Labels, Observed, fn() -> Observed>),
+}
+
+impl Metric {
+    fn new(kind: Kind) -> Self {
+        match kind {
+            Kind::Counter => Self::Counter(Family::default()),
+            Kind::Gauge => Self::Gauge(Family::default()),
+            Kind::Histogram => Self::Histogram(Family::new_with_constructor(latency_histogram)),
+        }
+    }
+}
+
+fn latency_histogram() -> Observed {
+    Observed {
+        histogram: Histogram::new(LATENCY_BUCKETS),
+        count: Arc::default(),
+    }
+}
+
+/// A histogram that also says how many values it observed (the crate's own count is for its
+/// tests only), for [`Registry::value`].
+#[derive(Debug, Clone)]
+struct Observed {
+    histogram: Histogram,
+    count: Arc<AtomicU64>,
+}
+
+impl Observed {
+    fn observe(&self, value: f64) {
+        self.histogram.observe(value);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+impl TypedMetric for Observed {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Observed {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        self.histogram.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+/// A counter's or gauge's `f64`, written as an integer when it is whole (`3`, not `3.0`, as
+/// Prometheus' own clients write counts).
+#[derive(Debug, Default)]
+struct Value<K> {
+    bits: Arc<AtomicU64>,
+    kind: std::marker::PhantomData<K>,
+}
+
+impl<K> Clone for Value<K> {
+    fn clone(&self) -> Self {
+        Self {
+            bits: self.bits.clone(),
+            kind: std::marker::PhantomData,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counted;
+
+#[derive(Debug, Default)]
+struct Gauged;
+
+impl<K> Value<K> {
+    fn get(&self) -> f64 {
+        f64::from_bits(self.bits.load(Ordering::Relaxed))
+    }
+
+    fn set(&self, value: f64) {
+        self.bits.store(value.to_bits(), Ordering::Relaxed);
+    }
+
+    fn add(&self, by: f64) {
+        let _ = self
+            .bits
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+                Some((f64::from_bits(bits) + by).to_bits())
+            });
+    }
+
+    /// The value as an integer when it is whole and small enough to be exact.
+    fn whole(&self) -> Option<i64> {
+        let value = self.get();
+        (value.fract() == 0.0 && value.abs() < 9.0e15).then_some(value as i64)
+    }
+}
+
+impl TypedMetric for Value<Counted> {
+    const TYPE: MetricType = MetricType::Counter;
+}
+
+impl TypedMetric for Value<Gauged> {
+    const TYPE: MetricType = MetricType::Gauge;
+}
+
+impl EncodeMetric for Value<Counted> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.whole().and_then(|v| u64::try_from(v).ok()) {
+            Some(whole) => encoder.encode_counter::<NoLabelSet, _, u64>(&whole, None),
+            None => encoder.encode_counter::<NoLabelSet, _, u64>(&self.get(), None),
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+impl EncodeMetric for Value<Gauged> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.whole() {
+            Some(whole) => encoder.encode_gauge(&whole),
+            None => encoder.encode_gauge(&self.get()),
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn renders_counters_gauges_and_summaries_in_the_text_format() {
+    fn renders_counters_gauges_and_histograms_in_the_text_format() {
         let registry = Registry::default();
         registry.add("ontoloop_x_total", "Things.", &[("type", "a\"b")], 2.0);
         registry.add("ontoloop_x_total", "Things.", &[("type", "a\"b")], 1.0);
         registry.set("ontoloop_y", "Depth.", &[], 4.0);
-        registry.observe("ontoloop_z_ms", "Latency.", &[], 10.0);
-        registry.observe("ontoloop_z_ms", "Latency.", &[], 30.0);
+        registry.set("ontoloop_share", "Share.", &[], 0.25);
+        registry.observe("ontoloop_z_seconds", "Latency.", &[("m", "/a")], 0.004);
+        registry.observe("ontoloop_z_seconds", "Latency.", &[("m", "/a")], 2.0);
         registry.add("other_total", "Not ours.", &[], 1.0);
         let text = registry.render("ontoloop_");
         assert!(
-            text.contains("# TYPE ontoloop_x_total counter\nontoloop_x_total{type=\"a\\\"b\"} 3\n")
+            text.contains(
+                "# HELP ontoloop_x_total Things.\n# TYPE ontoloop_x_total counter\n\
+                 ontoloop_x_total{type=\"a\\\"b\"} 3\n"
+            ),
+            "{text}"
         );
-        assert!(text.contains("# TYPE ontoloop_y gauge\nontoloop_y 4\n"));
-        assert!(text.contains("ontoloop_z_ms_count 2\nontoloop_z_ms_sum 40\n"));
+        assert!(
+            text.contains("# TYPE ontoloop_y gauge\nontoloop_y 4\n"),
+            "{text}"
+        );
+        assert!(text.contains("ontoloop_share 0.25\n"), "{text}");
+        assert!(
+            text.contains("# TYPE ontoloop_z_seconds histogram\n"),
+            "{text}"
+        );
+        for line in [
+            "ontoloop_z_seconds_bucket{m=\"/a\",le=\"0.0025\"} 0\n",
+            "ontoloop_z_seconds_bucket{m=\"/a\",le=\"0.005\"} 1\n",
+            "ontoloop_z_seconds_bucket{m=\"/a\",le=\"2.5\"} 2\n",
+            "ontoloop_z_seconds_bucket{m=\"/a\",le=\"+Inf\"} 2\n",
+            "ontoloop_z_seconds_sum{m=\"/a\"} 2.004\n",
+            "ontoloop_z_seconds_count{m=\"/a\"} 2\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
         assert!(!text.contains("other_total"));
         assert_eq!(registry.value("ontoloop_x_total", &[("type", "a\"b")]), 3.0);
+        assert_eq!(registry.value("ontoloop_z_seconds", &[("m", "/a")]), 2.0);
+        assert_eq!(registry.value("ontoloop_y", &[]), 4.0);
+        assert_eq!(registry.value("ontoloop_none", &[]), 0.0);
+    }
+
+    #[test]
+    fn a_family_keeps_its_kind() {
+        let registry = Registry::default();
+        registry.add("ontoloop_k_total", "K.", &[], 1.0);
+        registry.set("ontoloop_k_total", "K.", &[], 7.0);
+        registry.observe("ontoloop_k_total", "K.", &[], 7.0);
+        assert_eq!(registry.value("ontoloop_k_total", &[]), 1.0);
+        let text = registry.render_matching(|name| name == "ontoloop_k_total");
+        assert_eq!(
+            text,
+            "# HELP ontoloop_k_total K.\n# TYPE ontoloop_k_total counter\nontoloop_k_total 1\n"
+        );
     }
 
     #[test]

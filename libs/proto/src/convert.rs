@@ -172,8 +172,8 @@ impl From<ontoloop_core::Severity> for v1::Severity {
     }
 }
 
-/// Converts a pushed event into the queue's event envelope for `tenant`, stamped at `now` when
-/// the event carries no time.
+/// Converts a pushed event into the queue's event envelope for `tenant`, accepted at `now` and
+/// stamped at `now` when the event carries no time.
 pub fn event_from(
     event: v1::Event,
     tenant: &str,
@@ -223,6 +223,7 @@ pub fn event_from(
         tenant: tenant.to_owned(),
         seq: None,
         at,
+        accepted: Some(now),
         event,
     })
 }

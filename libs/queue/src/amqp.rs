@@ -375,6 +375,7 @@ impl Queue for AmqpQueue {
     async fn publish(&self, queue: &str, message: Message) -> Result<(), QueueError> {
         let queue = &self.named(queue);
         let message = crate::traced(message);
+        let message = crate::stamped(message);
         self.inner
             .publish_to(queue, EXCHANGE, queue, &message)
             .await

@@ -120,6 +120,29 @@ fn traced(mut message: Message) -> Message {
     message
 }
 
+/// The header a publish stamps a message with: when it was published, in milliseconds since the
+/// Unix epoch ([`Message::published_at`]); consumers measure their lag from it.
+pub const PUBLISHED_AT_HEADER: &str = "x-ontoloop-published-ms";
+
+impl Message {
+    /// When the message was last published, if a publish stamped it ([`PUBLISHED_AT_HEADER`]).
+    pub fn published_at(&self) -> Option<std::time::SystemTime> {
+        let millis = self.headers.get(PUBLISHED_AT_HEADER)?.parse::<u64>().ok()?;
+        std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(millis))
+    }
+}
+
+/// `message` stamped with the time of this publish ([`PUBLISHED_AT_HEADER`]).
+fn stamped(mut message: Message) -> Message {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    message
+        .headers
+        .insert(PUBLISHED_AT_HEADER.to_owned(), millis.to_string());
+    message
+}
+
 /// A random 128-bit hex id.
 pub fn new_message_id() -> String {
     format!("{:032x}", rand::random::<u128>())

@@ -111,6 +111,7 @@ impl Queue for MemoryQueue {
     async fn publish(&self, queue: &str, message: Message) -> Result<(), QueueError> {
         self.declare(queue).await?;
         let message = crate::traced(message);
+        let message = crate::stamped(message);
         self.inner.push(
             queue,
             Stored {

@@ -137,6 +137,7 @@ where
                     break;
                 }
             };
+            observe_lag(name, &delivery.message);
             let span = tracing::info_span!(
                 "consume",
                 otel.kind = "consumer",
@@ -204,6 +205,9 @@ where
                     }
                     Some(None) | None => break,
                 }
+            }
+            for delivery in &batch {
+                observe_lag(name, &delivery.message);
             }
             let messages: Vec<_> = batch.iter().map(|d| d.message.clone()).collect();
             // One span for the batch: a child of its first message's trace, linked to the others.
@@ -464,6 +468,27 @@ async fn settle(name: &str, delivery: Delivery, outcome: &Handled) -> bool {
             false
         }
     }
+}
+
+/// The histogram of how long deliveries waited between their publish and their consumer.
+const CONSUMER_LAG: &str = "ontoloop_queue_consumer_lag_seconds";
+
+/// Observes in [`CONSUMER_LAG`] how long `message` waited on `queue` since it was published
+/// (a redelivered message: since it was first published, its retries included). A message with no
+/// publish stamp is not counted; a publisher's clock ahead of ours counts as no wait.
+fn observe_lag(queue: &str, message: &ontoloop_queue::Message) {
+    let Some(published) = message.published_at() else {
+        return;
+    };
+    let waited = std::time::SystemTime::now()
+        .duration_since(published)
+        .unwrap_or_default();
+    ontoloop_observability::metrics::global().observe(
+        CONSUMER_LAG,
+        "Seconds a delivered message waited on its queue since it was published, by queue.",
+        &[("queue", queue)],
+        waited.as_secs_f64(),
+    );
 }
 
 #[cfg(test)]

@@ -24,22 +24,41 @@ use tokio_rustls::server::TlsStream;
 /// Gauges a service computes when scraped (for example from the store), in the text format.
 pub type Scrape = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
 
-/// `GET /metrics`: the process registry's families that start with `prefix` and the
-/// `ontoloop_cache_` ones, then `scrape`'s.
+/// `GET /metrics` in the Prometheus text format: the process registry's families of this
+/// service (those that start with `prefix`, among them its gRPC latency, [`crate::rpc_metrics`])
+/// and the process-wide ones that name no service (the bounded caches', the queue consumers',
+/// the outbox's), then `scrape`'s.
 pub(crate) fn metrics_router(prefix: String, scrape: Option<Scrape>) -> Router {
+    // Another service's families (when `ontoloop up` runs all four in one process) stay on its
+    // own endpoint.
+    let others: Arc<Vec<String>> = Arc::new(
+        ontoloop_core::ServiceKind::ALL
+            .iter()
+            .map(|kind| format!("ontoloop_{}_", kind.name()))
+            .filter(|other| *other != prefix)
+            .collect(),
+    );
     Router::new().route(
         "/metrics",
         get(move || {
-            let (prefix, scrape) = (prefix.clone(), scrape.clone());
+            let (others, scrape) = (others.clone(), scrape.clone());
             async move {
                 let registry = ontoloop_observability::metrics::global();
-                let mut text = registry.render(&prefix);
-                // The bounded caches' gauges, labelled by cache, on every service's endpoint.
-                text.push_str(&registry.render("ontoloop_cache_"));
+                let mut text = registry.render_matching(|name| {
+                    name.starts_with("ontoloop_")
+                        && !others.iter().any(|other| name.starts_with(other.as_str()))
+                });
                 if let Some(scrape) = scrape {
                     text.push_str(&scrape().await);
                 }
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        ontoloop_observability::metrics::CONTENT_TYPE,
+                    )],
+                    text,
+                )
+                    .into_response()
             }
         }),
     )

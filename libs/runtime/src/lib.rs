@@ -20,6 +20,7 @@ mod http;
 mod jwks;
 pub mod limits;
 mod model_cache;
+mod rpc_metrics;
 pub mod outbox;
 mod serve;
 mod service;

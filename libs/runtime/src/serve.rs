@@ -96,6 +96,7 @@ pub(crate) async fn serve_grpc(
     }
     server
         .layer(crate::trace::TraceLayer::new(kind))
+        .layer(crate::rpc_metrics::RpcMetricsLayer::new(kind))
         .layer(crate::limits::LimitLayer::new(limits))
         .layer(crate::auth::AuthLayer::new(verifier))
         .add_routes(routes.routes())

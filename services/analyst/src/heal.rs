@@ -159,10 +159,10 @@ fn stage_key(tenant: &str, kind: PatternKind, key: &str) -> String {
 fn record_heal(kind: &str, latency_ms: i64) {
     let metrics = ontoloop_observability::metrics::global();
     metrics.observe(
-        "ontoloop_analyst_signal_to_heal_ms",
-        "Milliseconds from a pattern's first signal to its heal.",
+        "ontoloop_analyst_signal_to_heal_seconds",
+        "Seconds from a pattern's first signal to its heal.",
         &[("kind", kind)],
-        latency_ms as f64,
+        latency_ms as f64 / 1000.0,
     );
     metrics.add(
         "ontoloop_analyst_heals_total",
@@ -340,6 +340,7 @@ impl Healer {
                 tenant: tenant.to_owned(),
                 seq: None,
                 at: now,
+                accepted: None,
                 event: Event::DocUpsert {
                     doc_id: doc.id.clone(),
                     title: doc.title,
@@ -488,6 +489,7 @@ impl Healer {
             tenant: tenant.to_owned(),
             seq: None,
             at: Utc::now(),
+            accepted: None,
             event: Event::GraphMaintain {
                 mode: mode.to_owned(),
             },

@@ -194,7 +194,9 @@ impl KnowledgeWriter {
         if let Some(handled) = self.org.handle(envelope, message).await {
             return handled;
         }
+        let started = std::time::Instant::now();
         let applied = self.apply(envelope, message).await;
+        crate::metrics::event_applied("knowledge", envelope, started.elapsed(), applied.is_ok());
         settle(&self.store, &envelope.tenant, envelope.seq, applied).await
     }
 

@@ -1,12 +1,17 @@
-//! The analyst's Prometheus gauges, computed when `/metrics` is scraped: review queue depth, the
-//! share of applied updates no human reviewed, and for the tenants this process holds, freshness
-//! by region and the patterns acted on by status. Tenant and region label values are bounded
+//! The analyst's Prometheus metrics. Gauges computed when `/metrics` is scraped: review queue
+//! depth, the share of applied updates no human reviewed, the depth of the queues it consumes and
+//! their dead-letter queues, and for the tenants this process holds, freshness by region and the
+//! patterns acted on by status. Tenant and region label values are bounded
 //! (`ontoloop_observability::metrics::tenant_label`, [`REGION_LABELS`]): the tenants past the
-//! first ones seen are summed under `tenant="other"`.
+//! first ones seen are summed under `tenant="other"`. Histograms recorded as events apply
+//! ([`event_applied`]): apply time, and event → visible time from the intake's acceptance.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 
+use ontoloop_core::events::EventEnvelope;
+use ontoloop_core::topics;
 use ontoloop_observability::metrics::{self, BoundedLabel};
 use ontoloop_runtime::{Context, Scrape};
 
@@ -49,6 +54,22 @@ pub fn scrape(ctx: Context, writer: KnowledgeWriter) -> Scrape {
                     );
                 }
                 Err(err) => tracing::warn!(error = %err, "cannot count updates for metrics"),
+            }
+            for queue in topics::ANALYST_INPUTS {
+                let dead = ontoloop_queue::dead_letter_queue(queue);
+                for name in [queue, dead.as_str()] {
+                    match ctx.queue.ready_count(name).await {
+                        Ok(ready) => registry.set(
+                            QUEUE_DEPTH,
+                            "Messages ready on a queue the analyst consumes, or its dead letters.",
+                            &[("queue", name)],
+                            ready as f64,
+                        ),
+                        Err(err) => {
+                            tracing::debug!(queue = name, error = %err, "cannot count a queue for metrics");
+                        }
+                    }
+                }
             }
             // Tenants and regions are data, so their label values are bounded: past the first
             // tenants (and region names) this process saw, the rest are summed as `other`.
@@ -97,9 +118,72 @@ pub fn scrape(ctx: Context, writer: KnowledgeWriter) -> Scrape {
                     count as f64,
                 );
             }
-            registry.render("ontoloop_analyst_")
+            registry.render("ontoloop_")
         })
     })
+}
+
+/// The gauge of a queue's ready messages.
+const QUEUE_DEPTH: &str = "ontoloop_queue_depth";
+/// The histogram of event apply times.
+pub(crate) const EVENT_APPLY: &str = "ontoloop_analyst_event_apply_seconds";
+/// The histogram of event → visible times.
+pub(crate) const EVENT_VISIBLE: &str = "ontoloop_analyst_event_visible_seconds";
+
+/// Records one event's apply by `writer` (`knowledge` or `org`), which took `took`: its apply
+/// time by event kind, and when it was `applied` and came through the intake, the seconds from
+/// its acceptance there to now, when its commit makes it visible to readers. An event counts
+/// towards event → visible once per process, though a redelivery of it applies again (with no
+/// effect).
+pub(crate) fn event_applied(writer: &str, envelope: &EventEnvelope, took: Duration, applied: bool) {
+    let registry = ontoloop_observability::metrics::global();
+    registry.observe(
+        EVENT_APPLY,
+        "Seconds the analyst took to apply an event (one commit), by writer and event kind.",
+        &[("writer", writer), ("kind", envelope.event.kind())],
+        took.as_secs_f64(),
+    );
+    let Some(accepted) = envelope.accepted.filter(|_| applied) else {
+        return;
+    };
+    if let Some(seq) = envelope.seq
+        && !first_visible(&envelope.tenant, seq)
+    {
+        return;
+    }
+    // A clock behind the intake's counts as no wait.
+    let waited = (chrono::Utc::now() - accepted).to_std().unwrap_or_default();
+    registry.observe(
+        EVENT_VISIBLE,
+        "Seconds from the intake accepting an event to the analyst's commit of it, by writer.",
+        &[("writer", writer)],
+        waited.as_secs_f64(),
+    );
+}
+
+/// How many applied (tenant, sequence number) pairs [`first_visible`] remembers.
+const VISIBLE_REMEMBERED: usize = 10_000;
+
+/// Whether the tenant's event `seq` is seen applied here for the first time (among the last
+/// [`VISIBLE_REMEMBERED`]).
+fn first_visible(tenant: &str, seq: i64) -> bool {
+    /// The pairs remembered, as a set and in the order they came.
+    type Seen = (HashSet<(String, i64)>, VecDeque<(String, i64)>);
+    static SEEN: LazyLock<Mutex<Seen>> = LazyLock::new(Mutex::default);
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let key = (tenant.to_owned(), seq);
+    if !seen.0.insert(key.clone()) {
+        return false;
+    }
+    seen.1.push_back(key);
+    if seen.1.len() > VISIBLE_REMEMBERED
+        && let Some(oldest) = seen.1.pop_front()
+    {
+        seen.0.remove(&oldest);
+    }
+    true
 }
 
 /// Sets `ontoloop_cache_entries{cache}`, the gauge every bounded per-tenant cache reports.

@@ -83,7 +83,9 @@ impl OrgWriter {
         if !envelope.event.is_org() {
             return None;
         }
+        let started = std::time::Instant::now();
         let applied = self.apply(envelope, message).await;
+        crate::metrics::event_applied("org", envelope, started.elapsed(), applied.is_ok());
         let handled = settle(&self.store, &envelope.tenant, envelope.seq, applied).await;
         if let Handled::Reject(reason) = &handled {
             tracing::warn!(

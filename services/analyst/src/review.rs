@@ -296,6 +296,7 @@ impl Reviews {
                 tenant: update.tenant.clone(),
                 seq: None,
                 at: Utc::now(),
+                accepted: None,
                 event: Event::RecordSet {
                     source,
                     entity: update.entity.clone(),
