@@ -16,6 +16,7 @@ mod m20261201_060000_intake_sequence_per_tenant;
 mod m20261201_070000_intake_outbox;
 mod m20261201_080000_intake_order;
 mod m20261201_090000_retention;
+mod m20261201_130000_knowledge_changes;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_070000_intake_outbox::Migration),
             Box::new(m20261201_080000_intake_order::Migration),
             Box::new(m20261201_090000_retention::Migration),
+            Box::new(m20261201_130000_knowledge_changes::Migration),
         ]
     }
 }

@@ -17,7 +17,8 @@ use sea_orm::{
 };
 
 use crate::entity::{
-    entity_row, extraction_log, fact, intake_event, maintenance_run, page_version, tenant_state,
+    entity_row, extraction_log, fact, intake_event, knowledge_commit, maintenance_run,
+    page_version, tenant_state,
 };
 use crate::{Store, StoreError};
 
@@ -84,6 +85,25 @@ impl KnowledgeRows {
     pub fn current_pages(&self) -> Vec<PageVersion> {
         ontoloop_core::knowledge::current_versions(&self.pages)
     }
+}
+
+/// What changed in a tenant's knowledge between two versions
+/// ([`Store::knowledge_changes_since`]): the rows the commits in between wrote, as they are at
+/// `version`.
+#[derive(Debug, Clone, Default)]
+pub struct KnowledgeChanges {
+    /// The version they bring a reader to.
+    pub version: i64,
+    /// New page versions, oldest first per page.
+    pub pages: Vec<PageVersion>,
+    /// Extraction log entries written.
+    pub extraction_log: Vec<(String, u64)>,
+    /// Entities inserted or replaced.
+    pub entities: Vec<Entity>,
+    /// Entities merged away.
+    pub removed_entities: Vec<String>,
+    /// Facts inserted or replaced (new ones, superseded ones, renamed ones).
+    pub facts: Vec<Fact>,
 }
 
 /// One maintenance run to record.
@@ -166,11 +186,26 @@ impl Store {
         received_at: DateTime<Utc>,
         lease_until: Option<DateTime<Utc>>,
     ) -> Result<Intake, StoreError> {
-        // The next number is one above the tenant's highest. Two appends racing for the same one
-        // (replicas on PostgreSQL) meet the unique index on (tenant, tenant_seq): the loser reads
-        // again and takes the next, or finds its idempotency key taken by the winner.
+        // The next number is one above the tenant's highest, read and taken in one transaction
+        // that holds the tenant's append lock (SQLite's write lock; on PostgreSQL a transaction
+        // advisory lock on the tenant), so concurrent appends of one tenant queue instead of
+        // racing: without it, sixteen pushes in flight for one tenant lost the race to each
+        // other often enough that one in a few hundred ran out of attempts. The unique index on
+        // (tenant, tenant_seq) still guards the number; a loser reads again and takes the next,
+        // or finds its idempotency key taken by the winner.
         for _ in 0..APPEND_ATTEMPTS {
-            if let Some(known) = self.intake_by_key(tenant, idempotency_key).await? {
+            let txn = self.begin_write().await?;
+            if self.backend() == crate::Backend::Postgres {
+                use sea_orm::ConnectionTrait;
+                txn.execute_raw(sea_orm::Statement::from_sql_and_values(
+                    sea_orm::DbBackend::Postgres,
+                    "SELECT pg_advisory_xact_lock(hashtext($1))",
+                    [format!("ontoloop.intake.{tenant}").into()],
+                ))
+                .await?;
+            }
+            if let Some(known) = intake_by_key(&txn, tenant, idempotency_key).await? {
+                txn.commit().await?;
                 return Ok(known);
             }
             let last = intake_event::Entity::find()
@@ -181,7 +216,7 @@ impl Store {
                     "last",
                 )
                 .into_tuple::<Option<i64>>()
-                .one(&self.db)
+                .one(&txn)
                 .await?
                 .flatten();
             let next = last.unwrap_or(0) + 1;
@@ -198,8 +233,9 @@ impl Store {
                 claimed_until: Set(lease_until),
                 ..Default::default()
             };
-            match intake_event::Entity::insert(row).exec(&self.db).await {
+            match intake_event::Entity::insert(row).exec(&txn).await {
                 Ok(inserted) => {
+                    txn.commit().await?;
                     return Ok(Intake {
                         row: inserted.last_insert_id,
                         seq: next,
@@ -208,6 +244,7 @@ impl Store {
                     });
                 }
                 Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                    txn.rollback().await?;
                 }
                 Err(err) => return Err(err.into()),
             }
@@ -215,28 +252,6 @@ impl Store {
         Err(StoreError::Conflict {
             tenant: tenant.to_owned(),
         })
-    }
-
-    /// The tenant's number of the event pushed with this idempotency key, if any.
-    async fn intake_by_key(
-        &self,
-        tenant: &str,
-        idempotency_key: Option<&str>,
-    ) -> Result<Option<Intake>, StoreError> {
-        let Some(key) = idempotency_key else {
-            return Ok(None);
-        };
-        Ok(intake_event::Entity::find()
-            .filter(intake_event::Column::Tenant.eq(tenant))
-            .filter(intake_event::Column::IdempotencyKey.eq(key))
-            .one(&self.db)
-            .await?
-            .map(|row| Intake {
-                row: row.seq,
-                seq: row.tenant_seq,
-                duplicate: true,
-                pending: row.published_at.is_none() && row.state == intake_state::PENDING,
-            }))
     }
 
     /// The state of the tenant's intake event `seq` (`pending`, `applied`, `failed`) and its
@@ -343,76 +358,48 @@ impl Store {
             .map_or(0, |row| row.knowledge_version))
     }
 
-    /// Loads everything the tenant knows.
+    /// A tenant's whole knowledge, read in one transaction: every row of one knowledge version,
+    /// never a commit half-seen.
     pub async fn load_knowledge(&self, tenant: &str) -> Result<KnowledgeRows, StoreError> {
+        let txn = self.begin_read().await?;
         let state = tenant_state::Entity::find_by_id(tenant.to_owned())
-            .one(&self.db)
+            .one(&txn)
             .await?;
         let pages = page_version::Entity::find()
             .filter(page_version::Column::Tenant.eq(tenant))
             .order_by_asc(page_version::Column::DocId)
             .order_by_asc(page_version::Column::Version)
-            .all(&self.db)
+            .all(&txn)
             .await?
             .into_iter()
-            .map(|row| PageVersion {
-                source_id: row.doc_id,
-                version: to_u64(row.version),
-                title: row.title,
-                origin: row.origin,
-                body: row.body,
-                updated_at: row.updated_at,
-                acl: decode_list(&row.acl),
-                confidence: row.confidence,
-            })
+            .map(page_from)
             .collect();
         let extraction_log = extraction_log::Entity::find()
             .filter(extraction_log::Column::Tenant.eq(tenant))
-            .all(&self.db)
+            .all(&txn)
             .await?
             .into_iter()
             .map(|row| (row.doc_id, to_u64(row.version)))
             .collect();
+        // In id order: where two entities claim one name, the graph built from them gives it
+        // to the later id, the same on every backend and in every reader.
         let entities = entity_row::Entity::find()
             .filter(entity_row::Column::Tenant.eq(tenant))
-            .all(&self.db)
+            .order_by_asc(entity_row::Column::Id)
+            .all(&txn)
             .await?
             .into_iter()
-            .map(|row| Entity {
-                id: row.id,
-                name: row.name,
-                entity_type: row.entity_type,
-                aliases: decode_list(&row.aliases)
-                    .into_iter()
-                    .collect::<BTreeSet<_>>(),
-            })
+            .map(entity_from)
             .collect();
         let facts = fact::Entity::find()
             .filter(fact::Column::Tenant.eq(tenant))
             .order_by_asc(fact::Column::Id)
-            .all(&self.db)
+            .all(&txn)
             .await?
             .into_iter()
-            .map(|row| Fact {
-                id: to_u64(row.id),
-                entity: row.entity,
-                predicate: row.predicate,
-                object: row.object,
-                source: SourceRef {
-                    source_id: row.source_id,
-                    version: to_u64(row.source_version),
-                    origin: row.origin,
-                },
-                seen_version: to_u64(row.seen_version),
-                authority: row.authority,
-                extracted_at: row.extracted_at,
-                valid_from: row.valid_from,
-                valid_to: row.valid_to,
-                extractor: row.extractor,
-                confidence: row.confidence,
-                acl: decode_list(&row.acl),
-            })
+            .map(fact_from)
             .collect();
+        txn.commit().await?;
         Ok(KnowledgeRows {
             ontology: state.as_ref().and_then(|s| s.ontology.clone()),
             version: state.map_or(0, |s| s.knowledge_version),
@@ -421,6 +408,87 @@ impl Store {
             entities,
             facts,
         })
+    }
+
+    /// What changed in a tenant's knowledge after version `since`, read in one transaction:
+    /// `None` when a reader must load the tenant whole instead — a commit in the range replaced
+    /// the ontology, or a version in it has no `knowledge_commit` row (written before versions
+    /// were kept, or pruned) — and an empty change set at `since` itself.
+    pub async fn knowledge_changes_since(
+        &self,
+        tenant: &str,
+        since: i64,
+    ) -> Result<Option<KnowledgeChanges>, StoreError> {
+        let txn = self.begin_read().await?;
+        let version = tenant_state::Entity::find_by_id(tenant.to_owned())
+            .one(&txn)
+            .await?
+            .map_or(0, |s| s.knowledge_version);
+        if version < since {
+            txn.commit().await?;
+            return Ok(None);
+        }
+        let commits = knowledge_commit::Entity::find()
+            .filter(knowledge_commit::Column::Tenant.eq(tenant))
+            .filter(knowledge_commit::Column::Version.gt(since))
+            .filter(knowledge_commit::Column::Version.lte(version))
+            .order_by_asc(knowledge_commit::Column::Version)
+            .all(&txn)
+            .await?;
+        let complete = commits.len() as i64 == version - since;
+        if !complete || commits.iter().any(|c| c.ontology_changed) {
+            txn.commit().await?;
+            return Ok(None);
+        }
+        let removed_entities = commits
+            .iter()
+            .flat_map(|c| decode_list(&c.removed_entities))
+            .collect();
+        let pages = page_version::Entity::find()
+            .filter(page_version::Column::Tenant.eq(tenant))
+            .filter(page_version::Column::ChangedIn.gt(since))
+            .order_by_asc(page_version::Column::DocId)
+            .order_by_asc(page_version::Column::Version)
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(page_from)
+            .collect();
+        let extraction_log = extraction_log::Entity::find()
+            .filter(extraction_log::Column::Tenant.eq(tenant))
+            .filter(extraction_log::Column::ChangedIn.gt(since))
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(|row| (row.doc_id, to_u64(row.version)))
+            .collect();
+        let entities = entity_row::Entity::find()
+            .filter(entity_row::Column::Tenant.eq(tenant))
+            .filter(entity_row::Column::ChangedIn.gt(since))
+            .order_by_asc(entity_row::Column::Id)
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(entity_from)
+            .collect();
+        let facts = fact::Entity::find()
+            .filter(fact::Column::Tenant.eq(tenant))
+            .filter(fact::Column::ChangedIn.gt(since))
+            .order_by_asc(fact::Column::Id)
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(fact_from)
+            .collect();
+        txn.commit().await?;
+        Ok(Some(KnowledgeChanges {
+            version,
+            pages,
+            extraction_log,
+            entities,
+            removed_entities,
+            facts,
+        }))
     }
 
     /// Maintenance runs of a tenant, oldest first.
@@ -518,6 +586,7 @@ impl Store {
                 updated_at: Set(page.updated_at),
                 acl: Set(encode_list(&page.acl)),
                 confidence: Set(page.confidence),
+                changed_in: Set(next),
                 ..Default::default()
             });
             page_version::Entity::insert_many(rows)
@@ -538,6 +607,7 @@ impl Store {
                 name: Set(e.name.clone()),
                 entity_type: Set(e.entity_type.clone()),
                 aliases: Set(encode_list(&e.aliases.iter().cloned().collect::<Vec<_>>())),
+                changed_in: Set(next),
             });
             entity_row::Entity::insert_many(rows)
                 .on_conflict(
@@ -546,6 +616,7 @@ impl Store {
                             entity_row::Column::Name,
                             entity_row::Column::EntityType,
                             entity_row::Column::Aliases,
+                            entity_row::Column::ChangedIn,
                         ])
                         .to_owned(),
                 )
@@ -570,6 +641,7 @@ impl Store {
                 extractor: Set(f.extractor.clone()),
                 confidence: Set(f.confidence),
                 acl: Set(encode_list(&f.acl)),
+                changed_in: Set(next),
             });
             fact::Entity::insert_many(rows)
                 .on_conflict(
@@ -578,6 +650,7 @@ impl Store {
                             fact::Column::Entity,
                             fact::Column::SeenVersion,
                             fact::Column::ValidTo,
+                            fact::Column::ChangedIn,
                         ])
                         .to_owned(),
                 )
@@ -590,6 +663,7 @@ impl Store {
                 doc_id: Set(doc_id.clone()),
                 version: Set(to_i64(*version)),
                 extracted_at: Set(*at),
+                changed_in: Set(next),
             };
             extraction_log::Entity::insert(row)
                 .on_conflict(
@@ -600,6 +674,7 @@ impl Store {
                     .update_columns([
                         extraction_log::Column::Version,
                         extraction_log::Column::ExtractedAt,
+                        extraction_log::Column::ChangedIn,
                     ])
                     .to_owned(),
                 )
@@ -631,6 +706,15 @@ impl Store {
                 .exec_without_returning(&txn)
                 .await?;
         }
+        // What the rows cannot say, so a reader can catch up from the version before.
+        knowledge_commit::Entity::insert(knowledge_commit::ActiveModel {
+            tenant: Set(tenant.to_owned()),
+            version: Set(next),
+            ontology_changed: Set(commit.ontology.is_some()),
+            removed_entities: Set(encode_list(&commit.removed_entities)),
+        })
+        .exec_without_returning(&txn)
+        .await?;
         settle_in(&txn, tenant, commit.message.as_ref(), &commit.settled, now).await?;
         txn.commit().await?;
         Ok(next)
@@ -695,6 +779,52 @@ pub fn content_hash(body: &str) -> String {
         .collect()
 }
 
+fn page_from(row: page_version::Model) -> PageVersion {
+    PageVersion {
+        source_id: row.doc_id,
+        version: to_u64(row.version),
+        title: row.title,
+        origin: row.origin,
+        body: row.body,
+        updated_at: row.updated_at,
+        acl: decode_list(&row.acl),
+        confidence: row.confidence,
+    }
+}
+
+fn entity_from(row: entity_row::Model) -> Entity {
+    Entity {
+        id: row.id,
+        name: row.name,
+        entity_type: row.entity_type,
+        aliases: decode_list(&row.aliases)
+            .into_iter()
+            .collect::<BTreeSet<_>>(),
+    }
+}
+
+fn fact_from(row: fact::Model) -> Fact {
+    Fact {
+        id: to_u64(row.id),
+        entity: row.entity,
+        predicate: row.predicate,
+        object: row.object,
+        source: SourceRef {
+            source_id: row.source_id,
+            version: to_u64(row.source_version),
+            origin: row.origin,
+        },
+        seen_version: to_u64(row.seen_version),
+        authority: row.authority,
+        extracted_at: row.extracted_at,
+        valid_from: row.valid_from,
+        valid_to: row.valid_to,
+        extractor: row.extractor,
+        confidence: row.confidence,
+        acl: decode_list(&row.acl),
+    }
+}
+
 fn encode_list(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_else(|_| "[]".to_owned())
 }
@@ -709,4 +839,26 @@ fn to_u64(value: i64) -> u64 {
 
 fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The tenant's number of the event pushed with this idempotency key, if any.
+async fn intake_by_key(
+    conn: &impl sea_orm::ConnectionTrait,
+    tenant: &str,
+    idempotency_key: Option<&str>,
+) -> Result<Option<Intake>, StoreError> {
+    let Some(key) = idempotency_key else {
+        return Ok(None);
+    };
+    Ok(intake_event::Entity::find()
+        .filter(intake_event::Column::Tenant.eq(tenant))
+        .filter(intake_event::Column::IdempotencyKey.eq(key))
+        .one(conn)
+        .await?
+        .map(|row| Intake {
+            row: row.seq,
+            seq: row.tenant_seq,
+            duplicate: true,
+            pending: row.published_at.is_none() && row.state == intake_state::PENDING,
+        }))
 }

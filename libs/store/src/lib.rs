@@ -14,8 +14,8 @@ pub mod review;
 pub mod signals;
 
 pub use knowledge::{
-    Intake, KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun, content_hash,
-    intake_state,
+    Intake, KnowledgeChanges, KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun,
+    content_hash, intake_state,
 };
 
 pub use model_cache::CachedAnswer;
@@ -385,6 +385,24 @@ impl Store {
             .await?;
         }
         Ok(txn)
+    }
+
+    /// A transaction that only reads, and sees one state of the store throughout: REPEATABLE
+    /// READ on PostgreSQL; on SQLite (WAL) a read transaction keeps the snapshot its first read
+    /// took. Several reads in it never see a commit half.
+    pub(crate) async fn begin_read(&self) -> Result<sea_orm::DatabaseTransaction, StoreError> {
+        use sea_orm::{AccessMode, IsolationLevel, TransactionTrait};
+        Ok(match self.backend() {
+            Backend::Sqlite => self.db.begin().await?,
+            Backend::Postgres => {
+                self.db
+                    .begin_with_config(
+                        Some(IsolationLevel::RepeatableRead),
+                        Some(AccessMode::ReadOnly),
+                    )
+                    .await?
+            }
+        })
     }
 
     async fn tune_sqlite(&self) -> Result<(), StoreError> {

@@ -14,6 +14,8 @@ pub struct Model {
     pub entity_type: Option<String>,
     #[sea_orm(column_type = "Text")]
     pub aliases: String,
+    /// The knowledge version whose commit last wrote this row (0: before versions were kept).
+    pub changed_in: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -11,6 +11,8 @@ pub struct Model {
     pub doc_id: String,
     pub version: i64,
     pub extracted_at: ChronoDateTimeUtc,
+    /// The knowledge version whose commit last wrote this row (0: before versions were kept).
+    pub changed_in: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -25,6 +25,8 @@ pub struct Model {
     pub confidence: f64,
     #[sea_orm(column_type = "Text")]
     pub acl: String,
+    /// The knowledge version whose commit last wrote this row (0: before versions were kept).
+    pub changed_in: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

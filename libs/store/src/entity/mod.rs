@@ -5,6 +5,7 @@ pub mod extraction_log;
 pub mod fact;
 pub mod inbox_message;
 pub mod intake_event;
+pub mod knowledge_commit;
 pub mod maintenance_run;
 pub mod model_cache;
 pub mod org_change;

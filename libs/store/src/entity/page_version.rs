@@ -20,6 +20,8 @@ pub struct Model {
     #[sea_orm(column_type = "Text")]
     pub acl: String,
     pub confidence: f64,
+    /// The knowledge version whose commit last wrote this row (0: before versions were kept).
+    pub changed_in: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
