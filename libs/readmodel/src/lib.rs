@@ -1,6 +1,7 @@
 //! Per-tenant read models of the knowledge, for the services that read it (retrieval and the
 //! firewall): the graph, the current version of every page, the extraction log and a BM25 index,
-//! rebuilt from the store whenever the tenant's knowledge version moves.
+//! patched with what each commit wrote whenever the tenant's knowledge version moves (built whole
+//! at first use and on an ontology change).
 //!
 //! It only reads the store; it must never write knowledge (the analyst is the one writer).
 
@@ -8,4 +9,6 @@ mod search;
 mod snapshot;
 
 pub use search::PageIndex;
-pub use snapshot::{CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, Snapshot, SnapshotError, Snapshots};
+pub use snapshot::{
+    CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, Snapshot, SnapshotError, SnapshotGuard, Snapshots,
+};

@@ -1,17 +1,30 @@
 //! BM25 over the current version of every page, with tantivy, restricted to what the caller may
-//! read. One field holds title and body, as the study indexed them; query terms are de-duplicated
+//! read. The index lives as long as its read model and is updated page by page as versions
+//! move. One field holds title and body, as the study indexed them; query terms are de-duplicated
 //! and ties go to the lower page id, so rankings are stable.
+//!
+//! Scores are computed with statistics of the live pages only ([`LiveStats`]): tantivy counts a
+//! replaced document in its term and document counts until a merge drops it, so an index
+//! updated in place would rank a little differently from one built afresh over the same pages.
+//! With live statistics both rank alike.
+
+use std::collections::{BTreeSet, HashMap};
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{Index, IndexReader, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term, doc};
 
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::PageVersion;
 
 /// ACL value of a page the whole tenant may read.
 const EVERYONE: &str = "*";
+
+/// Indexing buffer of a writer, bytes (tantivy's smallest per thread).
+const WRITER_BUDGET: usize = 15_000_000;
 
 /// The page index of one tenant.
 pub struct PageIndex {
@@ -20,6 +33,105 @@ pub struct PageIndex {
     id: Field,
     text: Field,
     acl: Field,
+    stats: LiveStats,
+}
+
+/// BM25 statistics of the live documents: how many, how many tokens each field holds, and how
+/// many documents hold each term, kept as pages come and go.
+struct LiveStats {
+    text: Field,
+    acl: Field,
+    docs: u64,
+    text_tokens: u64,
+    acl_tokens: u64,
+    text_df: HashMap<String, u64>,
+    acl_df: HashMap<String, u64>,
+}
+
+/// What one page adds to the statistics: its text's tokens and distinct terms, its ACL values.
+struct PageTerms {
+    tokens: u64,
+    terms: BTreeSet<String>,
+    acl: Vec<String>,
+}
+
+impl LiveStats {
+    fn new(text: Field, acl: Field) -> Self {
+        Self {
+            text,
+            acl,
+            docs: 0,
+            text_tokens: 0,
+            acl_tokens: 0,
+            text_df: HashMap::new(),
+            acl_df: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, page: &PageTerms) {
+        self.docs += 1;
+        self.text_tokens += page.tokens;
+        self.acl_tokens += page.acl.len() as u64;
+        for term in &page.terms {
+            *self.text_df.entry(term.clone()).or_default() += 1;
+        }
+        for value in page.acl.iter().collect::<BTreeSet<_>>() {
+            *self.acl_df.entry(value.clone()).or_default() += 1;
+        }
+    }
+
+    fn remove(&mut self, page: &PageTerms) {
+        self.docs = self.docs.saturating_sub(1);
+        self.text_tokens = self.text_tokens.saturating_sub(page.tokens);
+        self.acl_tokens = self.acl_tokens.saturating_sub(page.acl.len() as u64);
+        for term in &page.terms {
+            Self::decrement(&mut self.text_df, term);
+        }
+        for value in page.acl.iter().collect::<BTreeSet<_>>() {
+            Self::decrement(&mut self.acl_df, value);
+        }
+    }
+
+    fn decrement(counts: &mut HashMap<String, u64>, key: &str) {
+        if let Some(count) = counts.get_mut(key) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.remove(key);
+            }
+        }
+    }
+}
+
+impl Bm25StatisticsProvider for LiveStats {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Ok(if field == self.text {
+            self.text_tokens
+        } else if field == self.acl {
+            self.acl_tokens
+        } else {
+            self.docs
+        })
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let value = term.value();
+        let Some(text) = value.as_str() else {
+            return Ok(0);
+        };
+        let counts = if term.field() == self.text {
+            &self.text_df
+        } else if term.field() == self.acl {
+            &self.acl_df
+        } else {
+            return Ok(0);
+        };
+        // Never above the document count (BM25's idf requires it).
+        Ok(counts.get(text).copied().unwrap_or(0).min(self.docs))
+    }
 }
 
 impl PageIndex {
@@ -30,28 +142,83 @@ impl PageIndex {
         let text = schema.add_text_field("text", TEXT);
         let acl = schema.add_text_field("acl", STRING);
         let index = Index::create_in_ram(schema.build());
-        let mut writer = index.writer_with_num_threads(1, 15_000_000)?;
-        for page in pages {
-            let mut document =
-                doc!(id => page.source_id.clone(), text => format!("{} {}", page.title, page.body));
-            if page.acl.is_empty() {
-                document.add_text(acl, EVERYONE);
-            }
-            for principal in &page.acl {
-                document.add_text(acl, principal);
-            }
-            writer.add_document(document)?;
-        }
-        writer.commit()?;
         let reader = index.reader()?;
-        reader.reload()?;
-        Ok(Self {
+        let mut built = Self {
             index,
             reader,
             id,
             text,
             acl,
-        })
+            stats: LiveStats::new(text, acl),
+        };
+        built.update(pages.into_iter().map(|page| (None, page)))?;
+        Ok(built)
+    }
+
+    /// Replaces pages by their new current versions: each `(old, new)` pair deletes the
+    /// document of `old` (none for a page not indexed yet) and adds `new`'s, and the change
+    /// becomes searchable. A writer is made for the update and let go after it, merges
+    /// included, so an idle tenant holds no indexing threads or buffers.
+    pub fn update<'a>(
+        &mut self,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<()> {
+        let mut writer: IndexWriter<TantivyDocument> =
+            self.index.writer_with_num_threads(1, WRITER_BUDGET)?;
+        for (old, page) in pages {
+            if let Some(old) = old {
+                writer.delete_term(Term::from_field_text(self.id, &old.source_id));
+                let terms = self.terms_of(old);
+                self.stats.remove(&terms);
+            }
+            writer.add_document(self.document(page))?;
+            let terms = self.terms_of(page);
+            self.stats.add(&terms);
+        }
+        writer.commit()?;
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// The text as indexed (title and body) of a page version.
+    fn text_of(page: &PageVersion) -> String {
+        format!("{} {}", page.title, page.body)
+    }
+
+    /// A page's tokens, distinct terms and ACL values, as the index counts them.
+    fn terms_of(&self, page: &PageVersion) -> PageTerms {
+        let mut terms = BTreeSet::new();
+        let mut tokens = 0;
+        if let Ok(mut analyzer) = self.index.tokenizer_for_field(self.text) {
+            let text = Self::text_of(page);
+            let mut stream = analyzer.token_stream(&text);
+            stream.process(&mut |token| {
+                tokens += 1;
+                terms.insert(token.text.clone());
+            });
+        }
+        let acl = if page.acl.is_empty() {
+            vec![EVERYONE.to_owned()]
+        } else {
+            page.acl.clone()
+        };
+        PageTerms { tokens, terms, acl }
+    }
+
+    /// The document of one page version.
+    fn document(&self, page: &PageVersion) -> TantivyDocument {
+        let mut document = doc!(
+            self.id => page.source_id.clone(),
+            self.text => Self::text_of(page)
+        );
+        if page.acl.is_empty() {
+            document.add_text(self.acl, EVERYONE);
+        }
+        for principal in &page.acl {
+            document.add_text(self.acl, principal);
+        }
+        document
     }
 
     /// Page ids best first, at most `limit`, among pages `caller` may read (an ACL entry names
@@ -101,9 +268,25 @@ impl PageIndex {
             ),
         ]);
         let searcher = self.reader.searcher();
-        let Ok(hits) = searcher.search(&query, &TopDocs::with_limit(limit + 32).order_by_score())
-        else {
-            return Vec::new();
+        // Candidates best first; where the last one ties with the `limit`-th, the tie goes on
+        // past the window and which of its pages tantivy kept would depend on where they sit
+        // in the index: widen until the whole tie group is in, so the lower ids win it.
+        let mut window = limit + 32;
+        let hits = loop {
+            let Ok(hits) = searcher.search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(window).order_by_score(),
+                &self.stats,
+            ) else {
+                return Vec::new();
+            };
+            let tie_cut = hits.len() == window
+                && hits.len() > limit
+                && hits[window - 1].0 >= hits[limit - 1].0;
+            if !tie_cut || window as u64 >= self.stats.docs {
+                break hits;
+            }
+            window = window.saturating_mul(4);
         };
         let mut ranked: Vec<(f32, String)> = hits
             .into_iter()

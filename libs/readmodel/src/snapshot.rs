@@ -1,15 +1,24 @@
-//! Per-tenant read models, rebuilt from the store when the tenant's knowledge version moves,
-//! kept under a [`CacheBudget`] (least recently used out first, rebuilt on next use).
+//! Per-tenant read models, brought forward from the store when the tenant's knowledge version
+//! moves, kept under a [`CacheBudget`] (least recently used out first, built again on next use).
+//!
+//! A model that moves is patched with what the commits since its version wrote
+//! (`Store::knowledge_changes_since`): the changed pages, their index documents, facts,
+//! entities and names; every version of it is the one a build from the store would give. Each
+//! tenant's model sits behind a read-write lock: readers hold it while they answer and a patch
+//! waits for them, so no reader sees an event half-applied. An ontology change (or a range the
+//! store cannot replay) builds the model whole beside the live one, which keeps answering until
+//! the new one swaps in.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ontoloop_core::knowledge::{
     Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
 };
 use ontoloop_core::{CacheBudget, Lru};
-use ontoloop_store::{Store, StoreError};
-use tokio::sync::Mutex;
+use ontoloop_store::{KnowledgeChanges, Store, StoreError};
+use tokio::sync::{Mutex, OwnedRwLockReadGuard, RwLock};
 
 use crate::search::PageIndex;
 
@@ -18,11 +27,12 @@ pub struct Snapshot {
     /// Knowledge version it was built from.
     pub version: i64,
     /// The tenant's ontology.
-    pub ontology: Ontology,
+    pub ontology: Arc<Ontology>,
     /// The whole graph: what a caller may see of it is [`Snapshot::graph_for`].
     pub graph: Arc<Graph>,
-    /// Current version of every page.
-    pub current: BTreeMap<String, PageVersion>,
+    /// Current version of every page. Shared like the graph: a reader that must wait on
+    /// something else (the firewall's model call) keeps these and lets the lock go.
+    pub current: Arc<BTreeMap<String, PageVersion>>,
     /// Extraction log.
     pub log: BTreeMap<String, u64>,
     /// BM25 over the current pages.
@@ -114,6 +124,9 @@ impl ontoloop_core::ServiceError for SnapshotError {
     }
 }
 
+/// Name of the counter of read-model updates, labelled `cache` and `kind` (`build`, `patch`).
+pub const UPDATES_METRIC: &str = "ontoloop_read_model_updates_total";
+
 /// Name of the gauge of entries every bounded cache reports, labelled `cache`.
 pub const CACHE_ENTRIES_METRIC: &str = "ontoloop_cache_entries";
 
@@ -142,7 +155,10 @@ pub struct Snapshots {
     store: Store,
     extraction: ExtractionSetup,
     name: &'static str,
-    cache: Mutex<Lru<Arc<Snapshot>>>,
+    cache: Mutex<Lru<Arc<RwLock<Snapshot>>>>,
+    /// Models built whole, and catch-ups patched in, since this cache was made.
+    built: AtomicU64,
+    patched: AtomicU64,
 }
 
 impl Snapshots {
@@ -165,6 +181,8 @@ impl Snapshots {
             extraction,
             name,
             cache: Mutex::new(Lru::new(budget)),
+            built: AtomicU64::new(0),
+            patched: AtomicU64::new(0),
         }
     }
 
@@ -178,18 +196,88 @@ impl Snapshots {
         self.cache.lock().await.is_empty()
     }
 
-    /// The tenant's snapshot at its current knowledge version.
-    pub async fn get(&self, tenant: &str) -> Result<Arc<Snapshot>, SnapshotError> {
+    /// The tenant's read model at its current knowledge version (or later), held for reading:
+    /// while the guard lives the model does not move. Never ask for a second guard of the same
+    /// tenant while holding one.
+    pub async fn get(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
         let version = self.store.knowledge_version(tenant).await?;
-        if let Some(snapshot) = self
-            .cache
-            .lock()
-            .await
-            .get(tenant)
-            .filter(|s| s.version == version)
-        {
-            return Ok(Arc::clone(snapshot));
+        let cached = self.cache.lock().await.get(tenant).cloned();
+        let Some(cell) = cached else {
+            let snapshot = self.build(tenant).await?;
+            let cell = Arc::new(RwLock::new(snapshot));
+            let guard = Arc::clone(&cell).read_owned().await;
+            self.keep(tenant, cell, guard.approx_bytes()).await;
+            return Ok(guard);
+        };
+        let guard = Arc::clone(&cell).read_owned().await;
+        if guard.version >= version {
+            return Ok(guard);
         }
+        drop(guard);
+        let mut model = Arc::clone(&cell).write_owned().await;
+        // Another reader may have brought it forward while this one waited.
+        if model.version < version {
+            match self
+                .store
+                .knowledge_changes_since(tenant, model.version)
+                .await?
+            {
+                Some(changes) => {
+                    model.apply(changes)?;
+                    self.count(&self.patched, "patch");
+                }
+                None => {
+                    // Built beside the live model, which readers keep using meanwhile.
+                    drop(model);
+                    let fresh = self.build(tenant).await?;
+                    model = Arc::clone(&cell).write_owned().await;
+                    if fresh.version > model.version {
+                        *model = fresh;
+                    }
+                }
+            }
+        }
+        let bytes = model.approx_bytes();
+        let guard = model.downgrade();
+        self.keep(tenant, cell, bytes).await;
+        Ok(guard)
+    }
+
+    /// Keeps a tenant's model under the budget (again, with its size now) and reports the
+    /// cache's size.
+    async fn keep(&self, tenant: &str, cell: Arc<RwLock<Snapshot>>, bytes: usize) {
+        let mut cache = self.cache.lock().await;
+        cache.insert(tenant, cell, bytes);
+        ontoloop_observability::metrics::global().set(
+            CACHE_ENTRIES_METRIC,
+            "Entries (tenants) a bounded per-tenant cache keeps.",
+            &[("cache", self.name)],
+            cache.len() as f64,
+        );
+    }
+
+    /// How many models this cache built whole and how many catch-ups it patched in.
+    pub fn updates(&self) -> (u64, u64) {
+        (
+            self.built.load(Ordering::Relaxed),
+            self.patched.load(Ordering::Relaxed),
+        )
+    }
+
+    fn count(&self, counter: &AtomicU64, kind: &str) {
+        counter.fetch_add(1, Ordering::Relaxed);
+        ontoloop_observability::metrics::global().add(
+            UPDATES_METRIC,
+            "Read models brought forward: built whole (first use, ontology change) or patched \
+             with what the commits since wrote.",
+            &[("cache", self.name), ("kind", kind)],
+            1.0,
+        );
+    }
+
+    /// A tenant's read model built whole from the store.
+    pub async fn build(&self, tenant: &str) -> Result<Snapshot, SnapshotError> {
+        self.count(&self.built, "build");
         let rows = self.store.load_knowledge(tenant).await?;
         let text = rows
             .ontology
@@ -213,27 +301,62 @@ impl Snapshots {
             .unwrap_or_default();
         let restricted = graph.facts().iter().any(|f| !f.acl.is_empty())
             || current.values().any(|p| !p.acl.is_empty());
-        let snapshot = Arc::new(Snapshot {
+        Ok(Snapshot {
             latest_change,
-            versions: rows.pages.clone(),
+            versions: rows.pages,
             version: rows.version,
-            ontology,
+            ontology: Arc::new(ontology),
             graph: Arc::new(graph),
-            current,
+            current: Arc::new(current),
             log: rows.extraction_log,
             index,
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
-        });
-        let bytes = snapshot.approx_bytes();
-        let mut cache = self.cache.lock().await;
-        cache.insert(tenant, Arc::clone(&snapshot), bytes);
-        ontoloop_observability::metrics::global().set(
-            CACHE_ENTRIES_METRIC,
-            "Entries (tenants) a bounded per-tenant cache keeps.",
-            &[("cache", self.name)],
-            cache.len() as f64,
+        })
+    }
+}
+
+/// A tenant's read model held for reading (see [`Snapshots::get`]).
+pub type SnapshotGuard = OwnedRwLockReadGuard<Snapshot>;
+
+impl Snapshot {
+    /// Brings this model to `changes.version` with what the commits since its version wrote.
+    fn apply(&mut self, changes: KnowledgeChanges) -> Result<(), SnapshotError> {
+        // Each moved page's version before the changes (none for a new page), by page id.
+        let mut moved: BTreeMap<String, Option<PageVersion>> = BTreeMap::new();
+        let current = Arc::make_mut(&mut self.current);
+        for page in changes.pages {
+            self.latest_change = self.latest_change.max(page.updated_at);
+            self.restricted |= !page.acl.is_empty();
+            let newer = current
+                .get(&page.source_id)
+                .is_none_or(|held| page.version > held.version);
+            if newer {
+                let before = current.insert(page.source_id.clone(), page.clone());
+                moved.entry(page.source_id.clone()).or_insert(before);
+            }
+            self.versions.push(page);
+        }
+        self.index.update(
+            moved
+                .iter()
+                .filter_map(|(id, before)| Some((before.as_ref(), current.get(id)?))),
+        )?;
+        self.log.extend(changes.extraction_log);
+        self.restricted |= changes.facts.iter().any(|f| !f.acl.is_empty());
+        // Readers hold the lock, not the graph or the pages: they are shared only while a reader
+        // answers, so this changes them in place (a copy only if a reader kept them past its
+        // guard, as the firewall does across a model call).
+        Arc::make_mut(&mut self.graph).patch(
+            &changes.removed_entities,
+            changes.entities,
+            changes.facts,
         );
-        Ok(snapshot)
+        self.views
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        self.version = changes.version;
+        Ok(())
     }
 }

@@ -860,11 +860,27 @@ mod tests {
             .expect("an http endpoint is valid");
         assert!(on.otlp.enabled());
         for (key, value, named) in [
-            ("ONTOLOOP__OTLP__ENDPOINT", "127.0.0.1:4317", "otlp.endpoint"),
-            ("ONTOLOOP__OTLP__ENDPOINT", "https://collector:4317", "otlp.endpoint"),
+            (
+                "ONTOLOOP__OTLP__ENDPOINT",
+                "127.0.0.1:4317",
+                "otlp.endpoint",
+            ),
+            (
+                "ONTOLOOP__OTLP__ENDPOINT",
+                "https://collector:4317",
+                "otlp.endpoint",
+            ),
             ("ONTOLOOP__OTLP__ENDPOINT", "http://", "otlp.endpoint"),
-            ("ONTOLOOP__OTLP__SAMPLING_RATIO", "1.5", "otlp.sampling_ratio"),
-            ("ONTOLOOP__OTLP__EXPORT_TIMEOUT_MS", "0", "otlp.export_timeout_ms"),
+            (
+                "ONTOLOOP__OTLP__SAMPLING_RATIO",
+                "1.5",
+                "otlp.sampling_ratio",
+            ),
+            (
+                "ONTOLOOP__OTLP__EXPORT_TIMEOUT_MS",
+                "0",
+                "otlp.export_timeout_ms",
+            ),
             ("ONTOLOOP__OTLP__MAX_QUEUE_SIZE", "0", "otlp.max_queue_size"),
         ] {
             let err = load_with(&[(key, value)]).expect_err(value).to_string();

@@ -3,7 +3,7 @@
 //! it). The analyst is the one writer: each event becomes one atomic commit, guarded by the
 //! tenant's knowledge version.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -41,10 +41,27 @@ struct TenantKnowledge {
     ontology: Option<Arc<Ontology>>,
     graph: Graph,
     pages: Vec<PageVersion>,
+    /// Each page's newest version, as its place in `pages`: an event finds its page's latest
+    /// version without reading every version of every page.
+    latest: HashMap<String, usize>,
     log: BTreeMap<String, u64>,
 }
 
 impl TenantKnowledge {
+    /// The newest version of every page, by its place in `pages`.
+    fn latest_of(pages: &[PageVersion]) -> HashMap<String, usize> {
+        let mut latest: HashMap<String, usize> = HashMap::new();
+        for (at, page) in pages.iter().enumerate() {
+            let newer = latest
+                .get(&page.source_id)
+                .is_none_or(|&held| pages[held].version < page.version);
+            if newer {
+                latest.insert(page.source_id.clone(), at);
+            }
+        }
+        latest
+    }
+
     fn current_pages(&self) -> Vec<PageVersion> {
         ontoloop_core::knowledge::current_versions(&self.pages)
     }
@@ -334,6 +351,7 @@ impl KnowledgeWriter {
             version: rows.version,
             ontology,
             graph,
+            latest: TenantKnowledge::latest_of(&rows.pages),
             pages: rows.pages,
             log: rows.extraction_log,
         })
@@ -398,10 +416,9 @@ fn step(
         } => {
             let confidence = confidence.unwrap_or(1.0);
             let latest = knowledge
-                .pages
-                .iter()
-                .filter(|p| p.source_id == *doc_id)
-                .max_by_key(|p| p.version)
+                .latest
+                .get(doc_id)
+                .and_then(|&at| knowledge.pages.get(at))
                 .cloned();
             if let Some(latest) = &latest
                 && latest.body == *body
@@ -424,6 +441,9 @@ fn step(
                 confidence,
             };
             knowledge.pages.push(page.clone());
+            knowledge
+                .latest
+                .insert(doc_id.clone(), knowledge.pages.len() - 1);
             commit.pages.push(page.clone());
             if *hold {
                 return Ok(());
@@ -481,13 +501,8 @@ fn step(
     };
     let report = MaintenanceReport {
         graph_writes: changes.writes,
-        // Counted, not collected: cloning every current page per event cost O(pages) copies.
-        pages_total: knowledge
-            .pages
-            .iter()
-            .map(|p| p.source_id.as_str())
-            .collect::<std::collections::HashSet<_>>()
-            .len() as u64,
+        // Counted from the index of latest versions, not by reading every page per event.
+        pages_total: knowledge.latest.len() as u64,
         ..report
     };
     commit.runs.push(RunRecord {

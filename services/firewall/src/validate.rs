@@ -150,18 +150,24 @@ impl Validator {
         // Read and checked on what the caller may see of the graph: an entity only hidden
         // facts name is as unknown as a name that names nothing.
         let graph = snapshot.graph_for(&Access::new(&caller, &snapshot.current));
+        // The parts of the model this check reads, kept while the read lock goes: reading the
+        // text may wait on a model call, and the model must not be held still for it.
+        let (ontology, current) = (
+            std::sync::Arc::clone(&snapshot.ontology),
+            std::sync::Arc::clone(&snapshot.current),
+        );
+        drop(snapshot);
         let (mut checked, coverage) = match &input {
             Input::Text(text) => {
                 // The pipeline (and its encoder) is CPU work: on the blocking pool, never on an
                 // async worker. Fail closed if that task cannot finish.
                 let read = {
-                    let (snapshot, text) = (std::sync::Arc::clone(&snapshot), text.clone());
+                    let (ontology, text) = (std::sync::Arc::clone(&ontology), text.clone());
                     let graph = std::sync::Arc::clone(&graph);
                     tokio::task::spawn_blocking(move || {
-                        let ontology = &snapshot.ontology;
                         ontology
                             .extraction()
-                            .claims(ontology, &text, &graph.lexicon(ontology))
+                            .claims(&ontology, &text, &graph.lexicon(&ontology))
                     })
                     .await
                 };
@@ -177,8 +183,7 @@ impl Validator {
                 // A text of few sentences may still read as many claims (a long list in one
                 // sentence): the bound holds for the claims checked, not only the sentences.
                 self.within_max_claims("text", "claims", claims.len())?;
-                self.claims_from_text(&snapshot.ontology, text, claims)
-                    .await
+                self.claims_from_text(&ontology, text, claims).await
             }
             Input::Claims(list) => (
                 list.claims
@@ -194,9 +199,9 @@ impl Validator {
         };
         let to_check: Vec<ClaimToCheck> = checked.iter().map(|c| to_check(&c.claim)).collect();
         let view = FirewallView {
-            ontology: &snapshot.ontology,
+            ontology: &ontology,
             graph: &graph,
-            access: Access::new(&caller, &snapshot.current),
+            access: Access::new(&caller, &current),
             as_of,
             policy: &self.policy,
             threshold: self.policy.threshold(risk, &context.domain),

@@ -26,7 +26,7 @@ use ontoloop_runtime::{Context, Parts};
 use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
-use ontoloop_readmodel::{Snapshot, Snapshots};
+use ontoloop_readmodel::{Snapshot, SnapshotGuard, Snapshots};
 
 /// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
 /// the org graph watcher and the context graph sweeper.
@@ -133,7 +133,7 @@ impl Retrieval {
         Ok(seq)
     }
 
-    async fn snapshot(&self, caller: &Caller) -> Result<std::sync::Arc<Snapshot>, Status> {
+    async fn snapshot(&self, caller: &Caller) -> Result<SnapshotGuard, Status> {
         self.snapshots
             .get(caller.tenant())
             .await

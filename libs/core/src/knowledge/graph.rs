@@ -3,6 +3,7 @@
 //! graph still answers "as of" any earlier instant.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -200,6 +201,16 @@ impl Changes {
     }
 }
 
+/// A text's words, lowercase, split at anything not alphanumeric, joined by one space: how a
+/// question and a name are compared.
+pub fn plain_words(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The graph of one tenant.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
@@ -208,6 +219,160 @@ pub struct Graph {
     index: HashMap<String, String>,
     facts: Vec<Fact>,
     next_fact_id: u64,
+    derived: Derived,
+}
+
+/// What is derived from the whole graph for reading it — the lexicon (with the shape of the
+/// ontology it was computed for: what of each predicate it reads) and the name needles — kept
+/// until the graph changes, so every question asked of one state of the graph shares them.
+#[derive(Default)]
+struct Derived {
+    lexicon: std::sync::Mutex<Option<(Vec<PredicateShape>, Arc<Lexicon>)>>,
+    needles: std::sync::Mutex<Option<Arc<NameNeedles>>>,
+}
+
+/// Every name and alias of the graph by the words a question must contain to name it: its own
+/// words, and its key's words (`"Kestrel mission"` is asked as `"Kestrel"`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct NameNeedles {
+    by_words: HashMap<String, BTreeSet<String>>,
+    by_key_words: HashMap<String, BTreeSet<String>>,
+}
+
+impl NameNeedles {
+    /// Adds a name under its words and its key's words.
+    fn insert(&mut self, normaliser: &NameNormaliser, name: &str) {
+        let words = plain_words(name);
+        if !words.is_empty() {
+            self.by_words
+                .entry(words)
+                .or_default()
+                .insert(name.to_owned());
+        }
+        let key_words = plain_words(&normaliser.key(name));
+        if !key_words.is_empty() {
+            self.by_key_words
+                .entry(key_words)
+                .or_default()
+                .insert(name.to_owned());
+        }
+    }
+
+    /// The names whose words appear, in order and together, among `words` (lowercase words of
+    /// a question): by their own words, and by their key's words unless `skip_key` says the
+    /// name's key must not be matched alone.
+    pub fn found_in(&self, words: &[String], skip_key: impl Fn(&str) -> bool) -> BTreeSet<String> {
+        let mut found = BTreeSet::new();
+        for from in 0..words.len() {
+            let mut needle = String::new();
+            for word in &words[from..] {
+                if !needle.is_empty() {
+                    needle.push(' ');
+                }
+                needle.push_str(word);
+                if let Some(names) = self.by_words.get(&needle) {
+                    found.extend(names.iter().cloned());
+                }
+                if let Some(names) = self.by_key_words.get(&needle) {
+                    found.extend(names.iter().filter(|n| !skip_key(n)).cloned());
+                }
+            }
+        }
+        found
+    }
+}
+
+/// What the lexicon reads of a predicate: name, whether a slot, subject types, object type and
+/// whether the object is an entity.
+type PredicateShape = (String, bool, Vec<String>, String, bool);
+
+impl Derived {
+    fn shape(ontology: &Ontology) -> Vec<PredicateShape> {
+        ontology
+            .predicates()
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    p.kind == PredicateKind::Slot,
+                    p.subject_types.clone(),
+                    p.object_type.clone(),
+                    p.object_is_entity(),
+                )
+            })
+            .collect()
+    }
+
+    /// Takes in an entity that is new or only grew (a new name or alias): its names go into
+    /// what is derived as a computation would put them. One of no type of its own, whose types
+    /// the facts imply, makes everything be computed again instead.
+    fn grew(&mut self, normaliser: &NameNormaliser, entity: &Entity) {
+        let Some(own) = entity.entity_type.as_deref() else {
+            self.clear();
+            return;
+        };
+        let names = || entity.aliases.iter().chain([&entity.name]);
+        if let Some((_, lexicon)) = self
+            .lexicon
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_mut()
+        {
+            let lexicon = Arc::make_mut(lexicon);
+            for name in names() {
+                lexicon.insert_types(normaliser, name, [own].into_iter());
+            }
+            lexicon.settle();
+        }
+        if let Some(needles) = self
+            .needles
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_mut()
+        {
+            let needles = Arc::make_mut(needles);
+            for name in names() {
+                needles.insert(normaliser, name);
+            }
+        }
+    }
+
+    /// Forgets everything derived: the graph changed.
+    fn clear(&mut self) {
+        *self
+            .lexicon
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *self
+            .needles
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+impl Clone for Derived {
+    fn clone(&self) -> Self {
+        let lexicon = self
+            .lexicon
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let needles = self
+            .needles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Self {
+            lexicon: std::sync::Mutex::new(lexicon),
+            needles: std::sync::Mutex::new(needles),
+        }
+    }
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Derived")
+    }
 }
 
 impl Graph {
@@ -280,6 +445,127 @@ impl Graph {
         graph
     }
 
+    /// Brings the graph to a later state of the store without building it again: `removed`
+    /// entities out, `entities` inserted or replaced, `facts` inserted or replaced by id (what a
+    /// commit wrote, read back). The result equals [`Graph::from_parts`] over the later rows:
+    /// where two entities claim one name, the later id has it, as when entities are assembled
+    /// in id order.
+    pub fn patch(&mut self, removed: &[String], entities: Vec<Entity>, facts: Vec<Fact>) {
+        // What is derived for reading follows what only grew; anything else is computed again.
+        if !removed.is_empty() {
+            self.derived.clear();
+        }
+        for id in removed {
+            if let Some(gone) = self.entities.remove(id) {
+                let keys = self.keys_of(&gone);
+                self.reassign(&keys, id);
+            }
+        }
+        for entity in entities {
+            let keys = self.keys_of(&entity);
+            let id_of_new = entity.id.clone();
+            if let Some(old) = self.entities.get(&entity.id) {
+                let dropped: BTreeSet<String> =
+                    self.keys_of(old).difference(&keys).cloned().collect();
+                let only_grew = dropped.is_empty()
+                    && old.entity_type == entity.entity_type
+                    && old.aliases.is_subset(&entity.aliases);
+                if !only_grew {
+                    self.derived.clear();
+                }
+                self.entities.insert(id_of_new.clone(), entity);
+                self.reassign(&dropped, &id_of_new);
+            } else {
+                self.entities.insert(entity.id.clone(), entity);
+            }
+            if let Some(entity) = self.entities.get(&id_of_new) {
+                self.derived.grew(&self.normaliser, entity);
+            }
+            for key in keys {
+                // A later id that still claims the name keeps it.
+                let kept = self.index.get(&key).is_some_and(|holder| {
+                    *holder > id_of_new
+                        && self
+                            .entities
+                            .get(holder)
+                            .is_some_and(|e| self.keys_of(e).contains(&key))
+                });
+                if !kept {
+                    // A name taken over from another entity moves what that one's facts imply.
+                    if self
+                        .index
+                        .get(&key)
+                        .is_some_and(|holder| *holder != id_of_new)
+                    {
+                        self.derived.clear();
+                    }
+                    self.index.insert(key, id_of_new.clone());
+                }
+            }
+        }
+        let changed: Vec<u64> = facts.iter().map(|f| f.id).collect();
+        for fact in facts {
+            self.next_fact_id = self.next_fact_id.max(fact.id + 1);
+            match self.facts.binary_search_by_key(&fact.id, |f| f.id) {
+                Ok(at) => self.facts[at] = fact,
+                Err(at) => self.facts.insert(at, fact),
+            }
+        }
+        self.facts_changed(changed);
+    }
+
+    /// Keeps what is derived for reading true after facts changed: a fact only changes the
+    /// lexicon through an entity of no type of its own (whose types the facts imply), so
+    /// anything else leaves it as it is.
+    fn facts_changed(&mut self, ids: impl IntoIterator<Item = u64>) {
+        let untyped = |id: &str| {
+            self.entities
+                .get(id)
+                .is_none_or(|e| e.entity_type.is_none())
+        };
+        let implies = ids.into_iter().any(|id| {
+            self.fact(id).is_some_and(|fact| {
+                untyped(&fact.entity)
+                    || self
+                        .index
+                        .get(&self.normaliser.key(&fact.object))
+                        .is_some_and(|object| untyped(object))
+            })
+        });
+        if implies {
+            self.derived.clear();
+        }
+    }
+
+    /// The index keys of an entity: its name's and every alias's.
+    fn keys_of(&self, entity: &Entity) -> BTreeSet<String> {
+        entity
+            .aliases
+            .iter()
+            .chain([&entity.name])
+            .map(|name| self.normaliser.key(name))
+            .collect()
+    }
+
+    /// Gives each of `keys` that `from` held (and no longer holds) to the entity with the
+    /// highest id that still claims it, or to none.
+    fn reassign(&mut self, keys: &BTreeSet<String>, from: &str) {
+        for key in keys {
+            if self.index.get(key).is_some_and(|holder| holder == from) {
+                self.index.remove(key);
+                let heir = self
+                    .entities
+                    .values()
+                    .filter(|e| self.keys_of(e).contains(key))
+                    .map(|e| e.id.clone())
+                    .max();
+                if let Some(heir) = heir {
+                    self.index.insert(key.clone(), heir);
+                }
+            }
+        }
+    }
+
     /// The name normaliser.
     pub fn normaliser(&self) -> &NameNormaliser {
         &self.normaliser
@@ -311,7 +597,11 @@ impl Graph {
 
     /// A fact by id.
     pub fn fact(&self, id: u64) -> Option<&Fact> {
-        self.facts.iter().find(|f| f.id == id)
+        // Facts are kept in id order (assembled so, appended with growing ids).
+        match self.facts.binary_search_by_key(&id, |f| f.id) {
+            Ok(at) => self.facts.get(at),
+            Err(_) => self.facts.iter().find(|f| f.id == id),
+        }
     }
 
     /// Facts of one slot valid at `at`.
@@ -339,9 +629,12 @@ impl Graph {
                 let mut changed = entity.aliases.insert(name.trim().to_owned());
                 if entity.entity_type.is_none() && entity_type.is_some() {
                     entity.entity_type = entity_type.map(str::to_owned);
+                    // Its implied types give way to its own: computed again.
+                    self.derived.clear();
                     changed = true;
                 }
                 if changed {
+                    self.derived.grew(&self.normaliser, entity);
                     changes.entities.insert(id.clone());
                 }
             }
@@ -357,6 +650,7 @@ impl Graph {
             aliases: BTreeSet::from([name.trim().to_owned()]),
         };
         self.index.insert(key, id.clone());
+        self.derived.grew(&self.normaliser, &entity);
         self.entities.insert(id.clone(), entity);
         changes.entities.insert(id.clone());
         changes.writes += 1;
@@ -366,6 +660,7 @@ impl Graph {
     /// Renames: `new` becomes the display name of the entity called `old`, `old` stays an alias,
     /// and an entity already created under `new` is merged into it (its facts move over).
     pub fn rename(&mut self, old: &str, new: &str, changes: &mut Changes) -> String {
+        self.derived.clear();
         let id = self.ensure_entity(old, None, changes);
         let new_key = self.normaliser.key(new);
         if let Some(other) = self
@@ -404,8 +699,53 @@ impl Graph {
     }
 
     /// Every name and alias the graph knows, with the types it may have (its own, else those
-    /// its current facts imply), for linking mentions.
-    pub fn lexicon(&self, ontology: &Ontology) -> Lexicon {
+    /// its current facts imply), for linking mentions. Computed once per state of the graph and
+    /// ontology and kept until the graph changes, so every question asked of one read model
+    /// shares it.
+    pub fn lexicon(&self, ontology: &Ontology) -> Arc<Lexicon> {
+        let shape = Derived::shape(ontology);
+        let mut cache = self
+            .derived
+            .lexicon
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((for_shape, lexicon)) = cache.as_ref()
+            && *for_shape == shape
+        {
+            return Arc::clone(lexicon);
+        }
+        let lexicon = Arc::new(self.compute_lexicon(ontology).freeze());
+        *cache = Some((shape, Arc::clone(&lexicon)));
+        lexicon
+    }
+
+    /// Every name and alias by the words that name it in a question (see [`NameNeedles`]),
+    /// computed once per state of the graph.
+    pub fn needles(&self) -> Arc<NameNeedles> {
+        let mut cache = self
+            .derived
+            .needles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(needles) = cache.as_ref() {
+            return Arc::clone(needles);
+        }
+        let needles = Arc::new(self.compute_needles());
+        *cache = Some(Arc::clone(&needles));
+        needles
+    }
+
+    fn compute_needles(&self) -> NameNeedles {
+        let mut needles = NameNeedles::default();
+        for entity in self.entities.values() {
+            for name in entity.aliases.iter().chain([&entity.name]) {
+                needles.insert(&self.normaliser, name);
+            }
+        }
+        needles
+    }
+
+    fn compute_lexicon(&self, ontology: &Ontology) -> Lexicon {
         let mut implied: HashMap<&str, BTreeSet<&str>> = HashMap::new();
         for fact in self.facts.iter().filter(|f| f.is_current()) {
             let Some(predicate) = ontology.predicate(&fact.predicate) else {
@@ -539,6 +879,7 @@ impl Graph {
             changes.facts.insert(id);
             changes.writes += 1;
         }
+        self.facts_changed(changes.facts.iter().copied().collect::<Vec<_>>());
         changes
     }
 
@@ -591,12 +932,14 @@ impl Graph {
         });
         changes.facts.insert(fact_id);
         changes.writes += 1;
+        self.facts_changed(changes.facts.iter().copied().collect::<Vec<_>>());
         changes
     }
 
     /// Supersedes every current page fact (a full rebuild starts from here and re-reads every
     /// current page); record facts stay, since no page is their source of truth.
     pub fn retire_page_facts(&mut self, at: DateTime<Utc>) -> Changes {
+        self.derived.clear();
         let mut changes = Changes::default();
         for fact in self
             .facts
@@ -610,6 +953,7 @@ impl Graph {
         changes
     }
 
+    /// Appends a fact with the next id; the caller tells what is derived ([`Self::facts_changed`]).
     fn push_fact(&mut self, mut fact: Fact) -> u64 {
         fact.id = self.next_fact_id;
         self.next_fact_id += 1;
@@ -892,5 +1236,99 @@ mod tests {
         assert_eq!(record.source.origin, RECORD_ORIGIN);
         assert_eq!(record_origin("registry:missions"), "registry");
         assert_eq!(record_origin("cmdb"), RECORD_ORIGIN);
+    }
+
+    /// Every name and the types the lexicon gives it, shared and added parts together.
+    fn entries(lexicon: &Lexicon, graph: &Graph) -> Vec<(String, Vec<String>)> {
+        graph
+            .entities()
+            .flat_map(|e| e.aliases.iter().chain([&e.name]))
+            .map(|name| {
+                let types = lexicon
+                    .types_of(graph.normaliser(), name)
+                    .map(|t| t.iter().cloned().collect())
+                    .unwrap_or_default();
+                (name.clone(), types)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_lexicon_and_needles_kept_through_changes_equal_ones_computed_afresh() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let products = ["Ledger", "Beacon", "Atlas Reports", "Kite"];
+        let teams = ["Payments", "Growth", "Core"];
+        let plans = ["Pro", "Team", "Starter"];
+        let mut seed: u64 = 17;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize % n
+        };
+        let mut versions: BTreeMap<String, u64> = BTreeMap::new();
+        for step in 0..300u32 {
+            let day = 1 + step % 27;
+            match next(10) {
+                0..=5 => {
+                    // Now and then another spelling: a new alias of a known entity.
+                    let product = match products[next(products.len())] {
+                        name if next(3) == 0 => name.to_uppercase(),
+                        name => name.to_owned(),
+                    };
+                    let body = match next(4) {
+                        0 => format!("{product} is owned by the {} team.", teams[next(3)]),
+                        1 => format!("The {} team is led by Dana {}.", teams[next(3)], next(5)),
+                        2 => format!("{product} is included in the {} plan.", plans[next(3)]),
+                        _ => format!(
+                            "The {} plan costs €{} per user per month.",
+                            plans[next(3)],
+                            10 + next(50)
+                        ),
+                    };
+                    let id = format!("page-{}", next(6));
+                    let version = versions.entry(id.clone()).or_default();
+                    *version += 1;
+                    graph.apply_page(&ontology, &page(&id, *version, "wiki", &body, day), at(day));
+                }
+                6 | 7 => {
+                    graph.apply_record(
+                        &ontology,
+                        "crm",
+                        u64::from(step),
+                        products[next(products.len())],
+                        "owned_by",
+                        teams[next(3)],
+                        at(day),
+                    );
+                }
+                8 => {
+                    let (old, new) = (products[next(4)], format!("{} Next", products[next(4)]));
+                    graph.rename(old, &new, &mut Changes::default());
+                }
+                _ => {
+                    if next(4) == 0 {
+                        graph.retire_page_facts(at(day));
+                    } else {
+                        // Asked between changes, as readers do: the kept views are then updated
+                        // in place by the next change instead of computed again.
+                        graph.lexicon(&ontology);
+                        graph.needles();
+                    }
+                }
+            }
+            let kept = graph.lexicon(&ontology);
+            let fresh = graph.compute_lexicon(&ontology);
+            assert_eq!(
+                entries(&kept, &graph),
+                entries(&fresh, &graph),
+                "lexicon after step {step}"
+            );
+            assert_eq!(kept.len(), fresh.len(), "lexicon size after step {step}");
+            assert_eq!(
+                *graph.needles(),
+                graph.compute_needles(),
+                "needles after step {step}"
+            );
+        }
     }
 }

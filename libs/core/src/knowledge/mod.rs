@@ -25,8 +25,8 @@ pub use answer::{
 };
 pub use extract::{Claim, ClaimSubject, extract_claims, pattern_claims, split_sentences};
 pub use graph::{
-    Access, Changes, Entity, Fact, Graph, PageVersion, RECORD_ORIGIN, SourceRef, current_versions,
-    readable, record_origin,
+    Access, Changes, Entity, Fact, Graph, NameNeedles, PageVersion, RECORD_ORIGIN, SourceRef,
+    current_versions, plain_words, readable, record_origin,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use model::{ClaimModel, ModelCost, ModelError, ModelUsage, Ungrounded, ground};

@@ -222,7 +222,7 @@ pub(crate) fn typed(
     let known_types = |name: &str| -> BTreeSet<String> {
         let mut types: BTreeSet<String> = lexicon
             .types_of(normaliser, name)
-            .cloned()
+            .map(std::borrow::Cow::into_owned)
             .unwrap_or_default();
         types.extend(normaliser.type_of(name));
         types

@@ -173,18 +173,8 @@ fn linked_names(
     ontology: &Ontology,
     extra: &[ExtraName],
 ) -> Vec<String> {
-    let haystack = format!(" {} ", words_plain(question).join(" "));
-    let mut names: Vec<String> = graph
-        .entities()
-        .flat_map(|e| e.aliases.iter().cloned().chain([e.name.clone()]))
-        .collect();
-    names.extend(
-        ontology
-            .predicates()
-            .iter()
-            .filter_map(|p| p.fixed_subject.clone()),
-    );
-    names.extend(extra.iter().map(|(name, _)| name.clone()));
+    let words = words_plain(question);
+    let haystack = format!(" {} ", words.join(" "));
     // A name is found by its words or by its key ("Kestrel mission" is asked as "Kestrel"),
     // except a predicate's fixed subject, whose key is a common word ("Refund policy").
     let normaliser = graph.normaliser();
@@ -194,19 +184,28 @@ fn linked_names(
         .filter_map(|p| p.fixed_subject.as_deref())
         .map(|name| normaliser.key(name))
         .collect();
-    let mut found: Vec<String> = names
+    // The graph's names through its needles (each contiguous run of the question's words looked
+    // up), not by testing every name against the question.
+    let mut found: Vec<String> = graph
+        .needles()
+        .found_in(&words, |name| fixed.contains(&normaliser.key(name)))
         .into_iter()
-        .filter(|name| {
-            let key = normaliser.key(name);
-            let mut needles = vec![words_plain(name).join(" ")];
-            if !fixed.contains(&key) {
-                needles.push(words_plain(&key).join(" "));
-            }
-            needles
-                .iter()
-                .any(|needle| !needle.is_empty() && haystack.contains(&format!(" {needle} ")))
-        })
         .collect();
+    let others = ontology
+        .predicates()
+        .iter()
+        .filter_map(|p| p.fixed_subject.clone())
+        .chain(extra.iter().map(|(name, _)| name.clone()));
+    found.extend(others.filter(|name| {
+        let key = normaliser.key(name);
+        let mut needles = vec![words_plain(name).join(" ")];
+        if !fixed.contains(&key) {
+            needles.push(words_plain(&key).join(" "));
+        }
+        needles
+            .iter()
+            .any(|needle| !needle.is_empty() && haystack.contains(&format!(" {needle} ")))
+    }));
     found.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     found.dedup();
     found

@@ -11,6 +11,7 @@
 //! Nothing here knows any world: every word list is general English.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::encoder::{SentenceEncoder, cosine};
 use super::extract::{Claim, ClaimSubject};
@@ -22,9 +23,14 @@ use super::question::{STOPWORDS, stem};
 pub const LEXICAL_ID: &str = "semantic/lexical/v1";
 
 /// Names the extractor links, with the entity types each may have (none known: any).
+///
+/// A graph's names are many and each read of a text adds a few: the graph's part is `shared`
+/// (frozen, behind an `Arc`), the read's own in `added`, so cloning a lexicon to extend it costs
+/// what was added, not the graph's size.
 #[derive(Debug, Clone, Default)]
 pub struct Lexicon {
-    by_key: BTreeMap<String, BTreeSet<String>>,
+    shared: Arc<BTreeMap<String, BTreeSet<String>>>,
+    added: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Lexicon {
@@ -44,28 +50,69 @@ impl Lexicon {
         if key.is_empty() || STOPWORDS.contains(&key.as_str()) {
             return;
         }
-        let slot = self.by_key.entry(key).or_default();
+        let slot = self.added.entry(key).or_default();
         slot.extend(types.filter(|t| *t != "any").map(str::to_owned));
     }
 
+    /// Names added since the last [`Lexicon::freeze`] that a lexicon keeps apart before it
+    /// folds them into its shared part ([`Lexicon::settle`]).
+    const MAX_ADDED: usize = 256;
+
+    /// Folds what was added into the shared part once it is more than a few names, so clones
+    /// stay cheap and lookups look in one place (the shared part is copied only when another
+    /// lexicon still holds it).
+    pub fn settle(&mut self) {
+        if self.added.len() > Self::MAX_ADDED {
+            *self = std::mem::take(self).freeze();
+        }
+    }
+
+    /// This lexicon with everything added so far made shared: clones of it start from here at
+    /// no cost.
+    pub fn freeze(mut self) -> Self {
+        if self.added.is_empty() {
+            return self;
+        }
+        let added = std::mem::take(&mut self.added);
+        let shared = Arc::make_mut(&mut self.shared);
+        for (key, types) in added {
+            shared.entry(key).or_default().extend(types);
+        }
+        self
+    }
+
     /// Whether the key is known, and the types it may have.
-    fn get(&self, key: &str) -> Option<&BTreeSet<String>> {
-        self.by_key.get(key)
+    fn get(&self, key: &str) -> Option<std::borrow::Cow<'_, BTreeSet<String>>> {
+        use std::borrow::Cow;
+        match (self.shared.get(key), self.added.get(key)) {
+            (Some(shared), Some(added)) => Some(Cow::Owned(shared.union(added).cloned().collect())),
+            (Some(one), None) | (None, Some(one)) => Some(Cow::Borrowed(one)),
+            (None, None) => None,
+        }
     }
 
     /// The types a name is known to have (empty: known, of no known type), if it is known.
-    pub fn types_of(&self, normaliser: &NameNormaliser, name: &str) -> Option<&BTreeSet<String>> {
+    pub fn types_of(
+        &self,
+        normaliser: &NameNormaliser,
+        name: &str,
+    ) -> Option<std::borrow::Cow<'_, BTreeSet<String>>> {
         self.get(&normaliser.key(name))
     }
 
     /// How many names it holds.
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.shared.len()
+            + self
+                .added
+                .keys()
+                .filter(|k| !self.shared.contains_key(*k))
+                .count()
     }
 
     /// Whether it holds no name.
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.shared.is_empty() && self.added.is_empty()
     }
 }
 
@@ -263,7 +310,7 @@ pub(crate) fn mentions(
                 if len == 1 && STARTERS.contains(&tokens[i].lower.as_str()) {
                     continue;
                 }
-                known = Some((len, text, types.clone()));
+                known = Some((len, text, types.into_owned()));
                 break;
             }
         }
