@@ -60,9 +60,10 @@ test: python-client
 
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
-## the signals benchmark through RabbitMQ, the broker-outage and plate benchmarks, and last the
-## memory benchmark at the issue's full size (1,000,000 signals: about 35 minutes on 2 cores), in a
-## release build (latency figures mean nothing in a debug build)
+## the signals benchmark through RabbitMQ, the broker-outage and plate benchmarks, the scale
+## benchmark at 10,000 and 100,000 pages, and last the memory benchmark at the issue's full size
+## (1,000,000 signals: about 35 minutes on 2 cores), in a release build (latency figures mean
+## nothing in a debug build)
 # The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
 WORLDS ?= $(wildcard ../shared/bench/*.world.json tests/fixtures/*.world.json)
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
@@ -83,6 +84,8 @@ bench: model
 	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
+	$(RELEASE_BIN) bench scale --pages 10000 --events-per-second 50
+	$(RELEASE_BIN) bench scale --pages 100000 --events-per-second 50
 	$(RELEASE_BIN) bench memory --tenants 1000 --signals 1000000 --asks 100000
 
 ## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client

@@ -8,4 +8,5 @@ pub mod firewall;
 pub mod memory;
 pub mod outage;
 pub mod plate;
+pub mod scale;
 pub mod signals;

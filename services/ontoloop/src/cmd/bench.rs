@@ -1,4 +1,4 @@
-//! `ontoloop bench plate|signals|firewall|drift|extract|outage|memory`: the benchmarks, each on a
+//! `ontoloop bench plate|signals|firewall|drift|extract|outage|memory|scale`: the benchmarks, each on a
 //! system of its own (SQLite in a temporary directory and, but for signals and outage, the
 //! in-process queue; outage on PostgreSQL) unless told otherwise.
 
@@ -126,6 +126,27 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
+    /// the intake, then a steady stream of single-page events while agents ask and validate;
+    /// prints {"pages","ingest_pages_per_s","event_to_visible_ms":{"p50","p99"},
+    /// "ask_ms":{"p50","p99"},"validate_ms":{"p50","p99"},"rss_mb","store_mb",...} with --json.
+    Scale {
+        /// Pages in the tenant (one service each, about 1.2 KB).
+        #[arg(long, default_value_t = 10_000)]
+        pages: usize,
+        /// Single-page events per second once ingested.
+        #[arg(long, default_value_t = 50.0)]
+        events_per_second: f64,
+        /// Seconds the steady stream runs.
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
+        #[arg(long)]
+        store_url: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay every scenario of a world file through the services and grade every answer.
     Drift {
         /// The world file (format ontoloop.world/v1).
@@ -214,6 +235,39 @@ impl Command {
                 }
                 if !report.flat() {
                     return Ok(ExitCode::FAILURE);
+                }
+            }
+            Command::Scale {
+                pages,
+                events_per_second,
+                seconds,
+                store_url,
+                json,
+            } => {
+                let scratch = Scratch::new(store_url)?;
+                let session = Session::load(config, &[])?;
+                eprintln!("bench: starting every service in this process");
+                let local = Local::start(scratch.settings(&session.settings)).await?;
+                let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
+                let load = ontoloop::bench::scale::Load {
+                    pages,
+                    events_per_second,
+                    seconds,
+                };
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let store_url = scratch.store_url.clone();
+                let report = ontoloop::bench::scale::run(
+                    &clients,
+                    load,
+                    || ontoloop::bench::scale::sqlite_mb(&store_url),
+                    &mut progress,
+                )
+                .await?;
+                local.stop().await?;
+                if json {
+                    println!("{}", serde_json::to_string(&report)?);
+                } else {
+                    print!("{}", report.to_text());
                 }
             }
             Command::Plate {

@@ -1,0 +1,484 @@
+//! The scale benchmark: one tenant of N generated pages under an ontology of its own (no world
+//! file), ingested through the telemetry intake, then a steady stream of single-page events while
+//! agents ask and validate.
+//!
+//! Each page (about 1.2 KB) names its own service, the team that owns it, its language and its
+//! region, among sentences that state nothing the ontology knows. Ingest is timed from the first
+//! push to the moment an Ask that waits for the last page's sequence number answers. Under load,
+//! every event moves one service to another team; its event → visible time runs from the push to
+//! the first Ask (waiting for the event's sequence number) that answers the new team. Asks and
+//! Validates of ten claims run beside the events, one at a time each, and are timed over
+//! loopback gRPC.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures::StreamExt as _;
+use ontoloop_core::Caller;
+use ontoloop_core::events::Event;
+use ontoloop_proto::v1;
+use serde::Serialize;
+
+use crate::client::Clients;
+
+/// The tenant the benchmark generates.
+const TENANT: &str = "scale";
+
+/// Pushes in flight while ingesting.
+const INGEST_IN_FLIGHT: usize = 16;
+
+/// Teams the services are spread over.
+const TEAMS: usize = 500;
+
+/// Languages and regions the pages name.
+const LANGUAGES: [&str; 6] = ["Rust", "Go", "Java", "Python", "Kotlin", "Elixir"];
+const REGIONS: [&str; 4] = ["Frankfurt", "Dublin", "Virginia", "Tokyo"];
+
+/// How big the run is.
+#[derive(Debug, Clone, Copy)]
+pub struct Load {
+    /// Pages (one service each).
+    pub pages: usize,
+    /// Single-page events per second once ingested.
+    pub events_per_second: f64,
+    /// How long the steady stream runs.
+    pub seconds: u64,
+}
+
+/// Median and 99th percentile, milliseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Quantiles {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile (nearest rank).
+    pub p99: f64,
+}
+
+impl Quantiles {
+    fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort_unstable();
+        let at = |q: f64| -> f64 {
+            if samples.is_empty() {
+                return 0.0;
+            }
+            let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+            samples[rank - 1].as_secs_f64() * 1000.0
+        };
+        Self {
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+}
+
+/// The benchmark's result, in the shape the issue names.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleReport {
+    /// Pages ingested.
+    pub pages: usize,
+    /// Pages per second from the first push until every page answered.
+    pub ingest_pages_per_s: f64,
+    /// Push of a single-page event to the first Ask answering its value.
+    pub event_to_visible_ms: Quantiles,
+    /// Ask over loopback gRPC while events flow.
+    pub ask_ms: Quantiles,
+    /// Validate of ten claims while events flow.
+    pub validate_ms: Quantiles,
+    /// Resident memory of this process (every service and the client) at the end, MiB.
+    pub rss_mb: f64,
+    /// Size of the store on disk, MiB (0 when the store is not a SQLite file).
+    pub store_mb: f64,
+    /// Events pushed under load, and how many never became visible.
+    pub events: usize,
+    /// Events not visible before the run ended (each counted at the run's end in the quantiles).
+    pub events_not_visible: usize,
+    /// Asks and Validates made under load, and how many failed.
+    pub asks: usize,
+    /// Validates made under load.
+    pub validates: usize,
+    /// Calls that failed under load.
+    pub errors: usize,
+}
+
+impl ScaleReport {
+    /// The report as a table.
+    pub fn to_text(&self) -> String {
+        format!(
+            "scale: one tenant of {} generated pages, every service in this process\n\
+             ingest            {:>9.0} pages/s\n\
+             event -> visible  p50 {:>8.1} ms   p99 {:>8.1} ms   ({} events, {} not visible)\n\
+             ask               p50 {:>8.2} ms   p99 {:>8.2} ms   ({} asks)\n\
+             validate (10)     p50 {:>8.2} ms   p99 {:>8.2} ms   ({} validates)\n\
+             rss {:.1} MB, store {:.1} MB, {} calls failed\n",
+            self.pages,
+            self.ingest_pages_per_s,
+            self.event_to_visible_ms.p50,
+            self.event_to_visible_ms.p99,
+            self.events,
+            self.events_not_visible,
+            self.ask_ms.p50,
+            self.ask_ms.p99,
+            self.asks,
+            self.validate_ms.p50,
+            self.validate_ms.p99,
+            self.validates,
+            self.rss_mb,
+            self.store_mb,
+            self.errors,
+        )
+    }
+}
+
+/// The generated ontology: services owned by teams, written in languages, running in regions.
+fn ontology() -> serde_json::Value {
+    serde_json::json!({
+        "predicates": [
+            {"name": "owned_by", "subject_type": "service", "object_type": "team",
+             "patterns": ["{s} is owned by the {o} team."]},
+            {"name": "written_in", "subject_type": "service", "object_type": "language",
+             "patterns": ["{s} is written in {o}."]},
+            {"name": "runs_in", "subject_type": "service", "object_type": "region",
+             "patterns": ["{s} runs in {o}."]}
+        ],
+        "authority": {"default": 1}
+    })
+}
+
+/// `n` spelled in letters (`0` is `a`, `26` is `ba`), for names the templates read as words.
+fn letters(mut n: usize) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(b'a' + u8::try_from(n % 26).unwrap_or(0));
+        n /= 26;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn service(k: usize) -> String {
+    format!("Svc{}", letters(k))
+}
+
+fn team(n: usize) -> String {
+    format!("Team{}", letters(n % TEAMS))
+}
+
+/// Page `k` with its owner `owner`: about 1.2 KB, three sentences the ontology reads among
+/// paragraphs that state nothing it knows.
+fn page(k: usize, owner: usize) -> Event {
+    let name = service(k);
+    let body = format!(
+        "# {name}\n\n{name} is owned by the {team} team. {name} is written in {language}. \
+         {name} runs in {region}.\n\n\
+         ## Operations\n\nDeployments go out during working hours after the change has been \
+         reviewed by two people. Alerts page the on-call engineer, who acknowledges them within \
+         fifteen minutes and writes down what was done in the incident channel. Dashboards show \
+         request rates, error rates and latency percentiles for the last day and the last week.\n\n\
+         ## Support\n\nQuestions from other groups arrive through the shared request form and \
+         are answered within two working days. Runbooks describe how to restart workers, how to \
+         drain traffic before maintenance and how to restore from the nightly backup. Capacity \
+         is reviewed every quarter against the forecast, and unused resources are released.\n\n\
+         ## History\n\nThe first version was written as an internal tool and later opened to \
+         every product. Its interfaces are versioned, and older versions are kept for six \
+         months after a replacement ships. Page {k} of the catalog.\n",
+        team = team(owner),
+        language = LANGUAGES[k % LANGUAGES.len()],
+        region = REGIONS[k % REGIONS.len()],
+    );
+    Event::DocUpsert {
+        doc_id: format!("svc-{k}"),
+        title: name,
+        origin: "catalog".to_owned(),
+        body,
+        acl: Vec::new(),
+        hold: false,
+        confidence: None,
+    }
+}
+
+fn wire_caller() -> v1::Caller {
+    v1::Caller {
+        tenant: TENANT.to_owned(),
+        principal: "bench".to_owned(),
+    }
+}
+
+fn ask(k: usize, min_sequence: u64) -> v1::AskRequest {
+    v1::AskRequest {
+        caller: Some(wire_caller()),
+        text: format!("Who owns {}?", service(k)),
+        min_sequence,
+        ..Default::default()
+    }
+}
+
+/// Ten claims about services, true or not as the generated pages make them.
+fn validate(k: usize, pages: usize) -> v1::ValidateRequest {
+    let claims = (0..10)
+        .map(|i| {
+            let s = (k + i * 7919) % pages;
+            v1::Claim {
+                subject: service(s),
+                predicate: if i % 2 == 0 { "written_in" } else { "runs_in" }.to_owned(),
+                object: if i % 2 == 0 {
+                    LANGUAGES[(s + i) % LANGUAGES.len()]
+                } else {
+                    REGIONS[s % REGIONS.len()]
+                }
+                .to_owned(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    v1::ValidateRequest {
+        caller: Some(wire_caller()),
+        input: Some(v1::validate_request::Input::Claims(v1::ClaimList {
+            claims,
+        })),
+        ..Default::default()
+    }
+}
+
+async fn push(clients: &Clients, caller: &Caller, event: &Event) -> anyhow::Result<u64> {
+    let pushed = ontoloop_proto::convert::event_to_wire(caller, event, chrono::Utc::now());
+    Ok(clients
+        .telemetry
+        .clone()
+        .push_event(pushed)
+        .await
+        .with_context(|| format!("push {}", event.kind()))?
+        .into_inner()
+        .sequence)
+}
+
+/// Runs the load through `clients` (a system in this process), reporting progress lines;
+/// `store_mb` measures the store at the end.
+pub async fn run(
+    clients: &Clients,
+    load: Load,
+    store_mb: impl Fn() -> f64,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<ScaleReport> {
+    anyhow::ensure!(load.pages > 0, "--pages must be at least 1");
+    anyhow::ensure!(
+        load.events_per_second > 0.0 && load.events_per_second <= 10_000.0,
+        "--events-per-second must be above 0 and at most 10000"
+    );
+    let caller = Caller::new(TENANT, "bench")?;
+    let ontology_seq = push(
+        clients,
+        &caller,
+        &Event::OntologySet {
+            ontology: ontology(),
+        },
+    )
+    .await?;
+    clients
+        .retrieval
+        .clone()
+        .ask(ask(0, ontology_seq))
+        .await
+        .context("wait for the ontology")?;
+
+    progress(&format!("ingesting {} pages", load.pages));
+    let started = Instant::now();
+    let mut last = 0u64;
+    let mut done = 0usize;
+    let mut pushes = futures::stream::iter(0..load.pages)
+        .map(|k| {
+            let caller = caller.clone();
+            async move { push(clients, &caller, &page(k, k)).await }
+        })
+        .buffer_unordered(INGEST_IN_FLIGHT);
+    while let Some(seq) = pushes.next().await {
+        last = last.max(seq?);
+        done += 1;
+        if done.is_multiple_of(10_000) {
+            progress(&format!(
+                "{done} pages pushed, {:.0} s",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    drop(pushes);
+    let pushed_secs = started.elapsed().as_secs_f64();
+    clients
+        .retrieval
+        .clone()
+        .ask(ask(load.pages - 1, last))
+        .await
+        .context("wait for every page")?;
+    let ingest_secs = started.elapsed().as_secs_f64();
+    let ingest_pages_per_s = load.pages as f64 / ingest_secs.max(1e-9);
+    progress(&format!(
+        "ingested: pushed in {pushed_secs:.1} s, visible after {ingest_secs:.1} s \
+         ({ingest_pages_per_s:.0} pages/s)"
+    ));
+
+    progress(&format!(
+        "steady stream: {} events/s for {} s while agents ask and validate",
+        load.events_per_second, load.seconds
+    ));
+    let until = Instant::now() + Duration::from_secs(load.seconds);
+    let (events, asks, validates) = tokio::join!(
+        events(clients, &caller, load, until),
+        asks(clients, load.pages, until),
+        validates(clients, load.pages, until),
+    );
+    let (visible, not_visible, event_errors) = events;
+    let (ask_times, ask_errors) = asks;
+    let (validate_times, validate_errors) = validates;
+    Ok(ScaleReport {
+        pages: load.pages,
+        ingest_pages_per_s,
+        events: visible.len(),
+        events_not_visible: not_visible,
+        event_to_visible_ms: Quantiles::of(visible),
+        asks: ask_times.len(),
+        ask_ms: Quantiles::of(ask_times),
+        validates: validate_times.len(),
+        validate_ms: Quantiles::of(validate_times),
+        rss_mb: super::memory::rss_mb(),
+        store_mb: store_mb(),
+        errors: event_errors + ask_errors + validate_errors,
+    })
+}
+
+/// The steady stream: every tick moves one service to another team, each event watched until
+/// an Ask answers its new team. Returns the times (an event never seen counts as the time until
+/// the end of the wait), those not seen, and the calls that failed.
+async fn events(
+    clients: &Clients,
+    caller: &Caller,
+    load: Load,
+    until: Instant,
+) -> (Vec<Duration>, usize, usize) {
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / load.events_per_second));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut watchers = tokio::task::JoinSet::new();
+    let mut n = 0usize;
+    while Instant::now() < until {
+        ticker.tick().await;
+        // Services in a stride over the catalog, each to a team it never had.
+        let k = (n * 7919) % load.pages;
+        let owner = k + TEAMS / 2 + n;
+        n += 1;
+        let (clients, caller) = (clients.clone(), caller.clone());
+        watchers.spawn(async move {
+            let started = Instant::now();
+            let seq = push(&clients, &caller, &page(k, owner)).await?;
+            let expected = team(owner);
+            // The first answer with the new team: min_sequence waits for the event itself; an
+            // answer still naming the old team (never, when the wait works) is asked again.
+            let deadline = started + Duration::from_secs(30);
+            loop {
+                let answer = clients
+                    .retrieval
+                    .clone()
+                    .ask(ask(k, seq))
+                    .await
+                    .context("ask")?
+                    .into_inner();
+                if answer.value.contains(&expected) {
+                    return Ok::<_, anyhow::Error>(Some(started.elapsed()));
+                }
+                if Instant::now() > deadline {
+                    return Ok(None);
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+    }
+    let (mut visible, mut not_visible, mut errors) = (Vec::new(), 0, 0);
+    while let Some(joined) = watchers.join_next().await {
+        match joined {
+            Ok(Ok(Some(time))) => visible.push(time),
+            Ok(Ok(None)) => not_visible += 1,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %format!("{err:#}"), "an event under load failed");
+                errors += 1;
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    (visible, not_visible, errors)
+}
+
+/// Asks one at a time about services across the catalog until `until`.
+async fn asks(clients: &Clients, pages: usize, until: Instant) -> (Vec<Duration>, usize) {
+    let (mut times, mut errors, mut n) = (Vec::new(), 0, 0usize);
+    let mut retrieval = clients.retrieval.clone();
+    while Instant::now() < until {
+        let request = ask((n * 104_729) % pages, 0);
+        n += 1;
+        let started = Instant::now();
+        match retrieval.ask(request).await {
+            Ok(_) => times.push(started.elapsed()),
+            Err(_) => errors += 1,
+        }
+    }
+    (times, errors)
+}
+
+/// Validates of ten claims, one at a time, until `until`.
+async fn validates(clients: &Clients, pages: usize, until: Instant) -> (Vec<Duration>, usize) {
+    let (mut times, mut errors, mut n) = (Vec::new(), 0, 0usize);
+    let mut firewall = clients.firewall.clone();
+    while Instant::now() < until {
+        let request = validate((n * 15_485_863) % pages, pages);
+        n += 1;
+        let started = Instant::now();
+        match firewall.validate(request).await {
+            Ok(_) => times.push(started.elapsed()),
+            Err(_) => errors += 1,
+        }
+    }
+    (times, errors)
+}
+
+/// Size of the files of a SQLite store (`sqlite://PATH?...`: the database, its WAL and shared
+/// memory), MiB; 0 for any other store.
+pub fn sqlite_mb(url: &str) -> f64 {
+    let Some(rest) = url.strip_prefix("sqlite://") else {
+        return 0.0;
+    };
+    let path = rest.split('?').next().unwrap_or(rest);
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| std::fs::metadata(format!("{path}{suffix}")).ok())
+        .map(|m| m.len() as f64)
+        .sum::<f64>()
+        / (1024.0 * 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_about_the_size_the_issue_names_and_state_three_facts() {
+        let Event::DocUpsert { body, title, .. } = page(12_345, 7) else {
+            panic!("a page is a doc.upsert");
+        };
+        assert!((1000..1500).contains(&body.len()), "{}", body.len());
+        assert!(body.contains(&format!("{title} is owned by the {} team.", team(7))));
+        assert!(body.contains(&format!("{title} is written in")));
+        assert!(body.contains(&format!("{title} runs in")));
+    }
+
+    #[test]
+    fn quantiles_take_the_nearest_rank() {
+        let q = Quantiles::of((1..=100).map(Duration::from_millis).collect());
+        assert_eq!((q.p50, q.p99), (50.0, 99.0));
+        assert_eq!(Quantiles::of(Vec::new()).p99, 0.0);
+    }
+
+    #[test]
+    fn names_are_distinct_words() {
+        assert_ne!(service(0), service(26));
+        assert!(service(100_000).chars().all(|c| c.is_ascii_alphabetic()));
+    }
+}
