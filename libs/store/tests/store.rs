@@ -39,6 +39,7 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261201_070000_intake_outbox".to_owned(),
             "m20261201_080000_intake_order".to_owned(),
             "m20261201_090000_retention".to_owned(),
+            "m20261201_130000_knowledge_changes".to_owned(),
         ]
     );
     // Up again is a no-op.
