@@ -182,12 +182,23 @@ async fn signals_and_forged_sequence_numbers_stay_with_their_tenant_on_postgres_
         "and only its own"
     );
 
-    // The victim's event is accepted but not yet applied (its pending intake entry).
+    // The victim's event is accepted but not yet applied (its pending intake entry), its
+    // publish in flight: leased for an hour, so the outbox relay leaves it alone and only the
+    // forged messages could settle it.
     let store = sandbox.ctx.store.clone();
-    let (victim_seq, _) = store
-        .intake_append("victim", None, "doc.upsert", "{}", chrono::Utc::now())
+    let now = chrono::Utc::now();
+    let victim_seq = store
+        .intake_accept(
+            "victim",
+            None,
+            "doc.upsert",
+            "{}",
+            now,
+            Some(now + chrono::Duration::hours(1)),
+        )
         .await
-        .expect("append");
+        .expect("append")
+        .seq;
     // An integration publishes events for `attacker` carrying the victim's number: one valid,
     // one malformed.
     let forged = format!(
