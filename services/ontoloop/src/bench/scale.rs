@@ -27,6 +27,9 @@ const TENANT: &str = "scale";
 /// Pushes in flight while ingesting.
 const INGEST_IN_FLIGHT: usize = 16;
 
+/// The longest the benchmark waits for the analyst to apply every page it pushed.
+const INGEST_WAIT: Duration = Duration::from_secs(3600);
+
 /// Teams the services are spread over.
 const TEAMS: usize = 500;
 
@@ -276,10 +279,7 @@ pub async fn run(
         },
     )
     .await?;
-    clients
-        .retrieval
-        .clone()
-        .ask(ask(0, ontology_seq))
+    visible(clients, ask(0, ontology_seq), Duration::from_secs(60))
         .await
         .context("wait for the ontology")?;
 
@@ -305,10 +305,11 @@ pub async fn run(
     }
     drop(pushes);
     let pushed_secs = started.elapsed().as_secs_f64();
-    clients
-        .retrieval
-        .clone()
-        .ask(ask(load.pages - 1, last))
+    progress(&format!(
+        "{} pages pushed in {pushed_secs:.1} s; waiting for the analyst to apply them",
+        load.pages
+    ));
+    visible(clients, ask(load.pages - 1, last), INGEST_WAIT)
         .await
         .context("wait for every page")?;
     let ingest_secs = started.elapsed().as_secs_f64();
@@ -347,6 +348,24 @@ pub async fn run(
     })
 }
 
+/// Asks `request` (which waits for its `min_sequence`) until it is answered: an Ask whose wait
+/// ran out (`UNAVAILABLE`, the analyst still behind) is asked again, up to `limit` in all.
+async fn visible(
+    clients: &Clients,
+    request: v1::AskRequest,
+    limit: Duration,
+) -> anyhow::Result<v1::Answer> {
+    let started = Instant::now();
+    loop {
+        match clients.retrieval.clone().ask(request.clone()).await {
+            Ok(answer) => return Ok(answer.into_inner()),
+            Err(status)
+                if status.code() == tonic::Code::Unavailable && started.elapsed() < limit => {}
+            Err(status) => return Err(status.into()),
+        }
+    }
+}
+
 /// The steady stream: every tick moves one service to another team, each event watched until
 /// an Ask answers its new team. Returns the times (an event never seen counts as the time until
 /// the end of the wait), those not seen, and the calls that failed.
@@ -375,17 +394,19 @@ async fn events(
             // answer still naming the old team (never, when the wait works) is asked again.
             let deadline = started + Duration::from_secs(30);
             loop {
-                let answer = clients
-                    .retrieval
-                    .clone()
-                    .ask(ask(k, seq))
+                let answer = visible(&clients, ask(k, seq), Duration::from_secs(30))
                     .await
-                    .context("ask")?
-                    .into_inner();
+                    .context("ask")?;
                 if answer.value.contains(&expected) {
                     return Ok::<_, anyhow::Error>(Some(started.elapsed()));
                 }
                 if Instant::now() > deadline {
+                    eprintln!(
+                        "bench: {} never answered {expected} (answered {:?}, status {})",
+                        service(k),
+                        answer.value,
+                        answer.status
+                    );
                     return Ok(None);
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
