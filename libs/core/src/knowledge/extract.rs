@@ -50,6 +50,24 @@ pub struct Claim {
 /// the end of the text (so `99.9` does not end one). Sentences are trimmed; empty ones dropped.
 pub fn split_sentences(text: &str) -> Vec<&str> {
     let mut sentences = Vec::new();
+    // A blank line ends a sentence too: a Markdown heading or a fragment without a full stop
+    // never runs on into the paragraph after it ("# Ledger", then "Ledger is owned by ...").
+    let (mut start, mut offset) = (0, 0);
+    for line in text.split_inclusive('\n') {
+        let end = offset + line.len();
+        if line.trim().is_empty() {
+            sentences_of(&text[start..offset], &mut sentences);
+            start = end;
+        }
+        offset = end;
+    }
+    sentences_of(&text[start..], &mut sentences);
+    sentences
+}
+
+/// The sentences of one paragraph: each ends at `.`, `!` or `?` followed by whitespace or the
+/// end.
+fn sentences_of<'a>(text: &'a str, sentences: &mut Vec<&'a str>) {
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -69,7 +87,6 @@ pub fn split_sentences(text: &str) -> Vec<&str> {
     if !tail.is_empty() {
         sentences.push(tail);
     }
-    sentences
 }
 
 /// Every claim the ontology's extraction pipeline finds in `text` (see `pipeline`), linking
@@ -240,5 +257,22 @@ mod tests {
             ClaimSubject::Fixed("Refund policy".into())
         );
         assert_eq!(claims[2].object, "14");
+    }
+
+    #[test]
+    fn a_blank_line_ends_a_sentence_so_a_heading_never_runs_into_its_paragraph() {
+        let text = "# Ledger\n\nLedger is owned by the Payments team. It runs\nin Dublin.\n\n## Support\n  \nAsk the desk";
+        assert_eq!(
+            split_sentences(text),
+            vec![
+                "# Ledger",
+                "Ledger is owned by the Payments team.",
+                "It runs\nin Dublin.",
+                "## Support",
+                "Ask the desk"
+            ]
+        );
+        assert_eq!(split_sentences("One. Two!"), vec!["One.", "Two!"]);
+        assert!(split_sentences("\n\n").is_empty());
     }
 }

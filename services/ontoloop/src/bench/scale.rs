@@ -309,9 +309,16 @@ pub async fn run(
         "{} pages pushed in {pushed_secs:.1} s; waiting for the analyst to apply them",
         load.pages
     ));
-    visible(clients, ask(load.pages - 1, last), INGEST_WAIT)
+    let answer = visible(clients, ask(load.pages - 1, last), INGEST_WAIT)
         .await
         .context("wait for every page")?;
+    progress(&format!(
+        "who owns {}? {:?} (status {}, {})",
+        service(load.pages - 1),
+        answer.value,
+        answer.status,
+        answer.abstain_reason
+    ));
     let ingest_secs = started.elapsed().as_secs_f64();
     let ingest_pages_per_s = load.pages as f64 / ingest_secs.max(1e-9);
     progress(&format!(
