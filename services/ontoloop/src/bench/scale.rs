@@ -27,6 +27,9 @@ const TENANT: &str = "scale";
 /// Pushes in flight while ingesting.
 const INGEST_IN_FLIGHT: usize = 16;
 
+/// Events watched for visibility at once (see [`events`]).
+const WATCHERS: usize = 32;
+
 /// The longest the benchmark waits for the analyst to apply every page it pushed.
 const INGEST_WAIT: Duration = Duration::from_secs(3600);
 
@@ -366,8 +369,16 @@ async fn visible(
     loop {
         match clients.retrieval.clone().ask(request.clone()).await {
             Ok(answer) => return Ok(answer.into_inner()),
+            // The analyst is behind (the wait ran out) or retrieval is at its limit of calls in
+            // flight: ask again shortly, within the limit.
             Err(status)
-                if status.code() == tonic::Code::Unavailable && started.elapsed() < limit => {}
+                if matches!(
+                    status.code(),
+                    tonic::Code::Unavailable | tonic::Code::ResourceExhausted
+                ) && started.elapsed() < limit =>
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             Err(status) => return Err(status.into()),
         }
     }
@@ -385,6 +396,9 @@ async fn events(
     let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / load.events_per_second));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut watchers = tokio::task::JoinSet::new();
+    // Watchers asking at once: each event's time runs from its push whether or not its watcher
+    // had to wait for a turn, and the benchmark's own Asks never crowd out the agents'.
+    let turns = std::sync::Arc::new(tokio::sync::Semaphore::new(WATCHERS));
     let mut n = 0usize;
     while Instant::now() < until {
         ticker.tick().await;
@@ -392,10 +406,11 @@ async fn events(
         let k = (n * 7919) % load.pages;
         let owner = k + TEAMS / 2 + n;
         n += 1;
-        let (clients, caller) = (clients.clone(), caller.clone());
+        let (clients, caller, turns) = (clients.clone(), caller.clone(), turns.clone());
         watchers.spawn(async move {
             let started = Instant::now();
             let seq = push(&clients, &caller, &page(k, owner)).await?;
+            let _turn = turns.acquire_owned().await?;
             let expected = team(owner);
             // The first answer with the new team: min_sequence waits for the event itself; an
             // answer still naming the old team (never, when the wait works) is asked again.
