@@ -365,48 +365,15 @@ impl Store {
         let state = tenant_state::Entity::find_by_id(tenant.to_owned())
             .one(&txn)
             .await?;
-        let pages = page_version::Entity::find()
-            .filter(page_version::Column::Tenant.eq(tenant))
-            .order_by_asc(page_version::Column::DocId)
-            .order_by_asc(page_version::Column::Version)
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(page_from)
-            .collect();
-        let extraction_log = extraction_log::Entity::find()
-            .filter(extraction_log::Column::Tenant.eq(tenant))
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(|row| (row.doc_id, to_u64(row.version)))
-            .collect();
-        // In id order: where two entities claim one name, the graph built from them gives it
-        // to the later id, the same on every backend and in every reader.
-        let entities = entity_row::Entity::find()
-            .filter(entity_row::Column::Tenant.eq(tenant))
-            .order_by_asc(entity_row::Column::Id)
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(entity_from)
-            .collect();
-        let facts = fact::Entity::find()
-            .filter(fact::Column::Tenant.eq(tenant))
-            .order_by_asc(fact::Column::Id)
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(fact_from)
-            .collect();
+        let rows = knowledge_rows(&txn, tenant, None).await?;
         txn.commit().await?;
         Ok(KnowledgeRows {
             ontology: state.as_ref().and_then(|s| s.ontology.clone()),
             version: state.map_or(0, |s| s.knowledge_version),
-            pages,
-            extraction_log,
-            entities,
-            facts,
+            pages: rows.pages,
+            extraction_log: rows.extraction_log.into_iter().collect(),
+            entities: rows.entities,
+            facts: rows.facts,
         })
     }
 
@@ -444,50 +411,15 @@ impl Store {
             .iter()
             .flat_map(|c| decode_list(&c.removed_entities))
             .collect();
-        let pages = page_version::Entity::find()
-            .filter(page_version::Column::Tenant.eq(tenant))
-            .filter(page_version::Column::ChangedIn.gt(since))
-            .order_by_asc(page_version::Column::DocId)
-            .order_by_asc(page_version::Column::Version)
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(page_from)
-            .collect();
-        let extraction_log = extraction_log::Entity::find()
-            .filter(extraction_log::Column::Tenant.eq(tenant))
-            .filter(extraction_log::Column::ChangedIn.gt(since))
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(|row| (row.doc_id, to_u64(row.version)))
-            .collect();
-        let entities = entity_row::Entity::find()
-            .filter(entity_row::Column::Tenant.eq(tenant))
-            .filter(entity_row::Column::ChangedIn.gt(since))
-            .order_by_asc(entity_row::Column::Id)
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(entity_from)
-            .collect();
-        let facts = fact::Entity::find()
-            .filter(fact::Column::Tenant.eq(tenant))
-            .filter(fact::Column::ChangedIn.gt(since))
-            .order_by_asc(fact::Column::Id)
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(fact_from)
-            .collect();
+        let rows = knowledge_rows(&txn, tenant, Some(since)).await?;
         txn.commit().await?;
         Ok(Some(KnowledgeChanges {
             version,
-            pages,
-            extraction_log,
-            entities,
+            pages: rows.pages,
+            extraction_log: rows.extraction_log,
+            entities: rows.entities,
             removed_entities,
-            facts,
+            facts: rows.facts,
         }))
     }
 
@@ -777,6 +709,71 @@ pub fn content_hash(body: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A tenant's knowledge rows: all of them, or with `since` those a commit after that version
+/// wrote. Pages oldest first per page; entities in id order (where two claim one name, the graph
+/// gives it to the later id, the same on every backend); facts in id order.
+struct Rows {
+    pages: Vec<PageVersion>,
+    extraction_log: Vec<(String, u64)>,
+    entities: Vec<Entity>,
+    facts: Vec<Fact>,
+}
+
+/// Reads [`Rows`] of `tenant` in `txn`.
+async fn knowledge_rows(
+    txn: &sea_orm::DatabaseTransaction,
+    tenant: &str,
+    since: Option<i64>,
+) -> Result<Rows, StoreError> {
+    use sea_orm::QueryTrait;
+    let pages = page_version::Entity::find()
+        .filter(page_version::Column::Tenant.eq(tenant))
+        .apply_if(since, |q, v| {
+            q.filter(page_version::Column::ChangedIn.gt(v))
+        })
+        .order_by_asc(page_version::Column::DocId)
+        .order_by_asc(page_version::Column::Version)
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(page_from)
+        .collect();
+    let extraction_log = extraction_log::Entity::find()
+        .filter(extraction_log::Column::Tenant.eq(tenant))
+        .apply_if(since, |q, v| {
+            q.filter(extraction_log::Column::ChangedIn.gt(v))
+        })
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(|row| (row.doc_id, to_u64(row.version)))
+        .collect();
+    let entities = entity_row::Entity::find()
+        .filter(entity_row::Column::Tenant.eq(tenant))
+        .apply_if(since, |q, v| q.filter(entity_row::Column::ChangedIn.gt(v)))
+        .order_by_asc(entity_row::Column::Id)
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(entity_from)
+        .collect();
+    let facts = fact::Entity::find()
+        .filter(fact::Column::Tenant.eq(tenant))
+        .apply_if(since, |q, v| q.filter(fact::Column::ChangedIn.gt(v)))
+        .order_by_asc(fact::Column::Id)
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(fact_from)
+        .collect();
+    Ok(Rows {
+        pages,
+        extraction_log,
+        entities,
+        facts,
+    })
 }
 
 fn page_from(row: page_version::Model) -> PageVersion {

@@ -217,7 +217,7 @@ fn service(t: usize, k: usize) -> String {
 }
 
 /// `n` spelled in letters (`0` is `a`, `26` is `ba`).
-fn letters(mut n: usize) -> String {
+pub(crate) fn letters(mut n: usize) -> String {
     let mut out = Vec::new();
     loop {
         out.push(b'a' + u8::try_from(n % 26).unwrap_or(0));

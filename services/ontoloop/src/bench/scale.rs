@@ -19,6 +19,7 @@ use ontoloop_core::events::Event;
 use ontoloop_proto::v1;
 use serde::Serialize;
 
+use super::memory::letters;
 use crate::client::Clients;
 
 /// The tenant the benchmark generates.
@@ -148,20 +149,6 @@ fn ontology() -> serde_json::Value {
         ],
         "authority": {"default": 1}
     })
-}
-
-/// `n` spelled in letters (`0` is `a`, `26` is `ba`), for names the templates read as words.
-fn letters(mut n: usize) -> String {
-    let mut out = Vec::new();
-    loop {
-        out.push(b'a' + u8::try_from(n % 26).unwrap_or(0));
-        n /= 26;
-        if n == 0 {
-            break;
-        }
-    }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
 }
 
 fn service(k: usize) -> String {
