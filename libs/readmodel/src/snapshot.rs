@@ -223,7 +223,13 @@ impl Snapshots {
                 .await?
             {
                 Some(changes) => {
-                    model.apply(changes)?;
+                    if let Err(err) = model.apply(changes) {
+                        // Half applied: never answer from it. A version below every real one
+                        // makes the next reader build the model whole (no commit range from it
+                        // is complete).
+                        model.version = -1;
+                        return Err(err);
+                    }
                     self.count(&self.patched, "patch");
                 }
                 None => {
