@@ -58,30 +58,13 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The Python interpreter of the project's environment (`ONTOLOOP_TEST_PYTHON` overrides), which
-/// must already hold the client and pytest.
+/// The project environment's Python, which must hold what this test imports.
 fn python(root: &Path) -> PathBuf {
-    let python = std::env::var_os("ONTOLOOP_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".venv/bin/python"));
-    assert!(
-        python.is_file(),
-        "no Python environment at {}: run `make test`, or `scripts/python-client-env.sh` once, \
-         to make .venv/ with the client (clients/python) and pytest installed",
-        python.display()
-    );
-    let import = Command::new(&python)
-        .args(["-c", "import ontoloop_client, pytest"])
-        .output()
-        .expect("run the environment's python");
-    assert!(
-        import.status.success(),
-        "{} cannot import ontoloop_client and pytest: run `scripts/python-client-env.sh` \
-         (make test does) to install them\n{}",
-        python.display(),
-        String::from_utf8_lossy(&import.stderr)
-    );
-    python
+    ontoloop_testkit::python::venv_python(
+        root,
+        "ontoloop_client, pytest",
+        "scripts/python-client-env.sh",
+    )
 }
 
 /// Loads the ontology and the pages through the intake as `token`'s holder (none: the request's

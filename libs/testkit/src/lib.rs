@@ -14,5 +14,6 @@ pub mod oracle;
 pub mod plate;
 pub mod process;
 pub mod proxy;
+pub mod python;
 pub mod servers;
 pub mod world;

@@ -51,27 +51,9 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The project environment's Python (`ONTOLOOP_TEST_PYTHON` overrides), which must hold `mcp`.
+/// The project environment's Python, which must hold what this test imports.
 fn python(root: &Path) -> PathBuf {
-    let python = std::env::var_os("ONTOLOOP_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".venv/bin/python"));
-    assert!(
-        python.is_file(),
-        "no Python environment at {}: run `make test`, or `scripts/python-env.sh` once",
-        python.display()
-    );
-    let import = Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .expect("run the environment's python");
-    assert!(
-        import.status.success(),
-        "{} cannot import mcp: run `scripts/python-env.sh` (make test does)\n{}",
-        python.display(),
-        String::from_utf8_lossy(&import.stderr)
-    );
-    python
+    ontoloop_testkit::python::venv_python(root, "mcp", "scripts/python-env.sh")
 }
 
 fn system_env(dir: &Path) -> Vec<(String, String)> {
