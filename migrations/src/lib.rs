@@ -17,6 +17,7 @@ mod m20261201_070000_intake_outbox;
 mod m20261201_080000_intake_order;
 mod m20261201_090000_retention;
 mod m20261201_130000_knowledge_changes;
+mod m20261201_160000_outbox_trace;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_080000_intake_order::Migration),
             Box::new(m20261201_090000_retention::Migration),
             Box::new(m20261201_130000_knowledge_changes::Migration),
+            Box::new(m20261201_160000_outbox_trace::Migration),
         ]
     }
 }

@@ -594,11 +594,12 @@ fn kubernetes_manifests_match_the_code() {
                 d.name
             );
         }
-        // Every service connects to the store and the queue (ontoloop_runtime::Context).
+        // Every service connects to the store and the queue (ontoloop_runtime::Context), and
+        // exports its traces to a collector when `[telemetry.otlp]` names one.
         assert_eq!(
             rule_ports(&policy["spec"]["egress"]),
-            BTreeSet::from(["53", "5432", "5672"].map(str::to_owned)),
-            "{} reaches DNS, PostgreSQL and RabbitMQ, nothing else",
+            BTreeSet::from(["53", "5432", "5672", "4317"].map(str::to_owned)),
+            "{} reaches DNS, PostgreSQL, RabbitMQ and the OTLP collector, nothing else",
             d.name
         );
     }

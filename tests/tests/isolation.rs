@@ -195,6 +195,7 @@ async fn signals_and_forged_sequence_numbers_stay_with_their_tenant_on_postgres_
             "{}",
             now,
             Some(now + chrono::Duration::hours(1)),
+            None,
         )
         .await
         .expect("append")

@@ -2,7 +2,7 @@
 //! counters, gauges and latency histograms, kept and encoded by the `prometheus-client` crate).
 //!
 //! Owns the subscriber: an env filter (from settings, `RUST_LOG` wins when set) and text or JSON
-//! lines on stderr, and the Prometheus registry services record into. With `[otlp]` set
+//! lines on stderr, and the Prometheus registry services record into. With `[telemetry.otlp]` set
 //! ([`init_with_traces`]) spans are also exported as OpenTelemetry traces over OTLP/gRPC, through
 //! a batch processor with a bounded queue (full: spans are dropped; an unreachable collector is
 //! logged, never waited for), flushed by [`shutdown_traces`]; [`trace`] carries the W3C trace
@@ -41,8 +41,8 @@ pub enum ObservabilityError {
     /// A global subscriber is already installed.
     #[error("install tracing subscriber: {0}")]
     Install(String),
-    /// The OTLP exporter could not be built from `[otlp]`.
-    #[error("setting `otlp.endpoint`: {0}")]
+    /// The OTLP exporter could not be built from `[telemetry.otlp]`.
+    #[error("setting `telemetry.otlp.endpoint`: {0}")]
     Exporter(String),
 }
 
@@ -51,8 +51,8 @@ pub fn init(settings: &LogSettings) -> Result<(), ObservabilityError> {
     install(settings, None)
 }
 
-/// Installs the global subscriber and, when `otlp.endpoint` is set, exports spans to it as
-/// `otlp.service_name` (or `default_service` when that is empty). Call once, first thing in
+/// Installs the global subscriber and, when `telemetry.otlp.endpoint` is set, exports spans to it as
+/// `telemetry.otlp.service_name` (or `default_service` when that is empty). Call once, first thing in
 /// `main`, inside the tokio runtime (the exporter's gRPC channel runs on it).
 pub fn init_with_traces(
     log: &LogSettings,
@@ -100,7 +100,7 @@ pub fn init_with_traces(
     Ok(())
 }
 
-/// Exports the spans still queued and stops exporting (waits at most `otlp.export_timeout_ms`
+/// Exports the spans still queued and stops exporting (waits at most `telemetry.otlp.export_timeout_ms`
 /// per batch). Blocking: call from a plain thread (`tokio::task::spawn_blocking`) at shutdown.
 /// Does nothing when traces are not exported.
 pub fn shutdown_traces() {

@@ -2,7 +2,7 @@
 //! `tracestate` (gRPC metadata, queue message headers), written into the headers of what this
 //! process publishes, and the trace id put on the span so every log line under it carries it.
 //!
-//! Spans become OpenTelemetry spans only while traces are exported (`[otlp]`, see
+//! Spans become OpenTelemetry spans only while traces are exported (`[telemetry.otlp]`, see
 //! [`crate::init_with_traces`]); otherwise nothing is written into headers, and a span that
 //! follows a caller's context still logs the caller's trace id.
 
@@ -72,6 +72,28 @@ pub fn inject_current(headers: &mut BTreeMap<String, String>) {
     TraceContextPropagator::new().inject_context(&context, &mut Headers(headers));
 }
 
+/// The current span's trace context as text to keep (a JSON object of `traceparent` and
+/// `tracestate`), for a message another task publishes later ([`stored_headers`] reads it back);
+/// `None` when there is none to carry.
+pub fn current_stored() -> Option<String> {
+    let mut headers = BTreeMap::new();
+    inject_current(&mut headers);
+    if headers.is_empty() {
+        return None;
+    }
+    serde_json::to_string(&headers).ok()
+}
+
+/// The trace headers of text [`current_stored`] wrote: only `traceparent` and `tracestate`, and
+/// none for text that is not such an object (a stored value is never trusted to add others).
+pub fn stored_headers(stored: &str) -> BTreeMap<String, String> {
+    serde_json::from_str::<BTreeMap<String, String>>(stored)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(key, _)| key == TRACEPARENT || key == TRACESTATE)
+        .collect()
+}
+
 /// The trace id of the current span (32 hex digits), if it has one.
 pub fn current_trace_id() -> Option<String> {
     let context = tracing::Span::current().context();
@@ -124,6 +146,18 @@ mod tests {
     use super::*;
 
     const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn stored_context_gives_back_only_the_trace_headers() {
+        let stored = format!(r#"{{"traceparent":"{PARENT}","tracestate":"a=1","x-other":"no"}}"#);
+        let headers = stored_headers(&stored);
+        assert_eq!(headers.len(), 2);
+        assert_eq!(headers.get(TRACEPARENT).map(String::as_str), Some(PARENT));
+        assert!(stored_headers("not json").is_empty());
+        assert!(stored_headers("[1]").is_empty());
+        // No span, no context to keep.
+        assert_eq!(current_stored(), None);
+    }
 
     #[test]
     fn a_valid_traceparent_is_read_and_garbage_is_not() {

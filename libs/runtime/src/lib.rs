@@ -194,7 +194,7 @@ pub async fn start(kind: ontoloop_core::ServiceKind) -> anyhow::Result<(Settings
     let settings = Settings::load(file.as_deref()).context("load settings")?;
     ontoloop_observability::init_with_traces(
         &settings.log,
-        &settings.otlp,
+        &settings.telemetry.otlp,
         &format!("ontoloop-{}", kind.name()),
     )
     .context("set up logging")?;

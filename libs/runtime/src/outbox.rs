@@ -243,11 +243,19 @@ async fn relay_once(
     Ok((rows.len(), published.len()))
 }
 
+/// The message of a row, continuing the trace of the request that was acknowledged (the relay's
+/// own span is not that request's).
 fn message_of(row: &OutboxRow) -> Message {
-    match row.kind {
+    let mut message = match row.kind {
         OutboxKind::Event => event_message(&row.tenant, row.tenant_seq, &row.body),
         OutboxKind::Signal => signal_message(&row.tenant, &row.idempotency_key, &row.body),
+    };
+    if let Some(stored) = &row.trace_context {
+        message
+            .headers
+            .extend(ontoloop_observability::trace::stored_headers(stored));
     }
+    message
 }
 
 fn topic(kind: OutboxKind) -> &'static str {
@@ -283,5 +291,26 @@ mod tests {
         );
         // A body that is no object goes out as it is, for the analyst to refuse with a reason.
         assert_eq!(event_message("acme", 1, "[1]").body, b"[1]");
+    }
+
+    #[test]
+    fn a_relayed_row_continues_the_acknowledged_requests_trace() {
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut row = OutboxRow {
+            kind: OutboxKind::Signal,
+            row: 1,
+            tenant: "acme".to_owned(),
+            tenant_seq: 0,
+            idempotency_key: "k".to_owned(),
+            body: "{}".to_owned(),
+            trace_context: Some(format!(r#"{{"traceparent":"{traceparent}"}}"#)),
+        };
+        let message = message_of(&row);
+        assert_eq!(
+            message.headers.get("traceparent").map(String::as_str),
+            Some(traceparent)
+        );
+        row.trace_context = None;
+        assert!(!message_of(&row).headers.contains_key("traceparent"));
     }
 }

@@ -87,14 +87,25 @@ pub fn signal_message_id(tenant: &str, idempotency_key: &str) -> String {
 /// `queue.publish_timeout_ms`, else by the outbox relay ([`crate::outbox`]). A retry of a
 /// signal still unpublished publishes it again (consumers deduplicate by message id).
 pub async fn report_signal(ctx: &Context, report: &SignalReport) -> Result<Accepted, ReportError> {
-    report_with(&ctx.store, &ctx.queue, &ctx.settings, report).await
+    let trace = ontoloop_observability::trace::current_stored();
+    report_with(
+        &ctx.store,
+        &ctx.queue,
+        &ctx.settings,
+        report,
+        trace.as_deref(),
+    )
+    .await
 }
 
+/// Records `report` as [`report_signal`] does; `trace` is the reporting request's trace context
+/// ([`ontoloop_observability::trace::current_stored`]), kept with the row for a later publish.
 async fn report_with(
     store: &ontoloop_store::Store,
     queue: &ontoloop_queue::SharedQueue,
     all: &ontoloop_settings::Settings,
     report: &SignalReport,
+    trace: Option<&str>,
 ) -> Result<Accepted, ReportError> {
     let settings = &all.signals;
     let subject = report.subject();
@@ -106,6 +117,7 @@ async fn report_with(
         agent_id: &report.agent_id,
         query: &report.query,
         at: report.at,
+        trace_context: trace,
     };
     let accepted = store
         .accept_signal(
@@ -119,7 +131,13 @@ async fn report_with(
     let frequency = accepted.frequency;
     let severity = severity(frequency.occurrences, frequency.agents, settings);
     if let Some(body) = accepted.pending_body {
-        let message = crate::outbox::signal_message(&report.tenant, &report.idempotency_key, &body);
+        let mut message =
+            crate::outbox::signal_message(&report.tenant, &report.idempotency_key, &body);
+        if let Some(stored) = trace {
+            message
+                .headers
+                .extend(ontoloop_observability::trace::stored_headers(stored));
+        }
         crate::outbox::publish_with(store, queue, all, OutboxKind::Signal, accepted.row, message)
             .await;
     }
@@ -144,7 +162,8 @@ async fn report_with(
 /// (`ontoloop_signals_dropped_total`), so no request ever waits on the intake.
 #[derive(Clone)]
 pub struct Background {
-    sender: tokio::sync::mpsc::Sender<SignalReport>,
+    /// Each report with the trace context of the request that made it.
+    sender: tokio::sync::mpsc::Sender<(SignalReport, Option<String>)>,
 }
 
 impl Background {
@@ -156,10 +175,13 @@ impl Background {
         settings: std::sync::Arc<ontoloop_settings::Settings>,
         capacity: usize,
     ) -> Self {
-        let (sender, mut buffered) = tokio::sync::mpsc::channel::<SignalReport>(capacity.max(1));
+        let (sender, mut buffered) =
+            tokio::sync::mpsc::channel::<(SignalReport, Option<String>)>(capacity.max(1));
         tokio::spawn(async move {
-            while let Some(report) = buffered.recv().await {
-                if let Err(err) = report_with(&store, &queue, &settings, &report).await {
+            while let Some((report, trace)) = buffered.recv().await {
+                let recorded =
+                    report_with(&store, &queue, &settings, &report, trace.as_deref()).await;
+                if let Err(err) = recorded {
                     tracing::warn!(error = %err, reporter = %report.reporter, "cannot report a signal");
                 }
             }
@@ -170,10 +192,11 @@ impl Background {
     /// Buffers `report` for the intake, or drops and counts it when the buffer is full. Never
     /// waits.
     pub fn report(&self, report: SignalReport) {
-        if let Err(err) = self.sender.try_send(report) {
+        let trace = ontoloop_observability::trace::current_stored();
+        if let Err(err) = self.sender.try_send((report, trace)) {
             let reporter = match &err {
-                tokio::sync::mpsc::error::TrySendError::Full(r)
-                | tokio::sync::mpsc::error::TrySendError::Closed(r) => r.reporter.clone(),
+                tokio::sync::mpsc::error::TrySendError::Full((r, _))
+                | tokio::sync::mpsc::error::TrySendError::Closed((r, _)) => r.reporter.clone(),
             };
             // The reporter is a service's own name, never data.
             ontoloop_observability::metrics::global().add(

@@ -80,7 +80,17 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
-    /// OpenTelemetry traces exported over OTLP (off while `otlp.endpoint` is empty).
+    /// What the services export about themselves: OpenTelemetry traces over OTLP
+    /// (`[telemetry.otlp]`, off while its endpoint is empty).
+    pub telemetry: TelemetrySettings,
+}
+
+/// What every service exports about itself (`[telemetry]`). Metrics are scraped from each
+/// service's `/metrics` and need no setting here.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// OpenTelemetry traces exported over OTLP/gRPC.
     pub otlp: OtlpSettings,
 }
 
@@ -410,7 +420,7 @@ pub struct LogSettings {
     pub json: bool,
 }
 
-/// OpenTelemetry traces exported over OTLP/gRPC (`[otlp]`).
+/// OpenTelemetry traces exported over OTLP/gRPC (`[telemetry.otlp]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OtlpSettings {
@@ -438,7 +448,7 @@ impl OtlpSettings {
             let endpoint = self.endpoint.trim();
             let Some(rest) = endpoint.strip_prefix("http://") else {
                 return Err(invalid(
-                    "otlp.endpoint",
+                    "telemetry.otlp.endpoint",
                     format!(
                         "{endpoint:?} is not an http://host:port OTLP/gRPC endpoint (TLS to the \
                          collector is not supported: run a collector beside the service)"
@@ -446,14 +456,17 @@ impl OtlpSettings {
                 ));
             };
             if rest.is_empty() || rest.starts_with('/') {
-                return Err(invalid("otlp.endpoint", "names no host"));
+                return Err(invalid("telemetry.otlp.endpoint", "names no host"));
             }
         }
-        positive("otlp.export_timeout_ms", self.export_timeout_ms)?;
-        positive("otlp.max_queue_size", u64::from(self.max_queue_size))?;
+        positive("telemetry.otlp.export_timeout_ms", self.export_timeout_ms)?;
+        positive(
+            "telemetry.otlp.max_queue_size",
+            u64::from(self.max_queue_size),
+        )?;
         if !(0.0..=1.0).contains(&self.sampling_ratio) {
             return Err(invalid(
-                "otlp.sampling_ratio",
+                "telemetry.otlp.sampling_ratio",
                 format!("{} is not between 0.0 and 1.0", self.sampling_ratio),
             ));
         }
@@ -665,7 +678,7 @@ impl Settings {
         self.extract.validate().map_err(in_section("extract"))?;
         self.auth.validate().map_err(in_section("auth"))?;
         self.tls.validate()?;
-        self.otlp.validate()?;
+        self.telemetry.otlp.validate()?;
         positive(
             "queue.connect_attempts",
             u64::from(self.queue.connect_attempts),
@@ -855,33 +868,44 @@ mod tests {
     #[test]
     fn otlp_is_off_by_default_and_refusals_name_their_key() {
         let settings = load_with(&[]).expect("defaults are valid");
-        assert!(!settings.otlp.enabled());
-        let on = load_with(&[("ONTOLOOP__OTLP__ENDPOINT", "http://127.0.0.1:4317")])
-            .expect("an http endpoint is valid");
-        assert!(on.otlp.enabled());
+        assert!(!settings.telemetry.otlp.enabled());
+        let on = load_with(&[(
+            "ONTOLOOP__TELEMETRY__OTLP__ENDPOINT",
+            "http://127.0.0.1:4317",
+        )])
+        .expect("an http endpoint is valid");
+        assert!(on.telemetry.otlp.enabled());
         for (key, value, named) in [
             (
-                "ONTOLOOP__OTLP__ENDPOINT",
+                "ONTOLOOP__TELEMETRY__OTLP__ENDPOINT",
                 "127.0.0.1:4317",
-                "otlp.endpoint",
+                "telemetry.otlp.endpoint",
             ),
             (
-                "ONTOLOOP__OTLP__ENDPOINT",
+                "ONTOLOOP__TELEMETRY__OTLP__ENDPOINT",
                 "https://collector:4317",
-                "otlp.endpoint",
+                "telemetry.otlp.endpoint",
             ),
-            ("ONTOLOOP__OTLP__ENDPOINT", "http://", "otlp.endpoint"),
             (
-                "ONTOLOOP__OTLP__SAMPLING_RATIO",
+                "ONTOLOOP__TELEMETRY__OTLP__ENDPOINT",
+                "http://",
+                "telemetry.otlp.endpoint",
+            ),
+            (
+                "ONTOLOOP__TELEMETRY__OTLP__SAMPLING_RATIO",
                 "1.5",
-                "otlp.sampling_ratio",
+                "telemetry.otlp.sampling_ratio",
             ),
             (
-                "ONTOLOOP__OTLP__EXPORT_TIMEOUT_MS",
+                "ONTOLOOP__TELEMETRY__OTLP__EXPORT_TIMEOUT_MS",
                 "0",
-                "otlp.export_timeout_ms",
+                "telemetry.otlp.export_timeout_ms",
             ),
-            ("ONTOLOOP__OTLP__MAX_QUEUE_SIZE", "0", "otlp.max_queue_size"),
+            (
+                "ONTOLOOP__TELEMETRY__OTLP__MAX_QUEUE_SIZE",
+                "0",
+                "telemetry.otlp.max_queue_size",
+            ),
         ] {
             let err = load_with(&[(key, value)]).expect_err(value).to_string();
             assert!(err.contains(named), "{key}={value}: {err}");

@@ -167,7 +167,7 @@ impl Store {
         received_at: DateTime<Utc>,
     ) -> Result<(i64, bool), StoreError> {
         let intake = self
-            .intake_accept(tenant, idempotency_key, kind, body, received_at, None)
+            .intake_accept(tenant, idempotency_key, kind, body, received_at, None, None)
             .await?;
         Ok((intake.seq, intake.duplicate))
     }
@@ -176,7 +176,9 @@ impl Store {
     /// the one write that makes the event acknowledged. `lease_until` claims the new row for the
     /// caller's own publish until then, so the relay leaves it alone meanwhile. Numbers are
     /// counted per tenant; with an idempotency key already seen for the tenant, returns the
-    /// earlier row, marked duplicate, with whether it was published yet.
+    /// earlier row, marked duplicate, with whether it was published yet. `trace_context` is the
+    /// request's W3C trace context (a JSON object), kept for a later publish by the relay.
+    #[allow(clippy::too_many_arguments)]
     pub async fn intake_accept(
         &self,
         tenant: &str,
@@ -185,6 +187,7 @@ impl Store {
         body: &str,
         received_at: DateTime<Utc>,
         lease_until: Option<DateTime<Utc>>,
+        trace_context: Option<&str>,
     ) -> Result<Intake, StoreError> {
         // The next number is one above the tenant's highest, read and taken in one transaction
         // that holds the tenant's append lock (SQLite's write lock; on PostgreSQL a transaction
@@ -231,6 +234,7 @@ impl Store {
                 detail: Set(None),
                 published_at: Set(None),
                 claimed_until: Set(lease_until),
+                trace_context: Set(trace_context.map(str::to_owned)),
                 ..Default::default()
             };
             match intake_event::Entity::insert(row).exec(&txn).await {

@@ -26,7 +26,7 @@ pub use review::{
     DecideOutcome, DecisionRecord, PatternStatus, RateRecord, UpdateCounts, UpdateRecord,
     UpdateSource, update_status,
 };
-pub use signals::{Frequency, SignalAccepted, SignalRecord, WindowSignal};
+pub use signals::{Frequency, MAX_WINDOW_SIGNALS, SignalAccepted, SignalRecord, WindowSignal};
 
 use std::path::Path;
 use std::time::Duration;

@@ -39,6 +39,8 @@ pub struct OutboxRow {
     pub idempotency_key: String,
     /// The stored body (for an event, without its sequence number, which the publisher adds).
     pub body: String,
+    /// The acknowledged request's W3C trace context (a JSON object), if it carried one.
+    pub trace_context: Option<String>,
 }
 
 /// Rows still waiting in the outbox, by log.
@@ -99,6 +101,7 @@ impl Store {
                         tenant_seq: row.tenant_seq,
                         idempotency_key: String::new(),
                         body: row.body,
+                        trace_context: row.trace_context,
                     })
                     .collect()
             }
@@ -139,6 +142,7 @@ impl Store {
                         tenant_seq: 0,
                         idempotency_key: row.idempotency_key,
                         body: row.body.unwrap_or_default(),
+                        trace_context: row.trace_context,
                     })
                     .collect()
             }

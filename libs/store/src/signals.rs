@@ -28,6 +28,8 @@ pub struct SignalRecord<'a> {
     pub query: &'a str,
     /// When it was received.
     pub at: DateTime<Utc>,
+    /// The reporting request's W3C trace context (a JSON object), kept for a later publish.
+    pub trace_context: Option<&'a str>,
 }
 
 /// How often a subject failed within the window, and for how many agents.
@@ -95,6 +97,7 @@ impl Store {
             published_at: Set(None),
             claimed_until: Set(lease_until),
             delivered_at: Set(None),
+            trace_context: Set(signal.trace_context.map(str::to_owned)),
             ..Default::default()
         };
         let inserted = signal_intake::Entity::insert(row)
@@ -176,16 +179,21 @@ impl Store {
     }
 
     /// The tenant's signals received at or after `since`, oldest first: one tenant's window,
-    /// read through the (tenant, received_at) index, never other tenants' rows.
+    /// read through the (tenant, received_at) index, never other tenants' rows. At most the
+    /// newest `limit` of them ([`MAX_WINDOW_SIGNALS`] for the patterns of the loop), so a tenant
+    /// that floods its window cannot make one read hold all of it.
     pub async fn signals_in_window(
         &self,
         tenant: &str,
         since: DateTime<Utc>,
+        limit: u64,
     ) -> Result<Vec<WindowSignal>, StoreError> {
-        let rows = window_query(tenant, since)
+        let mut rows = window_query(tenant, since)
+            .limit(limit)
             .into_tuple::<(String, String, String, DateTime<Utc>, Option<String>)>()
             .all(&self.db)
             .await?;
+        rows.reverse();
         Ok(rows
             .into_iter()
             .map(
@@ -291,6 +299,10 @@ impl Store {
 }
 
 /// The columns of one tenant's signals since `since`, oldest first.
+/// The most signals one read of a tenant's window returns (the newest ones): what the patterns
+/// of the loop are clustered from when a tenant reports more than this within the window.
+pub const MAX_WINDOW_SIGNALS: u64 = 100_000;
+
 fn window_query(tenant: &str, since: DateTime<Utc>) -> sea_orm::Select<signal_intake::Entity> {
     signal_intake::Entity::find()
         .select_only()
@@ -301,7 +313,7 @@ fn window_query(tenant: &str, since: DateTime<Utc>) -> sea_orm::Select<signal_in
         .column(signal_intake::Column::Body)
         .filter(signal_intake::Column::Tenant.eq(tenant))
         .filter(signal_intake::Column::ReceivedAt.gte(since))
-        .order_by_asc(signal_intake::Column::ReceivedAt)
+        .order_by_desc(signal_intake::Column::ReceivedAt)
 }
 
 /// Occurrences and distinct agents of signals of one type about one subject since `since`, on

@@ -171,6 +171,7 @@ async fn signal_keys_do_not_collide(store: &Store) {
         agent_id: "agent",
         query: "who leads project kite?",
         at,
+        trace_context: None,
     };
     // `a` + `b-c` and `a-b` + `c` join to the same `a-b-c`.
     assert!(

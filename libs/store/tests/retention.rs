@@ -27,6 +27,7 @@ fn signal<'a>(tenant: &'a str, key: &'a str, at: DateTime<Utc>) -> SignalRecord<
         agent_id: "agent",
         query: "Who owns Kite?",
         at,
+        trace_context: None,
     }
 }
 
@@ -46,7 +47,7 @@ async fn accept(store: &Store, tenant: &str, key: &str, at: DateTime<Utc>) -> i6
 
 async fn signals_of(store: &Store, tenant: &str) -> Vec<DateTime<Utc>> {
     store
-        .signals_in_window(tenant, Utc::now() - Duration::days(365))
+        .signals_in_window(tenant, Utc::now() - Duration::days(365), u64::MAX >> 1)
         .await
         .expect("window")
         .into_iter()
@@ -133,7 +134,7 @@ async fn settled_events_go_but_never_pending_or_a_tenants_newest(store: &Store) 
     for n in 1..=4 {
         let key = format!("k{n}");
         let intake = store
-            .intake_accept("acme", Some(&key), "doc.upsert", "{}", old, None)
+            .intake_accept("acme", Some(&key), "doc.upsert", "{}", old, None, None)
             .await
             .expect("accept");
         assert_eq!(intake.seq, n);
@@ -152,7 +153,7 @@ async fn settled_events_go_but_never_pending_or_a_tenants_newest(store: &Store) 
     }
     // Another tenant's only event, settled and old: its newest, so it stays too.
     let other = store
-        .intake_accept("beta", None, "doc.upsert", "{}", old, None)
+        .intake_accept("beta", None, "doc.upsert", "{}", old, None, None)
         .await
         .expect("accept");
     store
@@ -226,10 +227,26 @@ async fn one_tenants_window_is_read_through_its_index(store: &Store) {
     accept(store, "wind", "w-new", now - Duration::minutes(5)).await;
     accept(store, "other", "o-new", now - Duration::minutes(5)).await;
     let window = store
-        .signals_in_window("wind", now - Duration::hours(1))
+        .signals_in_window("wind", now - Duration::hours(1), 10)
         .await
         .expect("window");
     assert_eq!(window.len(), 1, "{window:?}");
+    // A capped read keeps the newest of the window, oldest first.
+    accept(store, "wind", "w-newer", now - Duration::minutes(4)).await;
+    accept(store, "wind", "w-newest", now - Duration::minutes(3)).await;
+    let capped: Vec<DateTime<Utc>> = store
+        .signals_in_window("wind", now - Duration::hours(1), 2)
+        .await
+        .expect("capped window")
+        .iter()
+        .map(|s| s.received_at)
+        .collect();
+    // (Compared within a second: PostgreSQL keeps microseconds.)
+    let expected = [now - Duration::minutes(4), now - Duration::minutes(3)];
+    assert_eq!(capped.len(), 2, "{capped:?}");
+    for (got, want) in capped.iter().zip(expected) {
+        assert!((*got - want).num_seconds().abs() < 1, "{capped:?}");
+    }
     assert!(
         window[0]
             .body

@@ -6,7 +6,8 @@ use chrono::{TimeZone, Utc};
 use ontoloop_core::knowledge::{MaintenanceReport, ModelCost, ModelUsage};
 use ontoloop_settings::{Loader, StoreSettings};
 use ontoloop_store::{
-    Backend, CachedAnswer, KnowledgeCommit, RunRecord, Store, StoreError, StoredRun,
+    Backend, CachedAnswer, KnowledgeCommit, OutboxKind, RunRecord, SignalRecord, Store, StoreError,
+    StoredRun,
 };
 use ontoloop_testkit::servers::PgDatabase;
 
@@ -40,6 +41,7 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261201_080000_intake_order".to_owned(),
             "m20261201_090000_retention".to_owned(),
             "m20261201_130000_knowledge_changes".to_owned(),
+            "m20261201_160000_outbox_trace".to_owned(),
         ]
     );
     // Up again is a no-op.
@@ -207,6 +209,46 @@ async fn maintenance_runs_keep_the_model_usage(store: &Store) {
     );
 }
 
+/// What an acknowledged request's trace context was comes back with its row when a publisher
+/// claims it, for an event and for a signal, so a late publish continues that trace.
+async fn outbox_rows_keep_the_request_trace(store: &Store) {
+    let traced = r#"{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#;
+    let now = Utc::now();
+    for (key, trace) in [("traced", Some(traced)), ("untraced", None)] {
+        store
+            .intake_accept("trace", Some(key), "doc.upsert", "{}", now, None, trace)
+            .await
+            .expect("accept an event");
+        store
+            .accept_signal(
+                &SignalRecord {
+                    tenant: "trace",
+                    idempotency_key: key,
+                    signal_type: "entity_missing",
+                    subject: "kite",
+                    agent_id: "agent",
+                    query: "Who owns Kite?",
+                    at: now,
+                    trace_context: trace,
+                },
+                now - chrono::Duration::hours(1),
+                None,
+                |_| "{}".to_owned(),
+            )
+            .await
+            .expect("accept a signal");
+    }
+    let lease = now + chrono::Duration::seconds(10);
+    for kind in [OutboxKind::Event, OutboxKind::Signal] {
+        let rows = store
+            .outbox_claim(kind, now, lease, 10, false)
+            .await
+            .expect("claim");
+        let traces: Vec<Option<&str>> = rows.iter().map(|r| r.trace_context.as_deref()).collect();
+        assert_eq!(traces, vec![Some(traced), None], "{kind:?}");
+    }
+}
+
 #[tokio::test]
 async fn sqlite_migrations_and_round_trip() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -222,6 +264,7 @@ async fn sqlite_migrations_and_round_trip() {
     messages_round_trip_once(&store).await;
     model_answers_persist_bounded_per_model(&store).await;
     maintenance_runs_keep_the_model_usage(&store).await;
+    outbox_rows_keep_the_request_trace(&store).await;
     store.close().await.expect("close");
 }
 
@@ -236,6 +279,7 @@ async fn postgres_migrations_and_round_trip() {
     messages_round_trip_once(&store).await;
     model_answers_persist_bounded_per_model(&store).await;
     maintenance_runs_keep_the_model_usage(&store).await;
+    outbox_rows_keep_the_request_trace(&store).await;
     store.close().await.expect("close");
     database.drop_now().await.expect("drop test database");
 }

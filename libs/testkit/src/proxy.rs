@@ -86,3 +86,55 @@ impl Drop for Proxy {
         self.cut();
     }
 }
+
+/// The `host:port` an `amqp://` URL dials (port 5672 when it names none), and the same URL
+/// dialling `127.0.0.1:port` instead, credentials, virtual host and query kept. `amqps://` is
+/// refused: the broker's certificate names its own host, not the proxy's.
+pub fn amqp_url_through(url: &str, port: u16) -> io::Result<(String, String)> {
+    let Some(rest) = url.strip_prefix("amqp://") else {
+        return Err(invalid("only plain amqp:// URLs can be proxied"));
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let (userinfo, host) = match authority.rfind('@') {
+        Some(at) => authority.split_at(at + 1),
+        None => ("", authority),
+    };
+    if host.is_empty() {
+        return Err(invalid("the RabbitMQ URL names no host"));
+    }
+    let has_port = host
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()));
+    let upstream = if has_port {
+        host.to_owned()
+    } else {
+        format!("{host}:5672")
+    };
+    Ok((upstream, format!("amqp://{userinfo}127.0.0.1:{port}{tail}")))
+}
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_sent_through_the_proxy_with_its_credentials_and_vhost() {
+        let (upstream, proxied) =
+            amqp_url_through("amqp://guest:guest@127.0.0.1:5672/%2f", 40_000).expect("plain amqp");
+        assert_eq!(upstream, "127.0.0.1:5672");
+        assert_eq!(proxied, "amqp://guest:guest@127.0.0.1:40000/%2f");
+        let (upstream, proxied) = amqp_url_through("amqp://broker", 1).expect("no port");
+        assert_eq!(upstream, "broker:5672");
+        assert_eq!(proxied, "amqp://127.0.0.1:1");
+        let (upstream, _) = amqp_url_through("amqp://u:p@[::1]/vh?heartbeat=5", 1).expect("ipv6");
+        assert_eq!(upstream, "[::1]:5672");
+        let err = amqp_url_through("amqps://broker:5671/", 1).expect_err("amqps refused");
+        assert!(err.to_string().contains("amqp://"), "{err}");
+        let err = amqp_url_through("amqp:///vh", 1).expect_err("no host");
+        assert!(err.to_string().contains("no host"), "{err}");
+    }
+}

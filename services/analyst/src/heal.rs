@@ -125,6 +125,25 @@ enum HealError {
     Review(#[from] ReviewError),
 }
 
+/// The span of one signal's pattern work: a child of the trace its message carries (the
+/// reporting request's), so each signal of a batch is followed in its own trace, ReportSignal →
+/// queue → pattern → heal.
+pub fn signal_span(message: &ontoloop_queue::Message) -> tracing::Span {
+    let span = tracing::info_span!(
+        "on_signal",
+        service = "analyst",
+        messaging.message.id = %message.id,
+        tenant = tracing::field::Empty,
+        pattern.kind = tracing::field::Empty,
+        pattern.key = tracing::field::Empty,
+        stage = tracing::field::Empty,
+        status = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+    );
+    ontoloop_observability::trace::follow(&span, &message.headers);
+    span
+}
+
 /// How far a pattern has been acted on in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
@@ -135,6 +154,14 @@ enum Stage {
 }
 
 impl Stage {
+    /// Its name on a span.
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Proposed => "propose",
+            Stage::Healed => "heal",
+        }
+    }
+
     /// The stage a recorded pattern status shows was reached (an `open` one shows none: acting
     /// on it again searches the sources again, which changes nothing they do not state).
     fn from_status(status: &str) -> Option<Stage> {
@@ -210,7 +237,8 @@ impl Healer {
 
     /// Looks at a recorded signal and acts on its pattern when its severity (computed by the
     /// intake) calls for it. Failures are logged: a signal is never refused because healing did
-    /// not work.
+    /// not work. What it acted on is recorded on the current span when that declares the fields
+    /// (`tenant`, `pattern.kind`, `pattern.key`, `stage`, `status`; see [`signal_span`]).
     pub async fn on_signal(&self, body: &[u8]) {
         let (tenant, signal, severity) = match crate::patterns::parse_signal(body) {
             Ok(parsed) => parsed,
@@ -239,12 +267,21 @@ impl Healer {
         }
         let key = fold(&signal.subject);
         let slot = stage_key(&tenant, kind, &key);
+        let span = tracing::Span::current();
+        span.record("tenant", tenant.as_str());
+        span.record("pattern.kind", kind.name());
+        span.record("pattern.key", key.as_str());
+        span.record("stage", stage.name());
         {
-            let mut stages = self.stages.lock().await;
-            let done = match stages.get(&slot) {
-                Some(done) => Some(*done),
+            // The store is read without the stages' lock held (it serves every tenant's
+            // signals); what another signal recorded meanwhile is taken into account after.
+            let cached = self.stages.lock().await.get(&slot).copied();
+            let recorded = match cached {
+                Some(done) => Some(done),
                 None => self.recorded_stage(&tenant, kind, &key).await,
             };
+            let mut stages = self.stages.lock().await;
+            let done = recorded.max(stages.peek(&slot).copied());
             if done.is_some_and(|done| done >= stage) {
                 if stages.peek(&slot).is_none()
                     && let Some(done) = done
@@ -265,6 +302,7 @@ impl Healer {
         };
         match outcome {
             Ok(status) => {
+                span.record("status", status.status.as_str());
                 if let Err(err) = self
                     .ctx
                     .store

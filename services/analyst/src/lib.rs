@@ -36,6 +36,7 @@ use ontoloop_proto::v1::{
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_runtime::{CancellationToken, Context, Parts};
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 use crate::review::Reviews;
 
@@ -58,13 +59,11 @@ impl ontoloop_runtime::Service for Service {
         let cache = &ctx.settings.cache;
         let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone())
             .with_budgets(cache.knowledge, cache.hr_records);
-        let supervision = supervise::Supervision::load(
+        let supervision = supervise::Supervision::new(
             ctx.store.clone(),
             &ctx.settings.supervisor,
             cache.supervisors,
-        )
-        .await
-        .context("load the supervisor's learned rates")?;
+        );
         let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.
@@ -108,7 +107,8 @@ impl ontoloop_runtime::Service for Service {
                                 inbox::record_batch(&store, topics::SIGNALS, &messages).await;
                             inbox::mark_signals_delivered(&store, &messages, &outcomes).await;
                             for message in fresh {
-                                healer.on_signal(&message.body).await;
+                                let span = heal::signal_span(&message);
+                                healer.on_signal(&message.body).instrument(span).await;
                             }
                             outcomes
                         }

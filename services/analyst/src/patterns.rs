@@ -20,7 +20,11 @@ pub async fn patterns(
     let settings = &ctx.settings.signals;
     let recorded = ctx
         .store
-        .signals_in_window(tenant, now - settings.window())
+        .signals_in_window(
+            tenant,
+            now - settings.window(),
+            ontoloop_store::MAX_WINDOW_SIGNALS,
+        )
         .await?;
     let signals: Vec<ObservedSignal> = recorded.iter().filter_map(observed).collect();
     Ok(cluster(&signals, settings))

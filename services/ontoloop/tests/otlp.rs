@@ -5,8 +5,8 @@
 //! Ask, the intake's call a child of the client's span and the apply a descendant of the intake's
 //! call (the context crossed the queue in the message headers). Once on the embedded default (the
 //! in-process queue) and once on RabbitMQ (AMQP headers). A log line of the child carries the
-//! trace id. A ReportSignal with its own `traceparent` reaches the analyst's signal batch in that
-//! trace. With no collector listening, requests are as quick and the failed export is logged.
+//! trace id. A ReportSignal with its own `traceparent` reaches the analyst's signal batch and its
+//! pattern work (the heal) in that trace. With no collector listening, requests are as quick and the failed export is logged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead as _, BufReader};
@@ -186,7 +186,7 @@ impl Running {
                 "ONTOLOOP__STORE__URL",
                 format!("sqlite://{}/otlp.db?mode=rwc", dir.path().display()),
             ),
-            ("ONTOLOOP__OTLP__ENDPOINT", endpoint.to_owned()),
+            ("ONTOLOOP__TELEMETRY__OTLP__ENDPOINT", endpoint.to_owned()),
             // The intake's "event accepted" line is at debug.
             (
                 "ONTOLOOP__LOG__FILTER",
@@ -222,9 +222,19 @@ impl Running {
     /// The ontology, outside any trace; then a document and the Ask that reads it
     /// (`min_sequence`), both with `traceparent`. Returns how long the traced pair took.
     async fn push_and_ask(&self, traceparent: &str) -> Duration {
-        let mut telemetry = TelemetryServiceClient::new(channel(&port(&self.env, "TELEMETRY")));
-        let mut retrieval = RetrievalServiceClient::new(channel(&port(&self.env, "RETRIEVAL")));
-        telemetry
+        self.push_ontology().await;
+        let started = Instant::now();
+        let sequence = self.push_document(traceparent).await;
+        self.ask(sequence, traceparent).await;
+        started.elapsed()
+    }
+
+    fn telemetry(&self) -> TelemetryServiceClient<tonic::transport::Channel> {
+        TelemetryServiceClient::new(channel(&port(&self.env, "TELEMETRY")))
+    }
+
+    async fn push_ontology(&self) {
+        self.telemetry()
             .push_event(event(
                 "ontology",
                 v1::event::Kind::OntologySet(v1::OntologySet {
@@ -233,8 +243,11 @@ impl Running {
             ))
             .await
             .expect("ontology accepted");
-        let started = Instant::now();
-        let ack = telemetry
+    }
+
+    /// Pushes the document with `traceparent`; its intake sequence number.
+    async fn push_document(&self, traceparent: &str) -> u64 {
+        self.telemetry()
             .push_event(traced(
                 event(
                     "kite",
@@ -250,29 +263,44 @@ impl Running {
             ))
             .await
             .expect("document accepted")
-            .into_inner();
-        let answer = retrieval
-            .ask(traced(
-                v1::AskRequest {
-                    caller: Some(v1::Caller {
-                        tenant: TENANT.into(),
-                        principal: "alice".into(),
-                    }),
-                    text: "Who owns Project Kite?".into(),
-                    min_sequence: ack.sequence,
-                    ..Default::default()
-                },
-                traceparent,
-            ))
-            .await
-            .expect("Ask once the document is applied")
-            .into_inner();
-        let took = started.elapsed();
+            .into_inner()
+            .sequence
+    }
+
+    /// Asks, with `traceparent`, what the document says once event `sequence` is applied (asked
+    /// again while retrieval answers that it is not applied yet, for up to a minute).
+    async fn ask(&self, sequence: u64, traceparent: &str) {
+        let mut retrieval = RetrievalServiceClient::new(channel(&port(&self.env, "RETRIEVAL")));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let answer = loop {
+            let asked = retrieval
+                .ask(traced(
+                    v1::AskRequest {
+                        caller: Some(v1::Caller {
+                            tenant: TENANT.into(),
+                            principal: "alice".into(),
+                        }),
+                        text: "Who owns Project Kite?".into(),
+                        min_sequence: sequence,
+                        ..Default::default()
+                    },
+                    traceparent,
+                ))
+                .await;
+            match asked {
+                Err(status)
+                    if status.code() == tonic::Code::Unavailable && Instant::now() < deadline => {}
+                other => {
+                    break other
+                        .expect("Ask once the document is applied")
+                        .into_inner();
+                }
+            }
+        };
         assert_eq!(
             answer.value, "Atlas",
             "the Ask read the pushed document: {answer:?}"
         );
-        took
     }
 }
 
@@ -309,7 +337,8 @@ fn new_trace() -> (String, String, String) {
 }
 
 /// Runs the round trip against `ontoloop up` with `extra` settings and checks the spans and logs.
-async fn round_trip(extra: &[(&str, String)]) {
+/// Starts an OTLP/gRPC receiver on a free loopback port; it and its endpoint.
+async fn start_receiver() -> (Receiver, String) {
     let receiver = Receiver::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -320,9 +349,45 @@ async fn round_trip(extra: &[(&str, String)]) {
             .add_service(TraceServiceServer::new(receiver.clone()))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );
+    (receiver, format!("http://{collector}"))
+}
+
+impl Receiver {
+    /// The spans of `trace_id` received so far.
+    fn trace(&self, trace_id: &str) -> Vec<Got> {
+        self.spans
+            .lock()
+            .expect("spans")
+            .iter()
+            .filter(|s| s.trace_id == trace_id)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The ids of the spans above `span` in `spans` (its parent, the parent's parent, …).
+fn ancestors<'a>(spans: &'a [Got], span: &'a Got) -> Vec<&'a str> {
+    let parents: BTreeMap<&str, &str> = spans
+        .iter()
+        .map(|s| (s.span_id.as_str(), s.parent_span_id.as_str()))
+        .collect();
+    let mut found = Vec::new();
+    let mut at = span.parent_span_id.as_str();
+    while let Some(parent) = parents.get(at) {
+        found.push(at);
+        at = parent;
+    }
+    found.push(at);
+    found
+}
+
+async fn round_trip(extra: &[(&str, String)]) {
+    let (receiver, endpoint) = start_receiver().await;
     let mut extra = extra.to_vec();
     extra.push(("ONTOLOOP__LOG__JSON", "true".to_owned()));
-    let system = Running::start(&format!("http://{collector}"), &extra);
+    // The one signal's pattern is healed at once (searched for in the sources, which are none).
+    extra.push(("ONTOLOOP__ANALYST__HEAL_AT", "low".to_owned()));
+    let system = Running::start(&endpoint, &extra);
     let (trace_id, client_span, traceparent) = new_trace();
     system.push_and_ask(&traceparent).await;
     let (signal_trace, signal_client_span, signal_traceparent) = new_trace();
@@ -332,25 +397,18 @@ async fn round_trip(extra: &[(&str, String)]) {
     let wanted: BTreeSet<&str> = ["telemetry", "analyst", "retrieval"].into();
     let deadline = Instant::now() + Duration::from_secs(30);
     let ours = loop {
-        let ours: Vec<Got> = receiver
-            .spans
-            .lock()
-            .expect("spans")
-            .iter()
-            .filter(|s| s.trace_id == trace_id)
-            .cloned()
-            .collect();
+        let ours = receiver.trace(&trace_id);
         let services: BTreeSet<&str> = ours
             .iter()
             .filter_map(|s| s.attributes.get("service").map(String::as_str))
             .collect();
         let consumed = ours.iter().any(|s| s.name == "consume");
         let signalled = receiver
-            .spans
-            .lock()
-            .expect("spans")
+            .trace(&signal_trace)
             .iter()
-            .any(|s| s.trace_id == signal_trace && s.name == "consume_batch");
+            .filter(|s| s.name == "consume_batch" || s.name == "on_signal")
+            .count()
+            >= 2;
         if (wanted.is_subset(&services) && consumed && signalled) || Instant::now() > deadline {
             break ours;
         }
@@ -389,17 +447,7 @@ async fn round_trip(extra: &[(&str, String)]) {
         "a child of the client's span"
     );
     // apply_event → consume → … → the intake's call: the context crossed the queue.
-    let parents: BTreeMap<&str, &str> = ours
-        .iter()
-        .map(|s| (s.span_id.as_str(), s.parent_span_id.as_str()))
-        .collect();
-    let mut ancestors = Vec::new();
-    let mut at = apply.parent_span_id.as_str();
-    while let Some(parent) = parents.get(at) {
-        ancestors.push(at);
-        at = parent;
-    }
-    ancestors.push(at);
+    let ancestors = ancestors(&ours, apply);
     let consume = ours
         .iter()
         .find(|s| s.name == "consume" && ancestors.contains(&s.span_id.as_str()))
@@ -421,14 +469,7 @@ async fn round_trip(extra: &[(&str, String)]) {
         ours.iter().map(|s| &s.resource_service).collect::<Vec<_>>()
     );
     // ReportSignal → the signals queue → the analyst's batch: one trace too.
-    let signal_spans: Vec<Got> = receiver
-        .spans
-        .lock()
-        .expect("spans")
-        .iter()
-        .filter(|s| s.trace_id == signal_trace)
-        .cloned()
-        .collect();
+    let signal_spans = receiver.trace(&signal_trace);
     let names: Vec<&str> = signal_spans.iter().map(|s| s.name.as_str()).collect();
     let report = signal_spans
         .iter()
@@ -450,6 +491,25 @@ async fn round_trip(extra: &[(&str, String)]) {
         batch.parent_span_id, report.span_id,
         "the analyst's batch continues the ReportSignal call across the queue: {names:?}"
     );
+    // … and the pattern work on that signal (here: healing it at once) too.
+    let heal = signal_spans
+        .iter()
+        .find(|s| s.name == "on_signal")
+        .unwrap_or_else(|| panic!("no on_signal span in trace {signal_trace}: {names:?}"));
+    assert_eq!(heal.parent_span_id, report.span_id, "{names:?}");
+    for (key, value) in [
+        ("pattern.key", "project heron"),
+        ("pattern.kind", "missing_entity"),
+        ("stage", "heal"),
+        ("tenant", TENANT),
+    ] {
+        assert_eq!(
+            heal.attributes.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {:?}",
+            heal.attributes
+        );
+    }
     // A log line written under the intake's call carries the trace id.
     let line = logs
         .lines()
@@ -477,6 +537,69 @@ async fn one_trace_covers_push_event_rabbitmq_and_ask() {
         ),
     ])
     .await;
+}
+
+/// A push acknowledged while RabbitMQ was unreachable (a TCP proxy of the test's own, cut) is
+/// published later by the outbox relay from the row the intake wrote, and its apply still
+/// descends from the intake's call: the request's trace context was kept with the row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_left_to_the_relay_continues_the_requests_trace() {
+    use ontoloop_testkit::proxy::{Proxy, amqp_url_through};
+    let amqp = ontoloop_testkit::servers::amqp_url();
+    let (upstream, _) = amqp_url_through(&amqp, 0).expect("a plain amqp:// URL");
+    let upstream = tokio::net::lookup_host(&upstream)
+        .await
+        .expect("resolve RabbitMQ")
+        .next()
+        .expect("an address");
+    let proxy = Proxy::start(upstream).await.expect("the proxy listens");
+    let (_, proxied) = amqp_url_through(&amqp, proxy.port()).expect("proxied URL");
+    let (receiver, endpoint) = start_receiver().await;
+    let system = Running::start(
+        &endpoint,
+        &[
+            ("ONTOLOOP__QUEUE__URL", proxied),
+            (
+                "ONTOLOOP__QUEUE__NAMESPACE",
+                ontoloop_testkit::servers::amqp_namespace("otlp-relay"),
+            ),
+        ],
+    );
+    system.push_ontology().await;
+
+    proxy.cut();
+    let (trace_id, _, traceparent) = new_trace();
+    let sequence = system.push_document(&traceparent).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    proxy.restore().expect("the proxy listens again");
+    system.ask(sequence, &traceparent).await;
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ours = loop {
+        let ours = receiver.trace(&trace_id);
+        if ours.iter().any(|s| s.name == "apply_event") || Instant::now() > deadline {
+            break ours;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let logs = system.stop();
+    let names: Vec<&str> = ours.iter().map(|s| s.name.as_str()).collect();
+    let intake = ours
+        .iter()
+        .find(|s| s.name == "/ontoloop.v1.TelemetryService/PushEvent")
+        .unwrap_or_else(|| panic!("no PushEvent span in trace {trace_id}: {names:?}"));
+    let apply = ours
+        .iter()
+        .find(|s| s.name == "apply_event")
+        .unwrap_or_else(|| panic!("no apply_event in trace {trace_id}: {names:?}\n{logs}"));
+    assert!(
+        ancestors(&ours, apply).contains(&intake.span_id.as_str()),
+        "the relayed event's apply descends from the intake's call: {names:?}"
+    );
+    assert!(
+        logs.contains("publish deferred to the relay"),
+        "the intake's own publish failed, so the relay published it:\n{logs}"
+    );
 }
 
 /// A collector that is not there costs requests nothing: the traced round trip is as quick as

@@ -168,6 +168,7 @@ impl TelemetryService for Telemetry {
                 &body,
                 chrono::Utc::now(),
                 Some(ontoloop_runtime::outbox::lease_until()),
+                ontoloop_observability::trace::current_stored().as_deref(),
             )
             .await
             .map_err(|err| unavailable("cannot record the event", err))?;

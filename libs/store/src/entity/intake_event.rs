@@ -22,6 +22,10 @@ pub struct Model {
     pub published_at: Option<ChronoDateTimeUtc>,
     /// A publisher's lease on the row while it publishes it.
     pub claimed_until: Option<ChronoDateTimeUtc>,
+    /// The acknowledged request's W3C trace context (a JSON object of `traceparent`,
+    /// `tracestate`), so a later publish continues its trace; empty without one.
+    #[sea_orm(column_type = "Text", nullable)]
+    pub trace_context: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -23,6 +23,7 @@ use ontoloop_testkit::servers::{PgDatabase, amqp_namespace};
 use ontoloop_testkit::world::World;
 use serde::Serialize;
 
+use crate::bench::percentile;
 use crate::client::{self, Clients};
 use crate::up::Local;
 
@@ -124,7 +125,7 @@ pub async fn run(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Report> {
     anyhow::ensure!(requests > 0, "--requests must be positive");
-    let (upstream, _) = through_proxy(amqp_url, 0)?;
+    let (upstream, _) = ontoloop_testkit::proxy::amqp_url_through(amqp_url, 0)?;
     let upstream: SocketAddr = tokio::net::lookup_host(&upstream)
         .await
         .with_context(|| format!("resolve RabbitMQ's address {upstream}"))?
@@ -133,7 +134,7 @@ pub async fn run(
     let proxy = Proxy::start(upstream)
         .await
         .context("start the proxy to RabbitMQ")?;
-    let (_, proxied) = through_proxy(amqp_url, proxy.port())?;
+    let (_, proxied) = ontoloop_testkit::proxy::amqp_url_through(amqp_url, proxy.port())?;
     let database = PgDatabase::create()
         .await
         .context("create a PostgreSQL database (ONTOLOOP_TEST_DATABASE_URL)")?;
@@ -333,15 +334,6 @@ fn signals_dropped() -> f64 {
         .sum()
 }
 
-/// The value at quantile `q` (0 to 1) of `sorted` (nearest rank); 0 when empty.
-fn percentile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * q.clamp(0.0, 1.0)).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
 /// `phase` over `base`; infinite when `base` is 0 and `phase` is not.
 fn ratio(phase: u64, base: u64) -> f64 {
     match (phase, base) {
@@ -359,44 +351,9 @@ fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
-/// The `host:port` an `amqp://` URL dials (port 5672 when it names none), and the same URL
-/// dialling `127.0.0.1:port` instead, credentials, virtual host and query kept. `amqps://` is
-/// refused: the broker's certificate names its own host, not the proxy's.
-fn through_proxy(url: &str, port: u16) -> anyhow::Result<(String, String)> {
-    let Some(rest) = url.strip_prefix("amqp://") else {
-        anyhow::bail!("the outage benchmark proxies plain amqp:// URLs only");
-    };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let (userinfo, host) = match authority.rfind('@') {
-        Some(at) => authority.split_at(at + 1),
-        None => ("", authority),
-    };
-    anyhow::ensure!(!host.is_empty(), "the RabbitMQ URL names no host");
-    let has_port = host
-        .rsplit_once(':')
-        .is_some_and(|(_, port)| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()));
-    let upstream = if has_port {
-        host.to_owned()
-    } else {
-        format!("{host}:5672")
-    };
-    Ok((upstream, format!("amqp://{userinfo}127.0.0.1:{port}{tail}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_take_the_nearest_rank() {
-        let sorted: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&sorted, 0.50), 51);
-        assert_eq!(percentile(&sorted, 0.99), 99);
-        assert_eq!(percentile(&sorted, 1.0), 100);
-        assert_eq!(percentile(&sorted, 0.0), 1);
-        assert_eq!(percentile(&[7], 0.99), 7);
-        assert_eq!(percentile(&[], 0.99), 0);
-    }
 
     #[test]
     fn ratios_hold_up_to_the_limit_only() {
@@ -405,22 +362,5 @@ mod tests {
         assert!(!within(ratio(301, 150), LIMIT));
         assert_eq!(ratio(0, 0), 1.0);
         assert!(!within(ratio(5, 0), LIMIT));
-    }
-
-    #[test]
-    fn a_url_is_sent_through_the_proxy_with_its_credentials_and_vhost() {
-        let (upstream, proxied) =
-            through_proxy("amqp://guest:guest@127.0.0.1:5672/%2f", 40_000).expect("plain amqp");
-        assert_eq!(upstream, "127.0.0.1:5672");
-        assert_eq!(proxied, "amqp://guest:guest@127.0.0.1:40000/%2f");
-        let (upstream, proxied) = through_proxy("amqp://broker", 1).expect("no port");
-        assert_eq!(upstream, "broker:5672");
-        assert_eq!(proxied, "amqp://127.0.0.1:1");
-        let (upstream, _) = through_proxy("amqp://u:p@[::1]/vh?heartbeat=5", 1).expect("ipv6");
-        assert_eq!(upstream, "[::1]:5672");
-        let err = through_proxy("amqps://broker:5671/", 1).expect_err("amqps refused");
-        assert!(err.to_string().contains("amqp://"), "{err}");
-        let err = through_proxy("amqp:///vh", 1).expect_err("no host");
-        assert!(err.to_string().contains("no host"), "{err}");
     }
 }

@@ -35,8 +35,12 @@ impl Args {
             ],
         )?;
         let mut settings = session.settings;
-        ontoloop_observability::init_with_traces(&settings.log, &settings.otlp, "ontoloop")
-            .context("set up logging")?;
+        ontoloop_observability::init_with_traces(
+            &settings.log,
+            &settings.telemetry.otlp,
+            "ontoloop",
+        )
+        .context("set up logging")?;
         if settings.auth.mode == AuthMode::Dev {
             let path = settings.auth.dev_secret_file.clone();
             let secret = crate::dev_auth::load_or_create(Path::new(&path))
