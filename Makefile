@@ -90,10 +90,11 @@ bench: model
 
 ## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client
 ## retries through a TCP proxy to RabbitMQ that is cut for 30 s (tests/tests/outbox.rs at full
-## size; `make test` runs it with 300 each and a 4 s cut)
+## size, in a release build: a debug build's analyst applies only some tens of events a second;
+## `make test` runs it with 300 each and a 4 s cut)
 outbox-long: services
 	ONTOLOOP_OUTBOX_N=10000 ONTOLOOP_OUTBOX_OUTAGE_MS=30000 \
-	  $(CARGO) test -p ontoloop-tests --test outbox -- --nocapture
+	  $(CARGO) test --release -p ontoloop-tests --test outbox -- --nocapture
 
 ## fuzz: tests/tests/fuzz.rs with 100,000 generated requests and AMQP bodies (`make test` runs
 ## 3,000); FUZZ_SEED=N replays a run, FUZZ_CASES=N sizes it

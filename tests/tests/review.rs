@@ -305,6 +305,10 @@ async fn the_supervisor_routes_updates_and_reviewers_decide_them_once() {
         metrics.contains("ontoloop_analyst_signals_total{"),
         "{metrics}"
     );
+    // The patterns acted on, counted by status from the healer's records.
+    let proposed =
+        format!("ontoloop_analyst_patterns{{tenant=\"{tenant}\",status=\"proposed\"}} 1");
+    assert!(metrics.lines().any(|line| line == proposed), "{metrics}");
 
     sandbox.shutdown().await.expect("clean shutdown");
     database.drop_now().await.expect("drop test database");

@@ -430,16 +430,6 @@ impl Store {
         })
     }
 
-    /// Every tenant's learned sampling rates (for a process starting up), each with its tenant.
-    pub async fn every_supervisor_rate(&self) -> Result<Vec<RateRecord>, StoreError> {
-        Ok(supervisor_rate::Entity::find()
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(rate_record)
-            .collect())
-    }
-
     /// The tenant's learned sampling rates (never another tenant's).
     pub async fn supervisor_rates(&self, tenant: &str) -> Result<Vec<RateRecord>, StoreError> {
         Ok(supervisor_rate::Entity::find()
@@ -525,6 +515,37 @@ impl Store {
             .exec_without_returning(&self.db)
             .await?;
         Ok(())
+    }
+
+    /// How many patterns of each of `tenants` the healer recorded in each status, as (tenant,
+    /// status, count): one grouped read per 500 tenants (for gauges), not one per tenant.
+    pub async fn pattern_status_counts(
+        &self,
+        tenants: &[String],
+    ) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let mut counts = Vec::new();
+        for chunk in tenants.chunks(500) {
+            let rows = pattern_state::Entity::find()
+                .select_only()
+                .column(pattern_state::Column::Tenant)
+                .column(pattern_state::Column::Status)
+                .column_as(
+                    Expr::expr(sea_orm::sea_query::Func::count(Expr::col(
+                        pattern_state::Column::Key,
+                    ))),
+                    "count",
+                )
+                .filter(pattern_state::Column::Tenant.is_in(chunk.iter().cloned()))
+                .group_by(pattern_state::Column::Tenant)
+                .group_by(pattern_state::Column::Status)
+                .into_tuple::<(String, String, i64)>()
+                .all(&self.db)
+                .await?;
+            counts.extend(rows.into_iter().map(|(tenant, status, count)| {
+                (tenant, status, u64::try_from(count).unwrap_or_default())
+            }));
+        }
+        Ok(counts)
     }
 
     /// The tenant's recorded pattern statuses.

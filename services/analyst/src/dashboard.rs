@@ -492,40 +492,47 @@ pub struct Region {
 pub async fn regions(writer: &KnowledgeWriter, tenant: &str) -> Result<Vec<Region>, Refusal> {
     let now = Utc::now();
     Ok(writer
-        .read(tenant, |_, graph, pages| {
-            let mut latest: BTreeMap<&str, u64> = BTreeMap::new();
-            for page in pages {
-                let entry = latest.entry(page.source_id.as_str()).or_default();
-                *entry = (*entry).max(page.version);
-            }
-            let mut regions: BTreeMap<String, Region> = BTreeMap::new();
-            for fact in graph.facts().iter().filter(|f| f.valid_at(now)) {
-                let region = graph
-                    .entity(&fact.entity)
-                    .and_then(|e| e.entity_type.clone())
-                    .unwrap_or_else(|| "untyped".to_owned());
-                let entry = regions.entry(region.clone()).or_insert(Region {
-                    region,
-                    facts: 0,
-                    stale: 0,
-                    last_extracted: String::new(),
-                });
-                entry.facts += 1;
-                if latest
-                    .get(fact.source.source_id.as_str())
-                    .is_some_and(|v| *v > fact.seen_version)
-                {
-                    entry.stale += 1;
-                }
-                let at = fact.extracted_at.to_rfc3339();
-                if at > entry.last_extracted {
-                    entry.last_extracted = at;
-                }
-            }
-            regions.into_values().collect()
-        })
+        .read(tenant, |_, graph, pages| regions_of(graph, pages, now))
         .await?
         .unwrap_or_default())
+}
+
+/// Freshness by region (entity type) of `graph`, whose pages are `pages`, at `now`.
+pub(crate) fn regions_of(
+    graph: &ontoloop_core::knowledge::Graph,
+    pages: &[ontoloop_core::knowledge::PageVersion],
+    now: chrono::DateTime<Utc>,
+) -> Vec<Region> {
+    let mut latest: BTreeMap<&str, u64> = BTreeMap::new();
+    for page in pages {
+        let entry = latest.entry(page.source_id.as_str()).or_default();
+        *entry = (*entry).max(page.version);
+    }
+    let mut regions: BTreeMap<String, Region> = BTreeMap::new();
+    for fact in graph.facts().iter().filter(|f| f.valid_at(now)) {
+        let region = graph
+            .entity(&fact.entity)
+            .and_then(|e| e.entity_type.clone())
+            .unwrap_or_else(|| "untyped".to_owned());
+        let entry = regions.entry(region.clone()).or_insert(Region {
+            region,
+            facts: 0,
+            stale: 0,
+            last_extracted: String::new(),
+        });
+        entry.facts += 1;
+        if latest
+            .get(fact.source.source_id.as_str())
+            .is_some_and(|v| *v > fact.seen_version)
+        {
+            entry.stale += 1;
+        }
+        let at = fact.extracted_at.to_rfc3339();
+        if at > entry.last_extracted {
+            entry.last_extracted = at;
+        }
+    }
+    regions.into_values().collect()
 }
 
 async fn freshness(

@@ -144,6 +144,20 @@ impl KnowledgeWriter {
         names
     }
 
+    /// Runs `read` over the tenant's knowledge as this writer holds it now, if it holds it:
+    /// never loads, reloads or marks it used (for gauges, so a scrape neither evicts a tenant nor
+    /// reads the store). `None` when not held or without an ontology.
+    pub async fn peek<T>(
+        &self,
+        tenant: &str,
+        read: impl FnOnce(&Graph, &[PageVersion]) -> T,
+    ) -> Option<T> {
+        let tenants = self.tenants.lock().await;
+        let knowledge = tenants.peek(tenant)?;
+        knowledge.ontology.as_ref()?;
+        Some(read(&knowledge.graph, &knowledge.pages))
+    }
+
     /// Runs `read` over the tenant's current knowledge (loaded if not cached or out of date);
     /// `None` when the tenant has no ontology yet. Fails when the store or the stored knowledge
     /// cannot be read.

@@ -73,11 +73,20 @@ pub fn scrape(ctx: Context, writer: KnowledgeWriter) -> Scrape {
             }
             // Tenants and regions are data, so their label values are bounded: past the first
             // tenants (and region names) this process saw, the rest are summed as `other`.
+            // Each tenant as the writer holds it (no load, no reordering of its cache), the
+            // writer's lock taken per tenant so event applies go on between them.
             let mut regions: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
             let mut patterns: BTreeMap<(String, String), u64> = BTreeMap::new();
-            for tenant in writer.tenants().await {
-                let tenant_label = metrics::tenant_label(&tenant).to_owned();
-                if let Ok(found) = dashboard::regions(&writer, &tenant).await {
+            let now = chrono::Utc::now();
+            let held_tenants = writer.tenants().await;
+            for tenant in &held_tenants {
+                let tenant_label = metrics::tenant_label(tenant).to_owned();
+                let held = writer
+                    .peek(tenant, |graph, pages| {
+                        dashboard::regions_of(graph, pages, now)
+                    })
+                    .await;
+                if let Some(found) = held {
                     for region in found {
                         let region_label = REGIONS.value(&region.region).to_owned();
                         let entry = regions
@@ -87,15 +96,17 @@ pub fn scrape(ctx: Context, writer: KnowledgeWriter) -> Scrape {
                         entry.1 += region.stale;
                     }
                 }
-                // The statuses the healer recorded (a small table), not a re-read of the
-                // whole signal window on every scrape.
-                if let Ok(statuses) = ctx.store.pattern_statuses(&tenant).await {
-                    for status in statuses {
-                        *patterns
-                            .entry((tenant_label.clone(), status.status))
-                            .or_default() += 1;
+            }
+            // The statuses the healer recorded (a small table, one grouped read), not a re-read
+            // of the whole signal window on every scrape.
+            match ctx.store.pattern_status_counts(&held_tenants).await {
+                Ok(counts) => {
+                    for (tenant, status, count) in counts {
+                        let tenant_label = metrics::tenant_label(&tenant).to_owned();
+                        *patterns.entry((tenant_label, status)).or_default() += count;
                     }
                 }
+                Err(err) => tracing::warn!(error = %err, "cannot count patterns for metrics"),
             }
             for ((tenant, region), (facts, stale)) in regions {
                 let fresh = if facts == 0 {

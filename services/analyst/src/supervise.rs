@@ -6,7 +6,7 @@
 //! be read stops the analyst there); a tenant with none yet is read again on its first proposal
 //! or decision, so rates another replica learned since are found.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use chrono::Utc;
 use ontoloop_core::supervisor::{Category, Proposal, Route, Supervisor, SupervisorPolicy, Verdict};
@@ -32,33 +32,23 @@ struct State {
 }
 
 impl Supervision {
-    /// Loads every tenant's learned rates (as many tenants as `budget` keeps); seeds the
-    /// generator from settings (0: from the OS).
-    pub async fn load(
-        store: Store,
-        policy: &SupervisorPolicy,
-        budget: CacheBudget,
-    ) -> Result<Self, StoreError> {
-        let mut rates: HashMap<String, BTreeMap<Category, f64>> = HashMap::new();
-        for record in store.every_supervisor_rate().await? {
-            let (tenant, category, rate) = split(record);
-            rates.entry(tenant).or_default().insert(category, rate);
-        }
+    /// The supervisors of every tenant, none held yet: each tenant's learned rates are read from
+    /// the store on its first proposal or decision (so start-up reads nothing, however many
+    /// tenants there are) and kept as many as `budget` allows. Seeds the generator from settings
+    /// (0: from the OS).
+    pub fn new(store: Store, policy: &SupervisorPolicy, budget: CacheBudget) -> Self {
         let rng = match policy.seed {
             0 => StdRng::from_os_rng(),
             seed => StdRng::seed_from_u64(seed),
         };
-        let mut tenants = Lru::new(budget);
-        for (tenant, rates) in rates {
-            let bytes = rates.len() * RATE_BYTES;
-            tenants.insert(&tenant, Supervisor::with_rates(rates), bytes);
-        }
-        crate::metrics::cache_entries("analyst_supervisors", tenants.len());
-        Ok(Self {
+        Self {
             policy: policy.clone(),
-            state: Mutex::new(State { tenants, rng }),
+            state: Mutex::new(State {
+                tenants: Lru::new(budget),
+                rng,
+            }),
             store,
-        })
+        }
     }
 
     /// Where a tenant's proposed update goes; fails only when its rates cannot be read.
@@ -169,9 +159,7 @@ mod tests {
             .expect("settings");
         let store = Store::open(&settings.store).await.expect("store");
         let policy = &settings.supervisor;
-        let supervision = Supervision::load(store.clone(), policy, budget())
-            .await
-            .expect("load");
+        let supervision = Supervision::new(store.clone(), policy, budget());
         let mut rate = 0.0;
         for _ in 0..3 {
             rate = supervision
@@ -202,9 +190,7 @@ mod tests {
         rate = again;
 
         // A new process reads each tenant's own rates back.
-        let restarted = Supervision::load(store.clone(), policy, budget())
-            .await
-            .expect("load");
+        let restarted = Supervision::new(store.clone(), policy, budget());
         let mut state = restarted.state.lock().await;
         let acme = restarted
             .supervisor(&mut state.tenants, "acme")

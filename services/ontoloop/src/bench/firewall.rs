@@ -15,6 +15,7 @@ use ontoloop_proto::v1;
 use ontoloop_testkit::world::{Scenario, World};
 use serde::Serialize;
 
+use crate::bench::percentile;
 use crate::client::{self, Clients};
 
 /// What a labelled claim is.
@@ -354,14 +355,6 @@ pub async fn labelled_set(
         }
     }
     Ok(set)
-}
-
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 /// Runs the benchmark: confusion table over the labelled set and latency of ten-claim answers

@@ -34,6 +34,7 @@ use rand::seq::IndexedRandom;
 use serde::Serialize;
 use tonic::metadata::{Ascii, MetadataValue};
 
+use crate::bench::percentile;
 use crate::client::{Bearer, Clients};
 use crate::org::GenSpec;
 use crate::up::Local;
@@ -444,14 +445,6 @@ pub fn peak_rss_mb() -> f64 {
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
 }
 
 fn ms(duration: Duration) -> f64 {

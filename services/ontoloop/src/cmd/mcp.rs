@@ -32,6 +32,12 @@ pub struct Args {
     /// others are refused, against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
     allowed_hosts: Vec<String>,
+    /// Sessions the HTTP endpoint holds at once; a new one beyond it is refused until one ends.
+    #[arg(long, default_value_t = 256)]
+    max_sessions: usize,
+    /// Seconds a session of the HTTP endpoint may stay idle before it ends.
+    #[arg(long, default_value_t = 300)]
+    session_idle_secs: u64,
 }
 
 impl Args {
@@ -73,6 +79,8 @@ impl Args {
         let limits = HttpLimits {
             max_body_bytes: session.settings.services.max_message_bytes,
             allowed_hosts: self.allowed_hosts,
+            max_sessions: self.max_sessions,
+            session_idle: std::time::Duration::from_secs(self.session_idle_secs),
         };
         let server = Server::new(clients, Credentials::Request, fallback);
         http::serve(
