@@ -204,9 +204,25 @@ impl Store {
         }
     }
 
-    /// Applies every pending migration.
+    /// Applies every pending migration. On PostgreSQL they run in one transaction holding an
+    /// advisory lock, so processes starting together on one database (replicas, every service
+    /// of a deployment) take turns: the first applies them, the others then find nothing to do,
+    /// instead of creating the same tables at once and failing on each other's.
     pub async fn migrate_up(&self) -> Result<(), StoreError> {
-        Migrator::up(&self.db, None).await?;
+        if self.backend() == Backend::Sqlite {
+            Migrator::up(&self.db, None).await?;
+            return Ok(());
+        }
+        use sea_orm::{ConnectionTrait as _, TransactionTrait as _};
+        let txn = self.db.begin().await?;
+        txn.execute_raw(sea_orm::Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "SELECT pg_advisory_xact_lock(hashtext($1))",
+            ["ontoloop.migrations".into()],
+        ))
+        .await?;
+        Migrator::up(&txn, None).await?;
+        txn.commit().await?;
         Ok(())
     }
 

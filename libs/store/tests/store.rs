@@ -284,6 +284,33 @@ async fn postgres_migrations_and_round_trip() {
     database.drop_now().await.expect("drop test database");
 }
 
+/// Processes starting together on a fresh database (every service of a deployment, replicas)
+/// all open it: the migrations run once, under a lock, instead of each process creating the
+/// same tables at once and failing on the others'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_opened_together_on_a_fresh_postgres_database_all_start() {
+    use ontoloop_migrations::MigratorTrait as _;
+    let database = PgDatabase::create().await.expect("PostgreSQL answers");
+    let opening: Vec<_> = (0..6)
+        .map(|_| {
+            let settings = settings_for(&database.url);
+            tokio::spawn(async move { Store::open(&settings).await })
+        })
+        .collect();
+    for open in opening {
+        let store = open
+            .await
+            .expect("task")
+            .expect("every process opens the store");
+        assert_eq!(
+            store.applied_migrations().await.expect("applied").len(),
+            ontoloop_migrations::Migrator::migrations().len()
+        );
+        store.close().await.expect("close");
+    }
+    database.drop_now().await.expect("drop test database");
+}
+
 #[tokio::test]
 async fn an_unreachable_database_is_reported_after_backoff() {
     let mut settings = settings_for("postgres://app:secret@127.0.0.1:1/ontoloop");
