@@ -46,6 +46,9 @@ const AMQP_EVERY: usize = 5;
 const CONCURRENCY: usize = 8;
 /// A call not answered within this is a hang (the services' own request timeout is shorter).
 const HANG: Duration = Duration::from_secs(90);
+
+/// How long the published bodies may go without one more of them applied or dead-lettered.
+const QUEUE_STALL: Duration = Duration::from_secs(90);
 /// The largest request generated (the services refuse more than `services.max_message_bytes`).
 const MAX_REQUEST: usize = 600 * 1024;
 /// The ontology of every fuzzed tenant.
@@ -1097,7 +1100,11 @@ async fn fuzz_queue(
     let store = sandbox.ctx.store.clone();
     let mut recorded: HashSet<String> = HashSet::new();
     let mut cursor = since;
-    let deadline = Instant::now() + Duration::from_secs(120 + n as u64 / 20);
+    // Bodies are waited for while the analyst makes progress on them: the run fails when none
+    // settled for QUEUE_STALL (a body neither applied nor dead-lettered), not because a busy
+    // machine reads a third of them — documents of up to 1.5 MB — slower than usual.
+    let mut settled_before = 0;
+    let mut last_progress = Instant::now();
     let (applied, dead_count, failures) = loop {
         if let Ok(rows) = store.inbox_since(queue, cursor).await {
             for row in rows {
@@ -1152,7 +1159,11 @@ async fn fuzz_queue(
             applied += found.len();
             pending.retain(|id| !found.contains(id));
         }
-        if pending.is_empty() || Instant::now() >= deadline {
+        if pending.len() < n - settled_before {
+            settled_before = n - pending.len();
+            last_progress = Instant::now();
+        }
+        if pending.is_empty() || last_progress.elapsed() >= QUEUE_STALL {
             let bodies: HashMap<&String, &Vec<u8>> =
                 published.iter().map(|(i, b)| (i, b)).collect();
             let rows = store.inbox_since(queue, since).await.unwrap_or_default();

@@ -330,6 +330,8 @@ impl EventEnvelope {
                 let inner = err.into_inner();
                 format!("{path}: {inner}")
             })?;
+        // One JSON value and nothing after it: bytes after the event are refused, not ignored.
+        deserializer.end().map_err(|err| format!(".: {err}"))?;
         if envelope.tenant.trim().is_empty() {
             return Err(DomainError::missing("tenant").to_string());
         }
@@ -354,6 +356,21 @@ mod tests {
         assert_eq!(envelope.event.kind(), "doc.upsert");
         let again = EventEnvelope::parse(envelope.to_json().as_bytes()).expect("round trip");
         assert_eq!(again, envelope);
+    }
+
+    #[test]
+    fn bytes_after_the_event_are_refused() {
+        let event = r#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"patch"}"#;
+        assert!(EventEnvelope::parse(event.as_bytes()).is_ok());
+        assert!(EventEnvelope::parse(format!("{event}  \n").as_bytes()).is_ok());
+        for trailing in ["x", "{}", "\u{0}"] {
+            let err = EventEnvelope::parse(format!("{event}{trailing}").as_bytes())
+                .expect_err("trailing bytes");
+            assert!(err.contains("trailing"), "{trailing:?}: {err}");
+        }
+        let mut garbage = event.as_bytes().to_vec();
+        garbage.extend_from_slice(&[0xff, 0x2b, 0x17]);
+        assert!(EventEnvelope::parse(&garbage).is_err());
     }
 
     #[test]
