@@ -67,7 +67,11 @@ impl ontoloop_runtime::Service for Service {
         let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.
-        reviews.recover().await;
+        // (A store that cannot even be read for them fails the start, with its reason.)
+        reviews
+            .recover()
+            .await
+            .context("finish the approvals a crash interrupted")?;
         // Consumers restart themselves when their stream breaks; meanwhile health is NOT_SERVING.
         let health = ontoloop_runtime::Health::new();
         let options =

@@ -333,18 +333,15 @@ impl Reviews {
         Ok(marked)
     }
 
-    /// Applies what was approved but not applied (a crash between decision and apply).
-    pub async fn recover(&self) {
-        match self.store.approved_unapplied(1_000).await {
-            Ok(updates) => {
-                for update in updates {
-                    if let Err(err) = self.apply(&update).await {
-                        tracing::warn!(update = %update.id, error = %err, "cannot apply an approved update yet");
-                    }
-                }
+    /// Applies what was approved but not applied (a crash between decision and apply). Fails
+    /// only when the store cannot be read for them; one that cannot apply yet is logged.
+    pub async fn recover(&self) -> Result<(), ontoloop_store::StoreError> {
+        for update in self.store.approved_unapplied(1_000).await? {
+            if let Err(err) = self.apply(&update).await {
+                tracing::warn!(update = %update.id, error = %err, "cannot apply an approved update yet");
             }
-            Err(err) => tracing::warn!(error = %err, "cannot look for approved updates"),
         }
+        Ok(())
     }
 }
 

@@ -24,8 +24,8 @@ async fn a_service_failing_at_start_stops_the_others_with_its_cause() {
         listeners.push((kind, bound));
     }
     let ctx = Context::connect(settings).await.expect("connect");
-    // Of the four, only the analyst reads the store before it serves (its learned sampling
-    // rates), so with the store closed it alone fails at start.
+    // Of the four, only the analyst reads the store before it serves (the approvals a crash
+    // interrupted), so with the store closed it alone fails at start.
     ctx.store.clone().close().await.expect("close the store");
 
     let started = Instant::now();
@@ -42,7 +42,7 @@ async fn a_service_failing_at_start_stops_the_others_with_its_cause() {
         "{cause}"
     );
     assert!(
-        cause.contains("load the supervisor's learned rates"),
+        cause.contains("finish the approvals a crash interrupted"),
         "{cause}"
     );
     assert!(
