@@ -49,6 +49,8 @@ const HANG: Duration = Duration::from_secs(90);
 
 /// How long the published bodies may go without one more of them applied or dead-lettered.
 const QUEUE_STALL: Duration = Duration::from_secs(90);
+/// Bodies published to a queue ahead of its consumer at most.
+const PUBLISH_AHEAD: u64 = 64;
 /// The largest request generated (the services refuse more than `services.max_message_bytes`).
 const MAX_REQUEST: usize = 600 * 1024;
 /// The ontology of every fuzzed tenant.
@@ -154,13 +156,14 @@ async fn no_input_makes_a_service_panic() {
     let panics = PANICS.load(Ordering::SeqCst);
     println!(
         "fuzz totals: {} requests ({} ok), {} AMQP bodies ({} applied, {} dead-lettered), \
-         {panics} panics, {} s",
+         {panics} panics, {} s, peak resident memory {} MB",
         rpc.cases,
         rpc.ok,
         amqp.published,
         amqp.applied,
         amqp.dead,
-        started.elapsed().as_secs()
+        started.elapsed().as_secs(),
+        peak_resident_mb()
     );
     open.shutdown().await.expect("shutdown");
     jwt.shutdown().await.expect("shutdown");
@@ -183,6 +186,17 @@ async fn no_input_makes_a_service_panic() {
     );
     assert!(serving.is_empty(), "not SERVING after the run: {serving:?}");
     assert_eq!(rpc.cases + amqp.published, cases, "every case was sent");
+}
+
+/// The process's peak resident memory (`VmHWM`), in MB; 0 where `/proc` does not say.
+fn peak_resident_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb / 1024)
 }
 
 // ---- RPCs ----------------------------------------------------------------------------------
@@ -1068,116 +1082,134 @@ async fn fuzz_queue(
     };
     let since = chrono::Utc::now() - chrono::Duration::seconds(5);
     let tenants = queue_tenants(run);
-    let mut published: Vec<(String, Vec<u8>)> = Vec::with_capacity(n);
+    // What is kept of each body is its hash, the ids it may be recorded under and its start: a
+    // third of the bodies are documents of up to several MB, and holding them all (and reading
+    // them back from the inbox at once) grew this test past 20 GB at 100,000 cases.
+    let prefix = if queue == topics::EVENTS { "evt" } else { "in" };
+    let mut published: Vec<Published> = Vec::with_capacity(n);
     let mut rng = StdRng::seed_from_u64(seed);
     for i in 0..n {
         let body = amqp_body(&mut rng, queue, &tenants);
         let id = format!("fz-{run}-{i}");
+        // The ids each message may be recorded under in the inbox: its own, or scoped to the
+        // tenant its body names.
+        let mut ids = vec![id.clone()];
+        if let Some(tenant) = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("tenant").and_then(|t| t.as_str()).map(str::to_owned))
+        {
+            ids.push(ontoloop_queue::scoped_id(prefix, &tenant, &id));
+        }
+        published.push(Published {
+            id: id.clone(),
+            ids,
+            hash: body_hash(&body),
+            start: String::from_utf8_lossy(&body[..body.len().min(640)])
+                .chars()
+                .take(160)
+                .collect(),
+        });
+        // Published as the analyst takes them, so the in-process queue does not hold thousands
+        // of large bodies at once (a broker would page them to disk).
+        while shared.ready_count(queue).await.unwrap_or(0) >= PUBLISH_AHEAD {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         shared
-            .publish(queue, Message::with_id(id.clone(), body.clone()))
+            .publish(queue, Message::with_id(id, body))
             .await
             .expect("publish");
-        published.push((id, body));
     }
 
-    // The ids each message may be recorded under in the inbox: its own, or scoped to the tenant
-    // its body names.
-    let prefix = if queue == topics::EVENTS { "evt" } else { "in" };
-    let candidates: Vec<(String, Vec<String>)> = published
-        .iter()
-        .map(|(id, body)| {
-            let mut ids = vec![id.clone()];
-            if let Some(tenant) =
-                serde_json::from_str::<serde_json::Value>(&String::from_utf8_lossy(body))
-                    .ok()
-                    .and_then(|v| v.get("tenant").and_then(|t| t.as_str()).map(str::to_owned))
-            {
-                ids.push(ontoloop_queue::scoped_id(prefix, &tenant, id));
-            }
-            (id.clone(), ids)
-        })
-        .collect();
     let store = sandbox.ctx.store.clone();
     let mut recorded: HashSet<String> = HashSet::new();
+    // Hashes of the bodies seen in the inbox, with the ids they were recorded under.
+    let mut bodies: HashMap<u64, Vec<String>> = HashMap::new();
     let mut cursor = since;
+    let mut last_rescan: Option<Instant> = None;
     // Bodies are waited for while the analyst makes progress on them: the run fails when none
     // settled for QUEUE_STALL (a body neither applied nor dead-lettered), not because a busy
     // machine reads a third of them — documents of up to 1.5 MB — slower than usual.
     let mut settled_before = 0;
     let mut last_progress = Instant::now();
     let (applied, dead_count, failures) = loop {
-        if let Ok(rows) = store.inbox_since(queue, cursor).await {
-            for row in rows {
-                cursor = cursor.max(row.received_at - chrono::Duration::seconds(1));
-                recorded.insert(row.message_id);
-            }
-        }
+        let mut newest = cursor;
+        scan_inbox(&store, queue, cursor, |row| {
+            newest = newest.max(row.received_at - chrono::Duration::seconds(1));
+            recorded.insert(row.message_id.clone());
+            bodies
+                .entry(body_hash(row.body.as_bytes()))
+                .or_default()
+                .push(row.message_id.clone());
+        })
+        .await;
+        cursor = newest;
         let dead = dead.lock().expect("lock").clone();
         let mut applied = 0;
         let mut dead_count = 0;
         let mut failures = Vec::new();
-        let mut pending = Vec::new();
-        for (id, ids) in &candidates {
-            if let Some(reason) = dead.get(id) {
+        let mut pending: Vec<&Published> = Vec::new();
+        for body in &published {
+            if let Some(reason) = dead.get(&body.id) {
                 dead_count += 1;
                 let lower = reason.to_lowercase();
                 if reason.trim().is_empty() {
-                    failures.push(format!("{queue} {id}: dead-lettered without a reason"));
+                    failures.push(format!(
+                        "{queue} {}: dead-lettered without a reason",
+                        body.id
+                    ));
                 } else if lower.contains("panick") || lower.contains("gave no outcome") {
-                    failures.push(format!("{queue} {id}: {reason}"));
+                    failures.push(format!("{queue} {}: {reason}", body.id));
                 }
-            } else if ids.iter().any(|id| recorded.contains(id)) {
+            } else if body.ids.iter().any(|id| recorded.contains(id)) {
                 applied += 1;
             } else {
-                pending.push(id.clone());
+                pending.push(body);
             }
         }
-        // A row committed late with an earlier time than the cursor is looked up by its id.
         if !pending.is_empty() && pending.len() <= 64 {
-            let mut found = Vec::new();
-            for (id, ids) in candidates.iter().filter(|(id, _)| pending.contains(id)) {
-                for candidate in ids {
+            // A row committed late with an earlier time than the cursor is looked up by its id.
+            for body in &pending {
+                for candidate in &body.ids {
                     if store
                         .inbox_contains(queue, candidate)
                         .await
                         .unwrap_or(false)
                     {
                         recorded.insert(candidate.clone());
-                        found.push(id.clone());
                     }
                 }
             }
             // The analyst may record a message under another id than its own (an event it put
             // back and took again): its exact body in the inbox is the commit that applied it.
-            let rows = store.inbox_since(queue, since).await.unwrap_or_default();
-            let bodies: HashSet<&str> = rows.iter().map(|row| row.body.as_str()).collect();
-            for (id, body) in published.iter().filter(|(id, _)| pending.contains(id)) {
-                if !found.contains(id) && bodies.contains(String::from_utf8_lossy(body).as_ref()) {
-                    found.push(id.clone());
-                }
+            // The whole window is read again now and then, a page at a time.
+            if last_rescan.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
+                last_rescan = Some(Instant::now());
+                scan_inbox(&store, queue, since, |row| {
+                    let ids = bodies.entry(body_hash(row.body.as_bytes())).or_default();
+                    if !ids.contains(&row.message_id) {
+                        ids.push(row.message_id.clone());
+                    }
+                })
+                .await;
             }
-            applied += found.len();
-            pending.retain(|id| !found.contains(id));
+            let before = pending.len();
+            pending.retain(|body| {
+                !body.ids.iter().any(|id| recorded.contains(id)) && !bodies.contains_key(&body.hash)
+            });
+            applied += before - pending.len();
         }
         if pending.len() < n - settled_before {
             settled_before = n - pending.len();
             last_progress = Instant::now();
         }
         if pending.is_empty() || last_progress.elapsed() >= QUEUE_STALL {
-            let bodies: HashMap<&String, &Vec<u8>> =
-                published.iter().map(|(i, b)| (i, b)).collect();
-            let rows = store.inbox_since(queue, since).await.unwrap_or_default();
-            for id in pending {
-                let full = String::from_utf8_lossy(bodies[&id]);
-                let body: String = full.chars().take(160).collect();
-                let same: Vec<&str> = rows
-                    .iter()
-                    .filter(|row| row.body == full)
-                    .map(|row| row.message_id.as_str())
-                    .collect();
+            for body in pending {
                 failures.push(format!(
-                    "{queue} {id}: neither applied nor dead-lettered: {body} \
-                     (the same body in the inbox as {same:?})"
+                    "{queue} {}: neither applied nor dead-lettered: {} \
+                     (the same body in the inbox as {:?})",
+                    body.id,
+                    body.start,
+                    bodies.get(&body.hash)
                 ));
             }
             break (applied, dead_count, failures);
@@ -1199,6 +1231,38 @@ async fn fuzz_queue(
         );
     }
     (applied, dead_count, failures)
+}
+
+/// What the queue fuzzer keeps of a body it published.
+struct Published {
+    id: String,
+    /// The ids the analyst may record it under.
+    ids: Vec<String>,
+    hash: u64,
+    /// Its first characters, for a failure message.
+    start: String,
+}
+
+fn body_hash(body: &[u8]) -> u64 {
+    use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+    let mut hasher = DefaultHasher::new();
+    body.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Hands every inbox row of `queue` received at or after `since` to `visit`, a page at a time.
+async fn scan_inbox(
+    store: &ontoloop_store::Store,
+    queue: &str,
+    since: chrono::DateTime<chrono::Utc>,
+    mut visit: impl FnMut(&ontoloop_store::InboxMessage),
+) {
+    let mut after = 0;
+    while let Ok(rows) = store.inbox_since(queue, since, after, 64).await {
+        let Some(last) = rows.last() else { break };
+        after = last.id;
+        rows.iter().for_each(&mut visit);
+    }
 }
 
 /// The tenants bodies published to the queues name (not those of the requests, whose intake

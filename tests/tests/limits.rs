@@ -27,6 +27,7 @@ const MAX_STREAM: usize = 20;
 const MAX_CONCURRENT: usize = 2;
 const TIMEOUT_MS: u64 = 3000;
 const MAX_HTTP_BODY: usize = 65536;
+const MAX_QUEUE_BODY: usize = 8 * 1024;
 
 /// One row of the printed table.
 struct Row {
@@ -126,6 +127,7 @@ async fn held_stream(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_bounded_resource_is_accepted_under_and_refused_over_its_limit() {
+    let max_queue_body = MAX_QUEUE_BODY.to_string();
     let (max_claims, max_text, max_message, max_stream, max_concurrent, timeout) = (
         MAX_CLAIMS.to_string(),
         MAX_TEXT_BYTES.to_string(),
@@ -141,6 +143,7 @@ async fn every_bounded_resource_is_accepted_under_and_refused_over_its_limit() {
         ("services.max_stream_messages", max_stream.as_str()),
         ("services.max_concurrent_requests", max_concurrent.as_str()),
         ("services.request_timeout_ms", timeout.as_str()),
+        ("queue.max_body_bytes", max_queue_body.as_str()),
     ])
     .await;
     let clients = sandbox.clients();
@@ -455,6 +458,72 @@ async fn every_bounded_resource_is_accepted_under_and_refused_over_its_limit() {
             "MAX_PATTERNS_PER_PREDICATE = {most} (also ≤ 500 predicates, ≤ 500 chars each)"
         ),
         behaviour: format!("{most} accepted; {} → {over}", most + 1),
+    });
+
+    // Bodies on the queue: the intake refuses an event whose body would be over the cap, and a
+    // consumer dead-letters a larger body (published by other ways) before reading it.
+    let page = |len: usize| doc("big", "wiki", &"word ".repeat(len / 5), &[], 0.0);
+    clients
+        .push(T, "admin", page(MAX_QUEUE_BODY / 2))
+        .await
+        .expect("an event under the cap is accepted");
+    let over_intake = refused(
+        clients.push(T, "admin", page(MAX_QUEUE_BODY)).await,
+        Code::InvalidArgument,
+        "queue.max_body_bytes",
+    );
+    let queue = sandbox.ctx.queue.clone();
+    let mut letters = queue
+        .consume_dead_letters(ontoloop_core::topics::EVENTS)
+        .await
+        .expect("consume the dead letters");
+    for (id, len) in [("at-cap", MAX_QUEUE_BODY), ("over-cap", MAX_QUEUE_BODY + 1)] {
+        queue
+            .publish(
+                ontoloop_core::topics::EVENTS,
+                ontoloop_queue::Message::with_id(id, "x".repeat(len)),
+            )
+            .await
+            .expect("publish");
+    }
+    let mut reasons = std::collections::BTreeMap::new();
+    while reasons.len() < 2 {
+        let letter = tokio::time::timeout(Duration::from_secs(30), letters.next())
+            .await
+            .expect("both bodies are dead-lettered")
+            .expect("open")
+            .expect("delivery");
+        let reason = letter
+            .message
+            .headers
+            .get(ontoloop_queue::REASON_HEADER)
+            .cloned();
+        reasons.insert(letter.message.id.clone(), reason.unwrap_or_default());
+        letter.ack().await.expect("ack");
+    }
+    assert!(
+        !reasons["at-cap"].contains("queue.max_body_bytes"),
+        "a body at the cap is read (and refused as the JSON it is not): {}",
+        reasons["at-cap"]
+    );
+    assert_eq!(
+        reasons["over-cap"],
+        format!(
+            "the body is {} bytes, over queue.max_body_bytes ({MAX_QUEUE_BODY})",
+            MAX_QUEUE_BODY + 1
+        )
+    );
+    rows.push(Row {
+        resource: "message body on a queue",
+        limit: format!("queue.max_body_bytes = {MAX_QUEUE_BODY}"),
+        behaviour: format!(
+            "intake: an event of a {} B page accepted, one of {MAX_QUEUE_BODY} B → {over_intake}; \
+             consumer: {MAX_QUEUE_BODY} B read ({}), {} B dead-lettered unread: {}",
+            MAX_QUEUE_BODY / 2,
+            reasons["at-cap"],
+            MAX_QUEUE_BODY + 1,
+            reasons["over-cap"]
+        ),
     });
 
     println!("\nresource | limit | behaviour at the limit");

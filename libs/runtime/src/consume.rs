@@ -6,7 +6,8 @@
 //! answers NOT_SERVING until the consumer runs again. A message whose handling fails for a
 //! passing reason is put back after `queue.retry_delay_ms`, and after `queue.max_attempts`
 //! deliveries it is dead-lettered with the last reason; a handler that panics counts as such a
-//! failure. Invalid messages are dead-lettered at once by their handlers ([`Handled::Reject`]).
+//! failure. Invalid messages are dead-lettered at once by their handlers ([`Handled::Reject`]),
+//! and a body over `queue.max_body_bytes` before any handler reads it.
 //! Each delivery (each batch) is handled in a span that continues the trace its publisher put in
 //! the message's headers.
 
@@ -75,6 +76,8 @@ pub struct ConsumerOptions {
     pub restart_max: Duration,
     /// Where the consumer reports whether it runs.
     pub health: Health,
+    /// A delivery whose body is larger is dead-lettered at once, never handed to the handler.
+    pub max_body_bytes: usize,
 }
 
 impl ConsumerOptions {
@@ -86,6 +89,7 @@ impl ConsumerOptions {
             restart_initial: Duration::from_millis(settings.backoff_initial_ms.max(1)),
             restart_max: Duration::from_millis(settings.backoff_max_ms.max(1)),
             health,
+            max_body_bytes: settings.max_body_bytes,
         }
     }
 }
@@ -146,11 +150,14 @@ where
                 trace_id = tracing::field::Empty,
             );
             ontoloop_observability::trace::follow(&span, &delivery.message.headers);
-            let handled = AssertUnwindSafe(handler(&delivery.message, delivery.redelivered))
-                .catch_unwind()
-                .instrument(span)
-                .await
-                .unwrap_or_else(|_| Handled::Retry("the handler panicked".to_owned()));
+            let handled = match oversized(&delivery.message, options.max_body_bytes) {
+                Some(refused) => refused,
+                None => AssertUnwindSafe(handler(&delivery.message, delivery.redelivered))
+                    .catch_unwind()
+                    .instrument(span)
+                    .await
+                    .unwrap_or_else(|_| Handled::Retry("the handler panicked".to_owned())),
+            };
             let outcome = attempts.judge(&delivery.message.id, handled, options.max_attempts);
             if matches!(outcome, Handled::Retry(_)) {
                 pause(options.retry_delay, &cancel).await;
@@ -208,6 +215,20 @@ where
             }
             for delivery in &batch {
                 observe_lag(name, &delivery.message);
+            }
+            // Bodies over the cap are dead-lettered before the handler reads any of the batch.
+            let (batch, refused): (Vec<_>, Vec<_>) = batch.into_iter().partition(|delivery| {
+                oversized(&delivery.message, options.max_body_bytes).is_none()
+            });
+            for delivery in refused {
+                let outcome =
+                    oversized(&delivery.message, options.max_body_bytes).unwrap_or(Handled::Done);
+                if settle(name, delivery, &outcome).await {
+                    settled += 1;
+                }
+            }
+            if batch.is_empty() {
+                continue;
             }
             let messages: Vec<_> = batch.iter().map(|d| d.message.clone()).collect();
             // One span for the batch: a child of its first message's trace, linked to the others.
@@ -272,6 +293,16 @@ where
     }
     tracing::info!(queue = name, settled, "consumer drained");
     Ok(settled)
+}
+
+/// The refusal of a message whose body is over `max_body_bytes`, if it is.
+fn oversized(message: &ontoloop_queue::Message, max_body_bytes: usize) -> Option<Handled> {
+    (message.body.len() > max_body_bytes).then(|| {
+        Handled::Reject(format!(
+            "the body is {} bytes, over queue.max_body_bytes ({max_body_bytes})",
+            message.body.len()
+        ))
+    })
 }
 
 /// What waiting for the next delivery ended in.

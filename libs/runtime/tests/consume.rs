@@ -1,13 +1,16 @@
 //! Consumers on the in-process queue (the real implementation the embedded default runs): a
 //! message whose handling keeps failing for a passing reason — or whose handler panics — is tried
 //! `max_attempts` times, `retry_delay` apart, then dead-lettered with its last reason; the
-//! messages around it are handled once; the consumer's health part is up while it runs.
+//! messages around it are handled once; the consumer's health part is up while it runs; a body
+//! over `max_body_bytes` is dead-lettered at once, its handler never called.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ontoloop_queue::{MemoryQueue, Message, Queue, REASON_HEADER, SharedQueue};
-use ontoloop_runtime::{CancellationToken, ConsumerOptions, Handled, Health, run_consumer};
+use ontoloop_runtime::{
+    CancellationToken, ConsumerOptions, Handled, Health, run_batch_consumer, run_consumer,
+};
 
 fn options(health: Health) -> ConsumerOptions {
     ConsumerOptions {
@@ -16,6 +19,7 @@ fn options(health: Health) -> ConsumerOptions {
         restart_initial: Duration::from_millis(10),
         restart_max: Duration::from_millis(50),
         health,
+        max_body_bytes: 64,
     }
 }
 
@@ -130,4 +134,57 @@ async fn a_consumer_reports_itself_running_and_the_board_each_part() {
     assert!(health.healthy());
     cancel.cancel();
     assert_eq!(consumer.await.expect("join").expect("consumer"), 0);
+}
+
+#[tokio::test]
+async fn a_body_over_the_cap_is_dead_lettered_unread_by_either_consumer() {
+    for batched in [false, true] {
+        let memory = MemoryQueue::new();
+        let queue: SharedQueue = Arc::new(memory.clone());
+        let at_cap = "x".repeat(64);
+        let over = "x".repeat(65);
+        for (id, body) in [("at-cap", &at_cap), ("over", &over)] {
+            queue
+                .publish("work", Message::with_id(id, body.as_str()))
+                .await
+                .expect("publish");
+        }
+        let cancel = CancellationToken::new();
+        let calls: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let consumer = {
+            let (queue, cancel, calls) = (queue.clone(), cancel.clone(), calls.clone());
+            tokio::spawn(async move {
+                let health = Health::new();
+                if batched {
+                    run_batch_consumer(queue, "work", cancel, 16, options(health), move |batch| {
+                        let ids = batch.iter().map(|m| m.id.clone());
+                        calls.lock().expect("lock").extend(ids);
+                        let done = vec![Handled::Done; batch.len()];
+                        async move { done }
+                    })
+                    .await
+                } else {
+                    run_consumer(queue, "work", cancel, options(health), move |message, _| {
+                        calls.lock().expect("lock").push(message.id.clone());
+                        async { Handled::Done }
+                    })
+                    .await
+                }
+            })
+        };
+        let (id, reason) = dead_letter(&memory, "work").await;
+        assert_eq!(id, "over");
+        assert_eq!(
+            reason,
+            "the body is 65 bytes, over queue.max_body_bytes (64)"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while calls.lock().expect("lock").is_empty() {
+            assert!(Instant::now() < deadline, "the body at the cap was handled");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        cancel.cancel();
+        assert_eq!(consumer.await.expect("join").expect("consumer"), 2);
+        assert_eq!(*calls.lock().expect("lock"), vec!["at-cap".to_owned()]);
+    }
 }

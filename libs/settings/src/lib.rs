@@ -242,6 +242,9 @@ pub struct QueueSettings {
     pub max_attempts: u32,
     /// Wait before a message that failed for a passing reason is tried again.
     pub retry_delay_ms: u64,
+    /// The largest message body a consumer reads; a larger one is dead-lettered at once with a
+    /// reason naming this, and the intake refuses an event whose body would be larger.
+    pub max_body_bytes: usize,
 }
 
 impl std::fmt::Debug for StoreSettings {
@@ -282,6 +285,7 @@ impl std::fmt::Debug for QueueSettings {
             publish_timeout_ms,
             max_attempts,
             retry_delay_ms,
+            max_body_bytes,
         } = self;
         f.debug_struct("QueueSettings")
             .field("url", &ontoloop_core::redact_url(url))
@@ -296,6 +300,7 @@ impl std::fmt::Debug for QueueSettings {
             .field("publish_timeout_ms", publish_timeout_ms)
             .field("max_attempts", max_attempts)
             .field("retry_delay_ms", retry_delay_ms)
+            .field("max_body_bytes", max_body_bytes)
             .finish()
     }
 }
@@ -658,6 +663,7 @@ impl Settings {
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("queue.publish_timeout_ms", self.queue.publish_timeout_ms)?;
         positive("queue.max_attempts", u64::from(self.queue.max_attempts))?;
+        positive("queue.max_body_bytes", self.queue.max_body_bytes as u64)?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
         self.signals.validate().map_err(in_section("signals"))?;
         self.supervisor

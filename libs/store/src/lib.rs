@@ -350,17 +350,23 @@ impl Store {
         Ok(found > 0)
     }
 
-    /// Messages of one queue recorded at or after `since`, in arrival order.
+    /// At most `limit` messages of one queue recorded at or after `since` with a store id above
+    /// `after_id`, in arrival order: a page, so a caller reads any number of large bodies in
+    /// bounded memory (the next page starts after the last id of this one).
     pub async fn inbox_since(
         &self,
         queue: &str,
         since: DateTime<Utc>,
+        after_id: i64,
+        limit: u64,
     ) -> Result<Vec<InboxMessage>, StoreError> {
         use entity::inbox_message::{Column, Entity};
         let rows = Entity::find()
             .filter(Column::Queue.eq(queue))
             .filter(Column::ReceivedAt.gte(since))
+            .filter(Column::Id.gt(after_id))
             .order_by_asc(Column::Id)
+            .limit(limit)
             .all(&self.db)
             .await?;
         Ok(rows.into_iter().map(inbox_message).collect())

@@ -156,6 +156,16 @@ impl TelemetryService for Telemetry {
             )));
         }
         let body = envelope.to_json();
+        let max_body = self.ctx.settings.queue.max_body_bytes;
+        if body.len() > max_body {
+            return Err(status_from(ontoloop_core::DomainError::invalid(
+                "event",
+                format!(
+                    "its body would be {} bytes, over queue.max_body_bytes ({max_body})",
+                    body.len()
+                ),
+            )));
+        }
         // The one write that acknowledges the event: it is in the intake log, unpublished (the
         // outbox), and will be published and applied once whatever happens next.
         let intake = self
