@@ -18,6 +18,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe { std::env::set_var("PROTOC", protoc) };
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     tonic_prost_build::configure()
+        // A request that does not decode is the caller's error, not the service's.
+        .codec_path("crate::codec::StrictCodec")
         .file_descriptor_set_path(out_dir.join("ontoloop_descriptor.bin"))
         .compile_protos(&protos, &[root, well_known])?;
     Ok(())

@@ -18,6 +18,7 @@ mod m20261201_080000_intake_order;
 mod m20261201_090000_retention;
 mod m20261201_130000_knowledge_changes;
 mod m20261201_160000_outbox_trace;
+mod m20261201_210000_page_tombstone;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_090000_retention::Migration),
             Box::new(m20261201_130000_knowledge_changes::Migration),
             Box::new(m20261201_160000_outbox_trace::Migration),
+            Box::new(m20261201_210000_page_tombstone::Migration),
         ]
     }
 }

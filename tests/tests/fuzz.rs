@@ -9,7 +9,8 @@
 //! signals) are published to the events and signals queues, on the in-process queue and on
 //! RabbitMQ, and each must be applied (recorded in the analyst's inbox) or dead-lettered with a
 //! reason. Asserted: no panic anywhere in the process (a panic hook counts them), no INTERNAL
-//! naming a panic, every error has a message, no call hangs, no garbage token is admitted, every
+//! naming a panic, a request that does not decode answered INVALID_ARGUMENT (never INTERNAL),
+//! every error has a message, no call hangs, no garbage token is admitted, every
 //! service is SERVING afterwards. The generator is seeded (`FUZZ_SEED`, printed) and sized by
 //! `FUZZ_CASES` (requests plus bodies; `make fuzz` runs 100,000).
 
@@ -909,6 +910,12 @@ async fn fuzz_rpcs(
                 }
                 if code == Code::Internal && message.to_lowercase().contains("panic") {
                     report.failures.push(format!("{case}: {message}"));
+                }
+                if code == Code::Internal && message.contains("decode") {
+                    // A request that does not decode is the caller's error.
+                    report
+                        .failures
+                        .push(format!("{case}: INTERNAL for a bad request: {message}"));
                 }
                 if code == Code::Unknown {
                     // A handler that died mid-call, a broken connection: no answer of the service.

@@ -2,8 +2,8 @@
 //! (`Snapshots::get` patching with what each commit wrote) is, at every checkpoint, the model a
 //! build from the store gives — the same version, pages, page versions, extraction log, graph
 //! (entities, names, facts) and search rankings for readers of every ACL — after random events:
-//! new pages, new versions, record values, renames (some merging two services), ACL changes and
-//! maintenance runs.
+//! new pages, new versions, deletions and a source's listings, record values, renames (some
+//! merging two services), ACL changes and maintenance runs.
 //!
 //! `make test` runs 600 events; `INCREMENTAL_EVENTS=10000` runs the size, and
 //! `INCREMENTAL_SEED=N` replays a run.
@@ -70,7 +70,7 @@ fn event(rng: &mut StdRng, names: &mut Vec<String>, renamed: &mut usize) -> v1::
     match roll {
         // A page, new or a new version: owner and language, sometimes one fact only, under an
         // ACL now and then.
-        0..=64 => {
+        0..=59 => {
             let mut body = format!("{service} is owned by the {team} team.");
             if rng.random_bool(0.7) {
                 let language = LANGUAGES[rng.random_range(0..LANGUAGES.len())];
@@ -79,6 +79,18 @@ fn event(rng: &mut StdRng, names: &mut Vec<String>, renamed: &mut usize) -> v1::
             let acl = ACLS[rng.random_range(0..ACLS.len())];
             doc(&format!("page-{k}"), "wiki", &body, acl, 0.0)
         }
+        // A page deleted (sometimes one already gone or never written).
+        60..=62 => v1::event::Kind::DocDelete(v1::DocDelete {
+            doc_id: format!("page-{k}"),
+        }),
+        // The wiki's listing, which leaves out a page now and then.
+        63..=64 => v1::event::Kind::SourceListing(v1::SourceListing {
+            origin: "wiki".into(),
+            doc_ids: (0..names.len())
+                .filter(|_| rng.random_bool(0.9))
+                .map(|k| format!("page-{k}"))
+                .collect(),
+        }),
         // A system-of-record value.
         65..=84 => v1::event::Kind::RecordSet(v1::RecordSet {
             source: "hr".into(),

@@ -441,3 +441,143 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
     assert_eq!((second.sequence, second.duplicate), (first.sequence, true));
     sandbox.shutdown().await.expect("clean shutdown");
 }
+
+/// The firewall's verdict on `text` for `tenant`, once it is `expected` (or the last one seen).
+async fn verdict_on(c: &Clients, tenant: &str, text: &str, expected: v1::Verdict) -> v1::ValidateResponse {
+    let mut seen = None;
+    for _ in 0..100 {
+        let response = c
+            .firewall
+            .clone()
+            .validate(v1::ValidateRequest {
+                caller: caller(tenant, "alice"),
+                input: Some(v1::validate_request::Input::Text(text.into())),
+                ..Default::default()
+            })
+            .await
+            .expect("validate")
+            .into_inner();
+        if response.overall == expected as i32 {
+            return response;
+        }
+        seen = Some(response);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    seen.expect("a verdict")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
+    let t = "acme";
+    let (sandbox, c) = with_ontology(t).await;
+    push(&c, t, pricing(49)).await.expect("doc");
+    push(&c, t, doc("faq", "wiki", "The Pro plan costs €45 per month.", &[]))
+        .await
+        .expect("doc");
+    let seq = push(
+        &c,
+        t,
+        doc("owners", "wiki", "Billing is owned by the Orion team.", &[]),
+    )
+    .await
+    .expect("doc");
+    let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!((answer.value.as_str(), answer.evidence[0].source_id.as_str()), ("49", "pricing"));
+    let claim = "The Pro plan costs €49 per month.";
+    let before = verdict_on(&c, t, claim, v1::Verdict::Pass).await;
+    assert_eq!(before.overall, v1::Verdict::Pass as i32, "{before:?}");
+    let before_deletion = chrono::Utc::now();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    // Deleted: the next page answers, nothing cites the deleted one, the firewall neither.
+    let delete = |id: &str| {
+        v1::event::Kind::DocDelete(v1::DocDelete { doc_id: id.into() })
+    };
+    let seq = push(&c, t, delete("pricing")).await.expect("delete");
+    let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!(answer.value, "45", "{answer:?}");
+    assert!(
+        answer.evidence.iter().all(|e| e.source_id != "pricing"),
+        "{:?}",
+        answer.evidence
+    );
+    let asked = c
+        .retrieval
+        .clone()
+        .ask(v1::AskRequest {
+            caller: caller(t, "alice"),
+            text: "What does the Pro plan cost?".into(),
+            min_sequence: seq,
+            ..Default::default()
+        })
+        .await
+        .expect("ask")
+        .into_inner();
+    assert!(
+        !format!("{asked:?}").contains("\"pricing\""),
+        "an Ask cites the deleted page: {asked:?}"
+    );
+    let after = verdict_on(&c, t, claim, v1::Verdict::Block).await;
+    assert_eq!(after.overall, v1::Verdict::Block as i32, "{after:?}");
+    assert!(
+        !format!("{after:?}").contains("\"pricing\""),
+        "the firewall cites the deleted page: {after:?}"
+    );
+    // As of before the deletion, the page still answers.
+    let then = c
+        .retrieval
+        .clone()
+        .lookup(v1::LookupRequest {
+            caller: caller(t, "alice"),
+            entity: "Pro plan".into(),
+            predicate_path: vec!["price".into()],
+            min_sequence: seq,
+            as_of: Some(ontoloop_proto::convert::timestamp(before_deletion)),
+            ..Default::default()
+        })
+        .await
+        .expect("as of")
+        .into_inner();
+    assert_eq!((then.value.as_str(), then.evidence[0].source_id.as_str()), ("49", "pricing"));
+
+    // Deleting it again, or a page never seen, changes nothing; a blank id is refused.
+    push(&c, t, delete("pricing")).await.expect("delete again");
+    push(&c, t, delete("never-was")).await.expect("delete unknown");
+    let refused = push(&c, t, delete(" ")).await.expect_err("blank id");
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+
+    // The wiki lists only its owners page: the FAQ is gone, the owners page stays.
+    let seq = push(
+        &c,
+        t,
+        v1::event::Kind::SourceListing(v1::SourceListing {
+            origin: "wiki".into(),
+            doc_ids: vec!["owners".into()],
+        }),
+    )
+    .await
+    .expect("listing");
+    let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!(answer.status, v1::AnswerStatus::Abstained as i32, "{answer:?}");
+    let owner = lookup(&c, t, "alice", "Billing", "owned_by", seq)
+        .await
+        .expect("answer");
+    assert_eq!(owner.value, "Orion");
+
+    // A page comes back with a new version after its tombstone.
+    let seq = push(&c, t, pricing(59)).await.expect("doc");
+    let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!(
+        (answer.value.as_str(), answer.evidence[0].source_version),
+        ("59", 3)
+    );
+    sandbox.shutdown().await.expect("clean shutdown");
+}

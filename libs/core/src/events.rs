@@ -2,10 +2,10 @@
 //! a `type` tag and the event's fields. The timeline events of a world file have the same shape;
 //! the queue adds the tenant, the intake sequence number and the time.
 //!
-//! Knowledge events (`doc.upsert`, `record.*`, `ontology.set`, `graph.maintain`) feed the
-//! knowledge graph; HR events (`employee.*`, `org.restructure`: [`ontoloop_org::HrEvent`],
-//! carried as [`Event::Hr`]), `docs.push` and `item.upsert` feed the ephemeral org and product
-//! graphs and the work items ([`Event::is_org`]).
+//! Knowledge events (`doc.upsert`, `doc.delete`, `source.listing`, `record.*`, `ontology.set`,
+//! `graph.maintain`) feed the knowledge graph; HR events (`employee.*`, `org.restructure`:
+//! [`ontoloop_org::HrEvent`], carried as [`Event::Hr`]), `docs.push` and `item.upsert` feed the
+//! ephemeral org and product graphs and the work items ([`Event::is_org`]).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
 use crate::knowledge::MaintenanceMode;
+
+/// The most page ids one `source.listing` may name (a source with more lists them in shards, one
+/// origin each).
+pub const MAX_LISTED_DOCS: usize = 100_000;
 
 /// An event with where and when it applies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,6 +65,23 @@ pub enum Event {
         /// Confidence in the text in (0, 1]; facts extracted from it inherit it. Absent: 1.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confidence: Option<f64>,
+    },
+    /// A page is removed: every fact read from it ends (its `valid_to` is the event's time), and
+    /// answers and the firewall stop citing it; an `as_of` before the deletion still sees it.
+    /// Deleting a page that does not exist (or is already deleted) changes nothing.
+    #[serde(rename = "doc.delete")]
+    DocDelete {
+        /// Page id.
+        doc_id: String,
+    },
+    /// A source's full list of its pages: every current page of `origin` whose id is not listed
+    /// is deleted as by `doc.delete` (reconcile after deletions the source never reported).
+    #[serde(rename = "source.listing")]
+    SourceListing {
+        /// The origin whose pages are listed (as in `doc.upsert`).
+        origin: String,
+        /// Every page id the source holds now; at most [`MAX_LISTED_DOCS`].
+        doc_ids: Vec<String>,
     },
     /// The system of record states the current value of a slot.
     #[serde(rename = "record.set")]
@@ -195,6 +216,8 @@ impl Event {
     pub fn kind(&self) -> &'static str {
         match self {
             Event::DocUpsert { .. } => "doc.upsert",
+            Event::DocDelete { .. } => "doc.delete",
+            Event::SourceListing { .. } => "source.listing",
             Event::RecordSet { .. } => "record.set",
             Event::RecordRename { .. } => "record.rename",
             Event::OntologySet { .. } => "ontology.set",
@@ -247,6 +270,23 @@ impl Event {
                     )),
                     _ => Ok(()),
                 }
+            }
+            Event::DocDelete { doc_id } => required("doc_id", doc_id),
+            Event::SourceListing { origin, doc_ids } => {
+                required("origin", origin)?;
+                if doc_ids.len() > MAX_LISTED_DOCS {
+                    return Err(DomainError::invalid(
+                        "doc_ids",
+                        format!(
+                            "{} ids are more than MAX_LISTED_DOCS ({MAX_LISTED_DOCS})",
+                            doc_ids.len()
+                        ),
+                    ));
+                }
+                for (i, id) in doc_ids.iter().enumerate() {
+                    required(&format!("doc_ids[{i}]"), id)?;
+                }
+                Ok(())
             }
             Event::RecordSet {
                 source,

@@ -194,6 +194,11 @@ pub fn event_from(
             hold: d.hold,
             confidence: (d.confidence != 0.0).then_some(d.confidence),
         },
+        Kind::DocDelete(d) => Event::DocDelete { doc_id: d.doc_id },
+        Kind::SourceListing(l) => Event::SourceListing {
+            origin: l.origin,
+            doc_ids: l.doc_ids,
+        },
         Kind::RecordSet(r) => Event::RecordSet {
             source: r.source,
             entity: r.entity,
@@ -253,6 +258,13 @@ pub fn event_to_wire(
             acl: acl.clone(),
             hold: *hold,
             confidence: confidence.unwrap_or_default(),
+        }),
+        Event::DocDelete { doc_id } => Kind::DocDelete(v1::DocDelete {
+            doc_id: doc_id.clone(),
+        }),
+        Event::SourceListing { origin, doc_ids } => Kind::SourceListing(v1::SourceListing {
+            origin: origin.clone(),
+            doc_ids: doc_ids.clone(),
         }),
         Event::RecordSet {
             source,

@@ -156,8 +156,8 @@ impl PageIndex {
     }
 
     /// Replaces pages by their new current versions: each `(old, new)` pair deletes the
-    /// document of `old` (none for a page not indexed yet) and adds `new`'s, and the change
-    /// becomes searchable. A writer is made for the update and let go after it, merges
+    /// document of `old` (none for a page not indexed yet) and adds `new`'s (none for a
+    /// tombstone), and the change becomes searchable. A writer is made for the update and let go after it, merges
     /// included, so an idle tenant holds no indexing threads or buffers.
     pub fn update<'a>(
         &mut self,
@@ -165,11 +165,15 @@ impl PageIndex {
     ) -> tantivy::Result<()> {
         let mut writer: IndexWriter<TantivyDocument> =
             self.index.writer_with_num_threads(1, WRITER_BUDGET)?;
+        // A tombstone (a deleted page) is never indexed: it only takes its page's document out.
         for (old, page) in pages {
-            if let Some(old) = old {
+            if let Some(old) = old.filter(|old| !old.deleted) {
                 writer.delete_term(Term::from_field_text(self.id, &old.source_id));
                 let terms = self.terms_of(old);
                 self.stats.remove(&terms);
+            }
+            if page.deleted {
+                continue;
             }
             writer.add_document(self.document(page))?;
             let terms = self.terms_of(page);
@@ -332,6 +336,7 @@ mod tests {
             updated_at: Utc::now(),
             acl: acl.iter().map(|s| s.to_string()).collect(),
             confidence: 1.0,
+            deleted: false,
         }
     }
 
@@ -352,6 +357,30 @@ mod tests {
         assert_eq!(index.search("How much is the Pro plan?", 3, &cfo)[0], "b");
         assert!(index.search("", 3, &alice).is_empty());
         assert!(index.search("zebra", 3, &alice).is_empty());
+    }
+
+    #[test]
+    fn a_deleted_page_leaves_the_index_and_comes_back_with_its_next_version() {
+        let live = page("a", "The Pro plan costs 49 per user per month.", &[]);
+        let other = page("b", "Office guide for the Pro team.", &[]);
+        let mut index = PageIndex::build([&live, &other]).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        let tombstone = PageVersion::tombstone(&live, Utc::now());
+        index.update([(Some(&live), &tombstone)]).expect("delete");
+        assert_eq!(index.search("Pro plan costs", 3, &alice), vec!["b"]);
+        // The stats lost the page's terms once: a tombstone replaced by a new version does not
+        // take them out again.
+        let back = PageVersion {
+            version: 3,
+            ..page("a", "The Pro plan costs 49 per user per month.", &[])
+        };
+        index.update([(Some(&tombstone), &back)]).expect("restore");
+        let fresh = PageIndex::build([&back, &other]).expect("index");
+        assert_eq!(
+            index.search("Pro plan costs", 3, &alice),
+            fresh.search("Pro plan costs", 3, &alice)
+        );
+        assert_eq!(index.search("Pro plan costs", 3, &alice)[0], "a");
     }
 
     #[test]

@@ -523,6 +523,7 @@ impl Store {
                 acl: Set(encode_list(&page.acl)),
                 confidence: Set(page.confidence),
                 changed_in: Set(next),
+                deleted: Set(page.deleted),
                 ..Default::default()
             });
             page_version::Entity::insert_many(rows)
@@ -790,6 +791,7 @@ fn page_from(row: page_version::Model) -> PageVersion {
         updated_at: row.updated_at,
         acl: decode_list(&row.acl),
         confidence: row.confidence,
+        deleted: row.deleted,
     }
 }
 

@@ -34,6 +34,7 @@ fn page(id: &str, version: u64) -> PageVersion {
         updated_at: Utc::now(),
         acl: Vec::new(),
         confidence: 1.0,
+        deleted: false,
     }
 }
 

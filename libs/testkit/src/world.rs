@@ -97,6 +97,21 @@ pub enum TimelineKind {
         /// Body.
         body: String,
     },
+    /// A page's deletion (an extension of the shared format: its facts end, it is cited no more).
+    #[serde(rename = "doc.delete")]
+    DocDelete {
+        /// Page id.
+        doc_id: String,
+    },
+    /// A source's full list of pages of one origin: the ones it no longer lists are deleted (an
+    /// extension of the shared format).
+    #[serde(rename = "source.listing")]
+    SourceListing {
+        /// Origin.
+        origin: String,
+        /// Every page id the source holds now.
+        doc_ids: Vec<String>,
+    },
     /// A system-of-record value.
     #[serde(rename = "record.set")]
     RecordSet {
@@ -154,6 +169,13 @@ impl TimelineKind {
                 acl: Vec::new(),
                 hold,
                 confidence: None,
+            }),
+            TimelineKind::DocDelete { doc_id } => Some(Event::DocDelete {
+                doc_id: doc_id.clone(),
+            }),
+            TimelineKind::SourceListing { origin, doc_ids } => Some(Event::SourceListing {
+                origin: origin.clone(),
+                doc_ids: doc_ids.clone(),
             }),
             TimelineKind::RecordSet {
                 source,

@@ -1,7 +1,8 @@
-//! Applying events to a tenant's knowledge: page versions, extraction, system-of-record patches,
-//! renames and maintenance runs (each with its reading cost and what the `model` stage did in
-//! it). The analyst is the one writer: each event becomes one atomic commit, guarded by the
-//! tenant's knowledge version.
+//! Applying events to a tenant's knowledge: page versions, extraction, deletions (tombstones, and
+//! a source's listing reconciled against its pages), system-of-record patches, renames and
+//! maintenance runs (each with its reading cost and what the `model` stage did in it). The
+//! analyst is the one writer: each event becomes one atomic commit, guarded by the tenant's
+//! knowledge version.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -435,6 +436,7 @@ fn step(
                 .and_then(|&at| knowledge.pages.get(at))
                 .cloned();
             if let Some(latest) = &latest
+                && !latest.deleted
                 && latest.body == *body
                 && latest.title == *title
                 && latest.origin == *origin
@@ -453,6 +455,7 @@ fn step(
                 updated_at: at,
                 acl: acl.clone(),
                 confidence,
+                deleted: false,
             };
             knowledge.pages.push(page.clone());
             knowledge
@@ -464,6 +467,29 @@ fn step(
             }
             let report = read_pages(knowledge, &ontology, &[page], at, commit, &mut changes);
             (MaintenanceMode::Patch, report)
+        }
+        Event::DocDelete { doc_id } => {
+            let gone = [doc_id.clone()];
+            delete_pages(knowledge, &ontology, &gone, at, commit, &mut changes);
+            (MaintenanceMode::Patch, MaintenanceReport::default())
+        }
+        Event::SourceListing { origin, doc_ids } => {
+            let listed: std::collections::HashSet<&str> =
+                doc_ids.iter().map(String::as_str).collect();
+            let mut gone: Vec<String> = knowledge
+                .latest
+                .values()
+                .filter_map(|&at| knowledge.pages.get(at))
+                .filter(|page| {
+                    !page.deleted
+                        && page.origin == *origin
+                        && !listed.contains(page.source_id.as_str())
+                })
+                .map(|page| page.source_id.clone())
+                .collect();
+            gone.sort();
+            delete_pages(knowledge, &ontology, &gone, at, commit, &mut changes);
+            (MaintenanceMode::Patch, MaintenanceReport::default())
         }
         Event::RecordSet {
             source,
@@ -539,6 +565,41 @@ fn step(
         }
     }
     Ok(())
+}
+
+/// Deletes those of the pages `doc_ids` that are live: a tombstone version of each is stored and read, which
+/// ends every fact read from the page at `at`. Nothing is read by a model, so nothing is counted.
+fn delete_pages(
+    knowledge: &mut TenantKnowledge,
+    ontology: &Ontology,
+    doc_ids: &[String],
+    at: DateTime<Utc>,
+    commit: &mut KnowledgeCommit,
+    changes: &mut Changes,
+) {
+    for doc_id in doc_ids {
+        let Some(latest) = knowledge
+            .latest
+            .get(doc_id)
+            .and_then(|&at| knowledge.pages.get(at))
+            .filter(|page| !page.deleted)
+        else {
+            continue;
+        };
+        let tombstone = PageVersion::tombstone(latest, at);
+        changes.absorb(knowledge.graph.apply_page(ontology, &tombstone, at));
+        knowledge
+            .log
+            .insert(tombstone.source_id.clone(), tombstone.version);
+        commit
+            .extraction_log
+            .push((tombstone.source_id.clone(), tombstone.version, at));
+        commit.pages.push(tombstone.clone());
+        knowledge.pages.push(tombstone);
+        knowledge
+            .latest
+            .insert(doc_id.clone(), knowledge.pages.len() - 1);
+    }
 }
 
 /// Extracts `pages` into the graph and the extraction log; returns the reading cost.

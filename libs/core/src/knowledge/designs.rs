@@ -590,6 +590,7 @@ mod tests {
             updated_at: at(day),
             acl: acl.iter().map(|s| s.to_string()).collect(),
             confidence: 1.0,
+            deleted: false,
         }
     }
 

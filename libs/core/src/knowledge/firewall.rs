@@ -649,6 +649,7 @@ mod tests {
             updated_at: day(d),
             acl: acl.iter().map(|s| s.to_string()).collect(),
             confidence: 1.0,
+            deleted: false,
         }
     }
 

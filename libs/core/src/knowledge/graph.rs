@@ -57,6 +57,27 @@ pub struct PageVersion {
     pub acl: Vec<String>,
     /// Confidence in the text in (0, 1]; facts extracted from it inherit it.
     pub confidence: f64,
+    /// A tombstone: the page was deleted at `updated_at`. It has no body, so reading it ends
+    /// every fact of the page; it keeps the ACL of the version before (permission over the
+    /// page's history stays as it was), and it is never indexed, cited or quoted.
+    pub deleted: bool,
+}
+
+impl PageVersion {
+    /// The tombstone that deletes `latest` at `at` (the next version, no body).
+    pub fn tombstone(latest: &PageVersion, at: DateTime<Utc>) -> PageVersion {
+        PageVersion {
+            source_id: latest.source_id.clone(),
+            version: latest.version + 1,
+            title: latest.title.clone(),
+            origin: latest.origin.clone(),
+            body: String::new(),
+            updated_at: at,
+            acl: latest.acl.clone(),
+            confidence: latest.confidence,
+            deleted: true,
+        }
+    }
 }
 
 /// The newest version of every page among `pages`, ordered by page id.
@@ -985,6 +1006,7 @@ mod tests {
             updated_at: at(day),
             acl: Vec::new(),
             confidence: 1.0,
+            deleted: false,
         }
     }
 
@@ -1150,6 +1172,50 @@ mod tests {
             vec!["49"],
             "as of before the change"
         );
+    }
+
+    #[test]
+    fn a_tombstone_ends_every_fact_of_its_page_and_as_of_before_still_sees_them() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let v1 = page(
+            "d03",
+            1,
+            "pricing-page",
+            "The Pro plan costs €49 per user per month. The Starter plan costs €19 per user per month.",
+            1,
+        );
+        graph.apply_page(&ontology, &v1, at(1));
+        let other = page(
+            "d04",
+            1,
+            "wiki",
+            "The Team plan costs €29 per user per month.",
+            2,
+        );
+        graph.apply_page(&ontology, &other, at(2));
+        let tombstone = PageVersion::tombstone(&v1, at(30));
+        assert!(tombstone.deleted && tombstone.body.is_empty());
+        assert_eq!((tombstone.version, tombstone.acl.clone()), (2, v1.acl.clone()));
+        let changes = graph.apply_page(&ontology, &tombstone, at(30));
+        assert_eq!(changes.writes, 2, "both facts of the page end");
+        assert!(current(&graph, "Pro plan", "price").is_empty());
+        assert!(current(&graph, "Starter plan", "price").is_empty());
+        assert_eq!(current(&graph, "Team plan", "price"), vec!["29"], "other pages stay");
+        let pro = graph.resolve("pro").expect("pro").id.clone();
+        assert_eq!(
+            graph
+                .slot_at(&pro, "price", at(10))
+                .map(|f| f.object.as_str())
+                .collect::<Vec<_>>(),
+            vec!["49"],
+            "as of before the deletion"
+        );
+        assert_eq!(graph.slot_at(&pro, "price", at(31)).count(), 0);
+        // The page comes back with a new version: its facts are read again.
+        let v3 = page("d03", 3, "pricing-page", "The Pro plan costs €52 per user per month.", 40);
+        graph.apply_page(&ontology, &v3, at(40));
+        assert_eq!(current(&graph, "Pro plan", "price"), vec!["52"]);
     }
 
     #[test]

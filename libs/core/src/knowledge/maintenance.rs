@@ -93,6 +93,7 @@ mod tests {
             updated_at: Utc::now(),
             acl: Vec::new(),
             confidence: 1.0,
+            deleted: false,
         }
     }
 

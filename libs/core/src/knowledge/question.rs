@@ -641,6 +641,7 @@ mod tests {
             updated_at: Utc::now(),
             acl: Vec::new(),
             confidence: 1.0,
+            deleted: false,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         (ontology, graph)
@@ -749,6 +750,7 @@ mod tests {
             updated_at: Utc::now(),
             acl: Vec::new(),
             confidence: 1.0,
+            deleted: false,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         (ontology, graph)
@@ -809,6 +811,7 @@ mod tests {
             updated_at: Utc::now(),
             acl: Vec::new(),
             confidence: 1.0,
+            deleted: false,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         let m = map_question(

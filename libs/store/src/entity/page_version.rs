@@ -22,6 +22,8 @@ pub struct Model {
     pub confidence: f64,
     /// The knowledge version whose commit last wrote this row (0: before versions were kept).
     pub changed_in: i64,
+    /// A tombstone: the page was deleted at `updated_at`.
+    pub deleted: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -112,6 +112,7 @@ pub fn run(world: &World, model_dir: Option<&std::path::Path>) -> anyhow::Result
                 updated_at: Utc::now(),
                 acl: Vec::new(),
                 confidence: 1.0,
+                deleted: false,
             };
             graph.apply_page(&pipeline, &page, Utc::now());
         }

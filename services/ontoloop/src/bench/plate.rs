@@ -378,6 +378,7 @@ fn baseline(
                 updated_at: item.created_at,
                 acl: item.acl.clone(),
                 confidence: 1.0,
+                deleted: false,
             }
         })
         .collect();

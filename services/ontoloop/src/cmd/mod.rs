@@ -49,9 +49,9 @@ enum Command {
     /// Ask a question in natural language and print the answer with its provenance.
     Ask(ask::Args),
     /// Push events from a file through the telemetry intake: a JSON array or JSON lines of
-    /// events ({"type":"doc.upsert",...}, "record.set", "record.rename", "ontology.set",
-    /// "graph.maintain"; an optional "at"), or a world file (its ontology and the first
-    /// scenario's timeline).
+    /// events ({"type":"doc.upsert",...}, "doc.delete", "source.listing", "record.set",
+    /// "record.rename", "ontology.set", "graph.maintain"; an optional "at"), or a world file (its
+    /// ontology and the first scenario's timeline).
     Ingest(ingest::Args),
     /// Validate an answer text against the graph: pass, or block with reasons.
     Validate(validate::Args),
