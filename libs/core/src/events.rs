@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::DomainError;
 use crate::knowledge::MaintenanceMode;
 
+/// The longest id or name an event may carry, in bytes (page ids, origins, record systems,
+/// entities, predicates, rename names, changed file paths, work item ids).
+pub const MAX_NAME_BYTES: usize = 1024;
+
 /// The most page ids one `source.listing` may name (a source with more lists them in shards, one
 /// origin each).
 pub const MAX_LISTED_DOCS: usize = 100_000;
@@ -247,12 +251,27 @@ impl Event {
 
     /// Checks required fields; the error names the first one missing or wrong.
     pub fn validate(&self) -> Result<(), DomainError> {
-        let required = |field: &str, value: &str| {
+        let present = |field: &str, value: &str| {
             if value.trim().is_empty() {
                 Err(DomainError::missing(field))
             } else {
                 Ok(())
             }
+        };
+        // Ids and names are keys the store indexes: bounded, so a huge one is refused here
+        // with its field rather than by the database.
+        let required = |field: &str, value: &str| {
+            present(field, value)?;
+            if value.len() > MAX_NAME_BYTES {
+                return Err(DomainError::invalid(
+                    field,
+                    format!(
+                        "{} bytes are more than MAX_NAME_BYTES ({MAX_NAME_BYTES})",
+                        value.len()
+                    ),
+                ));
+            }
+            Ok(())
         };
         match self {
             Event::DocUpsert {
@@ -297,7 +316,7 @@ impl Event {
                 required("source", source)?;
                 required("entity", entity)?;
                 required("predicate", predicate)?;
-                required("value", value)
+                present("value", value)
             }
             Event::RecordRename { source, old, new } => {
                 required("source", source)?;
@@ -343,7 +362,7 @@ impl Event {
             }
             Event::ItemUpsert(item) => {
                 required("id", &item.id)?;
-                required("title", &item.title)?;
+                present("title", &item.title)?;
                 required("source", item.source.as_str())?;
                 optional("assignee", item.assignee.as_deref())?;
                 optional("service", item.service.as_deref())
@@ -399,6 +418,53 @@ mod tests {
     }
 
     #[test]
+    fn deletions_and_listings_parse_and_are_checked() {
+        let delete =
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"doc.delete","doc_id":"d02"}"#;
+        let envelope = EventEnvelope::parse(delete).expect("valid");
+        assert_eq!(
+            envelope.event,
+            Event::DocDelete {
+                doc_id: "d02".into()
+            }
+        );
+        let listing = br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"source.listing","origin":"wiki","doc_ids":["a","b"]}"#;
+        let envelope = EventEnvelope::parse(listing).expect("valid");
+        assert_eq!(envelope.event.kind(), "source.listing");
+        let again = EventEnvelope::parse(envelope.to_json().as_bytes()).expect("round trip");
+        assert_eq!(again, envelope);
+        let blank = Event::DocDelete { doc_id: " ".into() };
+        assert!(blank.validate().is_err());
+        let too_many = Event::SourceListing {
+            origin: "wiki".into(),
+            doc_ids: vec!["a".into(); MAX_LISTED_DOCS + 1],
+        };
+        let err = too_many.validate().expect_err("too many ids");
+        assert!(err.to_string().contains("MAX_LISTED_DOCS"), "{err}");
+    }
+
+    #[test]
+    fn an_id_longer_than_the_limit_is_refused_naming_it() {
+        let id = |len: usize| Event::DocDelete {
+            doc_id: "x".repeat(len),
+        };
+        assert!(id(MAX_NAME_BYTES).validate().is_ok());
+        let err = id(MAX_NAME_BYTES + 1).validate().expect_err("too long");
+        assert!(
+            err.to_string().contains("doc_id") && err.to_string().contains("MAX_NAME_BYTES"),
+            "{err}"
+        );
+        // A record's value is not a key: it may be longer.
+        let record = Event::RecordSet {
+            source: "billing".into(),
+            entity: "Pro".into(),
+            predicate: "price".into(),
+            value: "9".repeat(MAX_NAME_BYTES * 2),
+        };
+        assert!(record.validate().is_ok());
+    }
+
+    #[test]
     fn bytes_after_the_event_are_refused() {
         let event = r#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"patch"}"#;
         assert!(EventEnvelope::parse(event.as_bytes()).is_ok());
@@ -426,10 +492,10 @@ mod tests {
         let err = EventEnvelope::parse(br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"sometimes"}"#).expect_err("bad mode");
         assert!(err.contains("mode"), "{err}");
         let err = EventEnvelope::parse(
-            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"doc.delete"}"#,
+            br#"{"tenant":"acme","at":"2026-09-01T09:00:00Z","type":"doc.archive"}"#,
         )
         .expect_err("unknown type");
-        assert!(err.contains("doc.delete"), "{err}");
+        assert!(err.contains("doc.archive"), "{err}");
         let err = EventEnvelope::parse(
             br#"{"tenant":"","at":"2026-09-01T09:00:00Z","type":"graph.maintain","mode":"patch"}"#,
         )
