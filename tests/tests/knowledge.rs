@@ -443,7 +443,12 @@ async fn callers_see_only_what_they_may_read_and_unknowns_abstain() {
 }
 
 /// The firewall's verdict on `text` for `tenant`, once it is `expected` (or the last one seen).
-async fn verdict_on(c: &Clients, tenant: &str, text: &str, expected: v1::Verdict) -> v1::ValidateResponse {
+async fn verdict_on(
+    c: &Clients,
+    tenant: &str,
+    text: &str,
+    expected: v1::Verdict,
+) -> v1::ValidateResponse {
     let mut seen = None;
     for _ in 0..100 {
         let response = c
@@ -471,9 +476,13 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
     let t = "acme";
     let (sandbox, c) = with_ontology(t).await;
     push(&c, t, pricing(49)).await.expect("doc");
-    push(&c, t, doc("faq", "wiki", "The Pro plan costs €45 per month.", &[]))
-        .await
-        .expect("doc");
+    push(
+        &c,
+        t,
+        doc("faq", "wiki", "The Pro plan costs €45 per month.", &[]),
+    )
+    .await
+    .expect("doc");
     let seq = push(
         &c,
         t,
@@ -484,7 +493,10 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
     let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
         .await
         .expect("answer");
-    assert_eq!((answer.value.as_str(), answer.evidence[0].source_id.as_str()), ("49", "pricing"));
+    assert_eq!(
+        (answer.value.as_str(), answer.evidence[0].source_id.as_str()),
+        ("49", "pricing")
+    );
     let claim = "The Pro plan costs €49 per month.";
     let before = verdict_on(&c, t, claim, v1::Verdict::Pass).await;
     assert_eq!(before.overall, v1::Verdict::Pass as i32, "{before:?}");
@@ -492,9 +504,7 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
     tokio::time::sleep(Duration::from_millis(20)).await;
 
     // Deleted: the next page answers, nothing cites the deleted one, the firewall neither.
-    let delete = |id: &str| {
-        v1::event::Kind::DocDelete(v1::DocDelete { doc_id: id.into() })
-    };
+    let delete = |id: &str| v1::event::Kind::DocDelete(v1::DocDelete { doc_id: id.into() });
     let seq = push(&c, t, delete("pricing")).await.expect("delete");
     let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
         .await
@@ -542,11 +552,16 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
         .await
         .expect("as of")
         .into_inner();
-    assert_eq!((then.value.as_str(), then.evidence[0].source_id.as_str()), ("49", "pricing"));
+    assert_eq!(
+        (then.value.as_str(), then.evidence[0].source_id.as_str()),
+        ("49", "pricing")
+    );
 
     // Deleting it again, or a page never seen, changes nothing; a blank id is refused.
     push(&c, t, delete("pricing")).await.expect("delete again");
-    push(&c, t, delete("never-was")).await.expect("delete unknown");
+    push(&c, t, delete("never-was"))
+        .await
+        .expect("delete unknown");
     let refused = push(&c, t, delete(" ")).await.expect_err("blank id");
     assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
 
@@ -564,7 +579,11 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
     let answer = lookup(&c, t, "alice", "Pro plan", "price", seq)
         .await
         .expect("answer");
-    assert_eq!(answer.status, v1::AnswerStatus::Abstained as i32, "{answer:?}");
+    assert_eq!(
+        answer.status,
+        v1::AnswerStatus::Abstained as i32,
+        "{answer:?}"
+    );
     let owner = lookup(&c, t, "alice", "Billing", "owned_by", seq)
         .await
         .expect("answer");
