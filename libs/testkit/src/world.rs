@@ -426,6 +426,29 @@ mod tests {
     }
 
     #[test]
+    fn the_example_of_the_format_doc_parses_and_the_extensions_are_events() {
+        let doc = include_str!("../../../WORLD-FORMAT.md");
+        let start = doc.find("```json\n").expect("an example") + "```json\n".len();
+        let end = start + doc[start..].find("```").expect("its end");
+        let world = World::parse(&doc[start..end]).expect("the documented example parses");
+        assert!(world.ontology().is_ok());
+        let extended = TINY.replace(
+            r#"{"type":"checkpoint""#,
+            r#"{"type":"doc.delete","at":"2026-01-01T01:00:00Z","doc_id":"a"},
+               {"type":"source.listing","at":"2026-01-01T02:00:00Z","origin":"atlas","doc_ids":[]},
+               {"type":"checkpoint""#,
+        );
+        let world = World::parse(&extended).expect("extended world");
+        let events: Vec<&'static str> = world.parsed[0]
+            .timeline
+            .iter()
+            .filter_map(|entry| entry.kind.event(false))
+            .map(|event| event.kind())
+            .collect();
+        assert_eq!(events, ["doc.upsert", "doc.delete", "source.listing"]);
+    }
+
+    #[test]
     fn errors_name_the_field_and_position() {
         let broken = TINY.replace(r#""graph":"patch-changed-pages""#, r#""graph":"sometimes""#);
         let err = World::parse(&broken).expect_err("bad policy");
