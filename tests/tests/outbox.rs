@@ -17,7 +17,7 @@ use futures::StreamExt as _;
 use ontoloop_core::{ServiceKind, topics};
 use ontoloop_proto::v1;
 use ontoloop_runtime::CancellationToken;
-use ontoloop_testkit::proxy::Proxy;
+use ontoloop_testkit::proxy::amqp_proxy;
 use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, caller, settings, wait_until};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -74,11 +74,11 @@ fn signal(i: usize) -> v1::Signal {
 async fn a_broker_outage_loses_and_repeats_no_acknowledged_event_or_signal() {
     let started = Instant::now();
     let n = count();
-    let proxy = Proxy::start("127.0.0.1:5672".parse().expect("address"))
+    // The machine's broker (ONTOLOOP_TEST_AMQP_URL), reached through the proxy.
+    let (proxy, amqp) = amqp_proxy(&ontoloop_testkit::servers::amqp_url())
         .await
         .expect("the proxy listens");
     let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let amqp = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port());
     let namespace = amqp_namespace("outbox");
     let sandbox = Sandbox::start(settings(&[
         ("store.url", database.url.as_str()),

@@ -87,6 +87,19 @@ impl Drop for Proxy {
     }
 }
 
+/// A proxy in front of the broker an `amqp://` URL names, and the URL that dials the broker
+/// through it (see [`amqp_url_through`]).
+pub async fn amqp_proxy(url: &str) -> io::Result<(Arc<Proxy>, String)> {
+    let (upstream, _) = amqp_url_through(url, 0)?;
+    let upstream = tokio::net::lookup_host(upstream.as_str())
+        .await?
+        .next()
+        .ok_or_else(|| invalid("the broker's host resolves to no address"))?;
+    let proxy = Proxy::start(upstream).await?;
+    let (_, proxied) = amqp_url_through(url, proxy.port())?;
+    Ok((proxy, proxied))
+}
+
 /// The `host:port` an `amqp://` URL dials (port 5672 when it names none), and the same URL
 /// dialling `127.0.0.1:port` instead, credentials, virtual host and query kept. `amqps://` is
 /// refused: the broker's certificate names its own host, not the proxy's.

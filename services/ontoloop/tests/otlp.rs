@@ -544,16 +544,10 @@ async fn one_trace_covers_push_event_rabbitmq_and_ask() {
 /// descends from the intake's call: the request's trace context was kept with the row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_left_to_the_relay_continues_the_requests_trace() {
-    use ontoloop_testkit::proxy::{Proxy, amqp_url_through};
-    let amqp = ontoloop_testkit::servers::amqp_url();
-    let (upstream, _) = amqp_url_through(&amqp, 0).expect("a plain amqp:// URL");
-    let upstream = tokio::net::lookup_host(&upstream)
-        .await
-        .expect("resolve RabbitMQ")
-        .next()
-        .expect("an address");
-    let proxy = Proxy::start(upstream).await.expect("the proxy listens");
-    let (_, proxied) = amqp_url_through(&amqp, proxy.port()).expect("proxied URL");
+    let (proxy, proxied) =
+        ontoloop_testkit::proxy::amqp_proxy(&ontoloop_testkit::servers::amqp_url())
+            .await
+            .expect("the proxy listens");
     let (receiver, endpoint) = start_receiver().await;
     let system = Running::start(
         &endpoint,
