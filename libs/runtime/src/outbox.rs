@@ -246,11 +246,17 @@ async fn relay_once(
 /// The message of a row, continuing the trace of the request that was acknowledged (the relay's
 /// own span is not that request's).
 fn message_of(row: &OutboxRow) -> Message {
-    let mut message = match row.kind {
+    let message = match row.kind {
         OutboxKind::Event => event_message(&row.tenant, row.tenant_seq, &row.body),
         OutboxKind::Signal => signal_message(&row.tenant, &row.idempotency_key, &row.body),
     };
-    if let Some(stored) = &row.trace_context {
+    with_trace(message, row.trace_context.as_deref())
+}
+
+/// `message` continuing the stored trace context of the request that acknowledged it, if any
+/// (`ontoloop_observability::trace::current_stored` at the time).
+pub(crate) fn with_trace(mut message: Message, stored: Option<&str>) -> Message {
+    if let Some(stored) = stored {
         message
             .headers
             .extend(ontoloop_observability::trace::stored_headers(stored));

@@ -131,13 +131,10 @@ async fn report_with(
     let frequency = accepted.frequency;
     let severity = severity(frequency.occurrences, frequency.agents, settings);
     if let Some(body) = accepted.pending_body {
-        let mut message =
-            crate::outbox::signal_message(&report.tenant, &report.idempotency_key, &body);
-        if let Some(stored) = trace {
-            message
-                .headers
-                .extend(ontoloop_observability::trace::stored_headers(stored));
-        }
+        let message = crate::outbox::with_trace(
+            crate::outbox::signal_message(&report.tenant, &report.idempotency_key, &body),
+            trace,
+        );
         crate::outbox::publish_with(store, queue, all, OutboxKind::Signal, accepted.row, message)
             .await;
     }
