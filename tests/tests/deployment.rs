@@ -27,6 +27,7 @@ use ontoloop_proto::v1;
 use ontoloop_proto::v1::firewall_service_client::FirewallServiceClient;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use ontoloop_testkit::servers::free_ports;
 use ontoloop_tests::{PgDatabase, amqp_namespace, amqp_url, caller, settings};
 use tonic::Code;
 use tonic::transport::Channel;
@@ -83,17 +84,6 @@ fn binary(kind: ServiceKind) -> PathBuf {
         path.display()
     );
     path
-}
-
-/// Free loopback ports, `n` distinct ones: all held at once while chosen, so no two processes of
-/// the deployment are ever given the same port.
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().expect("a bound port").port())
-        .collect()
 }
 
 /// One service process of the deployment: its binary, its environment (kept for restarts, so a

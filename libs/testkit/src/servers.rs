@@ -27,10 +27,18 @@ pub fn amqp_namespace(test: &str) -> String {
 
 /// A loopback port free when asked (for settings that take a fixed port).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    free_ports(1)[0]
+}
+
+/// `n` distinct loopback ports free when asked: each is held until all are chosen, so none is
+/// handed out twice.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("a bound port").port())
+        .collect()
 }
 
 /// A PostgreSQL database created for one test and dropped by [`PgDatabase::drop_now`].
