@@ -220,11 +220,15 @@ where
             let (batch, refused): (Vec<_>, Vec<_>) = batch.into_iter().partition(|delivery| {
                 oversized(&delivery.message, options.max_body_bytes).is_none()
             });
+            // A refusal left unsettled must not be covered by the batch's cumulative ack below.
+            let mut refusals_settled = true;
             for delivery in refused {
                 let outcome =
                     oversized(&delivery.message, options.max_body_bytes).unwrap_or(Handled::Done);
                 if settle(name, delivery, &outcome).await {
                     settled += 1;
+                } else {
+                    refusals_settled = false;
                 }
             }
             if batch.is_empty() {
@@ -249,7 +253,7 @@ where
             // Failures are settled one by one first; then every success of the batch is
             // acknowledged at once (one cumulative acknowledgement on RabbitMQ).
             let mut done = Vec::with_capacity(batch.len());
-            let mut failures_settled = true;
+            let mut failures_settled = refusals_settled;
             let mut delayed = false;
             for delivery in batch {
                 // A handler that returned too few outcomes (or panicked) leaves the rest for

@@ -567,8 +567,9 @@ fn step(
     Ok(())
 }
 
-/// Deletes those of the pages `doc_ids` that are live: a tombstone version of each is stored and read, which
-/// ends every fact read from the page at `at`. Nothing is read by a model, so nothing is counted.
+/// Deletes those of the pages `doc_ids` that are live: a tombstone version of each is stored and
+/// read, which ends every fact read from the page at `at`. Nothing is read by a model, so nothing
+/// is counted.
 fn delete_pages(
     knowledge: &mut TenantKnowledge,
     ontology: &Ontology,
