@@ -356,12 +356,17 @@ async fn every_bounded_resource_is_accepted_under_and_refused_over_its_limit() {
                 let (_, ended) =
                     std::mem::replace(slot, held_stream(&clients.telemetry, again).await);
                 again += 1;
-                // It may only have run out of time.
-                refused(
-                    ended.await.expect("the call task"),
-                    Code::DeadlineExceeded,
-                    "services.request_timeout_ms",
-                );
+                // It may only have run out of time, or — a stream held again before the permit
+                // of the one it replaced was back — have found every permit taken.
+                let ended = ended.await.expect("the call task");
+                match ended.as_ref().map_err(tonic::Status::code) {
+                    Err(Code::ResourceExhausted) => refused(
+                        ended,
+                        Code::ResourceExhausted,
+                        "services.max_concurrent_requests",
+                    ),
+                    _ => refused(ended, Code::DeadlineExceeded, "services.request_timeout_ms"),
+                };
             }
         }
         match telemetry.report_signal(signal(1001)).await {
