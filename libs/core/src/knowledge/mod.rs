@@ -13,6 +13,7 @@ pub mod maintenance;
 pub mod model;
 pub mod names;
 pub mod ontology;
+pub mod passage;
 pub mod pattern;
 pub mod pipeline;
 pub mod question;
