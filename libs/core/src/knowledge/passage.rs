@@ -98,18 +98,19 @@ pub fn chunk_page(doc_id: &str, version: u64, body: &str) -> Vec<Chunk> {
     if let Some((from, to)) = paragraph {
         split_long(body, from, to, &current(&headings), &mut pieces);
     }
-    let chars = CharOffsets::new(body);
+    let mut chars = CharOffsets::new(body);
     pieces
         .into_iter()
         .map(|(from, to, headings)| {
             let text = &body[from..to];
+            let (start, end) = (chars.at(from), chars.at(to));
             Chunk {
                 anchor: Anchor {
                     doc_id: doc_id.to_string(),
                     version,
                     hash: chunk_hash(text),
-                    start: chars.at(from),
-                    end: chars.at(to),
+                    start,
+                    end,
                 },
                 headings,
                 text: text.to_string(),
@@ -432,21 +433,28 @@ fn split_long(
     }
 }
 
-/// Byte offset to character offset over one text, in one pass for offsets asked in order.
-struct CharOffsets {
-    starts: Vec<usize>,
+/// Byte offsets to character offsets over one text, counted in one pass for offsets asked in
+/// ascending order (a chunk's start and end, chunk after chunk).
+struct CharOffsets<'a> {
+    text: &'a str,
+    byte: usize,
+    chars: usize,
 }
 
-impl CharOffsets {
-    fn new(text: &str) -> Self {
+impl<'a> CharOffsets<'a> {
+    fn new(text: &'a str) -> Self {
         CharOffsets {
-            starts: text.char_indices().map(|(i, _)| i).collect(),
+            text,
+            byte: 0,
+            chars: 0,
         }
     }
 
-    /// The character at byte `byte` (a char boundary; the text's length gives the count).
-    fn at(&self, byte: usize) -> usize {
-        self.starts.partition_point(|start| *start < byte)
+    /// The character offset of byte `byte`, a char boundary at or after the one asked before.
+    fn at(&mut self, byte: usize) -> usize {
+        self.chars += self.text[self.byte..byte].chars().count();
+        self.byte = byte;
+        self.chars
     }
 }
 
