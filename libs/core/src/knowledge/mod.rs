@@ -19,6 +19,7 @@ pub mod pipeline;
 pub mod question;
 pub mod semantic;
 pub mod structured;
+pub mod vectors;
 
 pub use answer::{
     Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, SlotContext, SlotDecision, decide,
