@@ -17,6 +17,7 @@ pub mod passage;
 pub mod pattern;
 pub mod pipeline;
 pub mod question;
+pub mod scope;
 pub mod semantic;
 pub mod structured;
 pub mod vectors;
