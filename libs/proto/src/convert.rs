@@ -23,10 +23,35 @@ pub fn grpc_code(code: ErrorCode) -> Code {
     }
 }
 
+/// Longest message a status carries, in bytes. An error may quote what the caller sent (a name,
+/// a value), and a status travels in an HTTP/2 header, which clients cap: a client that is sent
+/// a longer header block resets the call instead of reading the status, and enough such resets
+/// make the server close the whole connection (HTTP/2's reset-flood guard), failing the other
+/// calls on it.
+pub const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
+
 /// The gRPC status of any service error: its code through [`grpc_code`], its message as it
-/// displays. The one conversion from an error to a `tonic::Status`.
+/// displays, cut to [`MAX_STATUS_MESSAGE_BYTES`]. The one conversion from an error to a
+/// `tonic::Status`.
 pub fn status_from(err: impl ServiceError) -> Status {
-    Status::new(grpc_code(err.error_code()), err.to_string())
+    Status::new(
+        grpc_code(err.error_code()),
+        bounded_message(err.to_string()),
+    )
+}
+
+/// `message` as it is when it fits in [`MAX_STATUS_MESSAGE_BYTES`]; else its head, cut at a
+/// character boundary, and its full length.
+pub fn bounded_message(message: String) -> String {
+    if message.len() <= MAX_STATUS_MESSAGE_BYTES {
+        return message;
+    }
+    let tail = format!("… ({} bytes in all)", message.len());
+    let mut cut = MAX_STATUS_MESSAGE_BYTES - tail.len();
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{tail}", &message[..cut])
 }
 
 impl TryFrom<v1::Caller> for Caller {
@@ -490,6 +515,20 @@ fn item_event(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_status_message_is_cut_to_its_bound_at_a_character_boundary() {
+        assert_eq!(bounded_message("short".into()), "short");
+        let long = "é".repeat(5_000);
+        let cut = bounded_message(long.clone());
+        assert!(cut.len() <= MAX_STATUS_MESSAGE_BYTES, "{} bytes", cut.len());
+        assert!(cut.starts_with("éé"));
+        assert!(cut.ends_with(&format!("… ({} bytes in all)", long.len())));
+        let status = status_from(DomainError::invalid("name", &long));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().len() <= MAX_STATUS_MESSAGE_BYTES);
+    }
+
     use super::*;
 
     fn hr(kind: v1::HrEventType) -> v1::HrEvent {
