@@ -515,20 +515,6 @@ fn item_event(
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn a_status_message_is_cut_to_its_bound_at_a_character_boundary() {
-        assert_eq!(bounded_message("short".into()), "short");
-        let long = "é".repeat(5_000);
-        let cut = bounded_message(long.clone());
-        assert!(cut.len() <= MAX_STATUS_MESSAGE_BYTES, "{} bytes", cut.len());
-        assert!(cut.starts_with("éé"));
-        assert!(cut.ends_with(&format!("… ({} bytes in all)", long.len())));
-        let status = status_from(DomainError::invalid("name", &long));
-        assert_eq!(status.code(), Code::InvalidArgument);
-        assert!(status.message().len() <= MAX_STATUS_MESSAGE_BYTES);
-    }
-
     use super::*;
 
     fn hr(kind: v1::HrEventType) -> v1::HrEvent {
@@ -714,5 +700,18 @@ mod tests {
         assert!(status.message().contains("`admin`"), "{status:?}");
         assert!(require_role(request.extensions(), Role::Agent, "Ask").is_ok());
         assert!(require_role(ask(None).extensions(), Role::Admin, "ontology.set").is_ok());
+    }
+
+    #[test]
+    fn a_status_message_is_cut_to_its_bound_at_a_character_boundary() {
+        assert_eq!(bounded_message("short".into()), "short");
+        let long = "é".repeat(5_000);
+        let cut = bounded_message(long.clone());
+        assert!(cut.len() <= MAX_STATUS_MESSAGE_BYTES, "{} bytes", cut.len());
+        assert!(cut.starts_with("éé"));
+        assert!(cut.ends_with(&format!("… ({} bytes in all)", long.len())));
+        let status = status_from(DomainError::invalid("name", &long));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().len() <= MAX_STATUS_MESSAGE_BYTES);
     }
 }
