@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
+use super::extract::split_sentences;
 use super::graph::{PageVersion, plain_words};
 
 /// A paragraph longer than this many characters is cut at sentence ends into chunks of at most
@@ -410,17 +411,12 @@ fn split_long(
             .nth(MAX_CHUNK_CHARS)
             .map_or(rest.len(), |(i, _)| i);
         let window = &rest[..limit];
-        let sentence_end = window
-            .char_indices()
-            .rev()
-            .find(|(i, c)| {
-                matches!(c, '.' | '!' | '?')
-                    && window[i + c.len_utf8()..]
-                        .chars()
-                        .next()
-                        .is_some_and(char::is_whitespace)
-            })
-            .map(|(i, c)| i + c.len_utf8());
+        // A sentence end as the extractor reads one, not at the window's edge (the text may
+        // run on past it, as in "99.9").
+        let sentence_end = split_sentences(window)
+            .into_iter()
+            .map(|sentence| sentence.as_ptr() as usize - window.as_ptr() as usize + sentence.len())
+            .rfind(|end| *end < window.len() && window[..*end].ends_with(['.', '!', '?']));
         let cut = sentence_end
             .or_else(|| window.rfind(char::is_whitespace).filter(|i| *i > 0))
             .unwrap_or(limit);

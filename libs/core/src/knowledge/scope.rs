@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::answer::same_value;
+
 /// Most keys a scope may have.
 pub const MAX_SCOPE_KEYS: usize = 8;
 
@@ -58,7 +60,7 @@ impl Scope {
                 return Err(ScopeError::TooLarge);
             }
             match scope.get(&key) {
-                Some(held) if !same_word(held, &value) => return Err(ScopeError::TwoValues(key)),
+                Some(held) if !same_value(held, &value) => return Err(ScopeError::TwoValues(key)),
                 Some(_) => {}
                 None => {
                     scope.insert(key, value);
@@ -86,7 +88,7 @@ impl Scope {
     pub fn within(&self, asked: &Scope) -> bool {
         self.0
             .iter()
-            .all(|(key, value)| asked.get(key).is_some_and(|v| same_word(v, value)))
+            .all(|(key, value)| asked.get(key).is_some_and(|v| same_value(v, value)))
     }
 
     /// Whether no key of `self` is set to another value in `asked`: `self` may hold for part of
@@ -94,7 +96,7 @@ impl Scope {
     pub fn meets(&self, asked: &Scope) -> bool {
         self.0
             .iter()
-            .all(|(key, value)| asked.get(key).is_none_or(|v| same_word(v, value)))
+            .all(|(key, value)| asked.get(key).is_none_or(|v| same_value(v, value)))
     }
 
     /// Whether `self` sets every key `other` sets, to the same value, and more.
@@ -253,12 +255,8 @@ fn value_word_matches(declared: &str, word: &str) -> bool {
     if acronym {
         declared == word
     } else {
-        same_word(declared, word)
+        same_value(declared, word)
     }
-}
-
-fn same_word(a: &str, b: &str) -> bool {
-    a.trim().to_lowercase() == b.trim().to_lowercase()
 }
 
 fn capitalise(text: &str) -> String {

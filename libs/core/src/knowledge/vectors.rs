@@ -7,6 +7,8 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::Hash;
 
+use super::encoder::cosine;
+
 /// Why a vector was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VectorError {
@@ -122,8 +124,10 @@ impl<K: Clone + Eq + Hash> ExactIndex<K> {
             if !readable(key) {
                 continue;
             }
-            let score: f32 = vector.iter().zip(query).map(|(a, b)| a * b).sum();
-            best.push(Scored { score, at });
+            best.push(Scored {
+                score: cosine(vector, query),
+                at,
+            });
             if best.len() > k {
                 best.pop();
             }
