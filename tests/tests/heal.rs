@@ -103,7 +103,18 @@ async fn critical_region_patterns_are_repaired_or_rebuilt_at_once() {
         "the repair read only the changed page: {repair:?}"
     );
 
+    // The run is recorded when the graph is rewritten; the pattern's status a moment later.
+    let settled = wait_until(Duration::from_secs(10), || async {
+        let patterns = c.patterns("acme", "ops").await;
+        ["stale_sector", "contradiction"].iter().all(|kind| {
+            patterns
+                .iter()
+                .any(|p| p.kind == *kind && p.status == "healed")
+        })
+    })
+    .await;
     let patterns = c.patterns("acme", "ops").await;
+    assert!(settled, "both region patterns healed: {patterns:?}");
     let status = |kind: &str| {
         patterns
             .iter()
