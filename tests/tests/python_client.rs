@@ -32,7 +32,7 @@ const ONTOLOGY: &str = r#"{"predicates":[
   "authority":{"pricing-page":3,"wiki":2,"forum":1,"default":1}}"#;
 
 /// The pages every run starts from: `(id, origin, body)`.
-const PAGES: [(&str, &str, &str); 3] = [
+const PAGES: [(&str, &str, &str); 4] = [
     (
         "pricing",
         "pricing-page",
@@ -47,6 +47,11 @@ const PAGES: [(&str, &str, &str); 3] = [
         "architecture",
         "wiki",
         "Kite depends on Ledger. Ledger is maintained by the Payments team.",
+    ),
+    (
+        "office",
+        "wiki",
+        "# Office\n\nDesks are free to book.\n\n# Guests\n\nThe guest wifi password is on the fridge.",
     ),
 ];
 

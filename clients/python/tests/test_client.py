@@ -79,6 +79,16 @@ def test_an_unknown_entity_is_an_honest_abstention(client):
     assert answer.hops == [] and answer.evidence == []
 
 
+def test_a_question_no_fact_answers_gets_cited_passages(client):
+    answer = client.ask("Where is the guest wifi password?")
+    assert answer.status is AnswerStatus.ANSWERED_PASSAGES, answer
+    assert answer.value == "" and not answer.answered
+    [passage] = answer.passages
+    assert (passage.source_id, passage.source_version, passage.headings) == ("office", 1, ["Guests"])
+    assert passage.text == "The guest wifi password is on the fridge."
+    assert len(passage.chunk_hash) == 16 and passage.start < passage.end
+
+
 def test_waiting_on_a_sequence_that_never_existed_is_not_found(client):
     with pytest.raises(NotFound) as refused:
         client.ask("How much does the Pro plan cost?", min_sequence=10**9)

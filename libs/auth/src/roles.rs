@@ -93,6 +93,7 @@ const OPEN_PREFIXES: [&str; 3] = [
 const RPC_ROLES: &[(&str, Role)] = &[
     ("/ontoloop.v1.RetrievalService/Ask", Role::Agent),
     ("/ontoloop.v1.RetrievalService/Lookup", Role::Agent),
+    ("/ontoloop.v1.RetrievalService/ResolveCitation", Role::Agent),
     ("/ontoloop.v1.RetrievalService/Plate", Role::Agent),
     ("/ontoloop.v1.RetrievalService/ProjectContext", Role::Agent),
     ("/ontoloop.v1.FirewallService/Validate", Role::Agent),

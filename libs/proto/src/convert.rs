@@ -81,6 +81,7 @@ macro_rules! with_caller {
 with_caller!(
     AskRequest,
     LookupRequest,
+    ResolveCitationRequest,
     PlateRequest,
     ProjectContextRequest,
     ValidateRequest,

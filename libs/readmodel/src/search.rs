@@ -1,12 +1,14 @@
-//! BM25 over the current version of every page, with tantivy, restricted to what the caller may
-//! read. The index lives as long as its read model and is updated page by page as versions
-//! move. One field holds title and body, as the study indexed them; query terms are de-duplicated
-//! and ties go to the lower page id, so rankings are stable.
+//! BM25 with tantivy over what the caller may read, in two shapes: [`PageIndex`] over the
+//! current version of every page (one document per page: title and body, as the study indexed
+//! them), and [`PassageIndex`] over the passages of those versions (one document per chunk of
+//! [`chunk_page`]: the page's title, the chunk's headings and its text). Both live as long as
+//! their read model and are updated page by page as versions move. Query terms are
+//! de-duplicated and ties go to the lower page id (then the lower chunk), so rankings are stable.
 //!
-//! Scores are computed with statistics of the live pages only ([`LiveStats`]): tantivy counts a
-//! replaced document in its term and document counts until a merge drops it, so an index
-//! updated in place would rank a little differently from one built afresh over the same pages.
-//! With live statistics both rank alike.
+//! Scores are computed with statistics of the live documents only ([`LiveStats`]): tantivy
+//! counts a replaced document in its term and document counts until a merge drops it, so an
+//! index updated in place would rank a little differently from one built afresh over the same
+//! pages. With live statistics both rank alike.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -19,6 +21,7 @@ use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term, doc};
 
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::PageVersion;
+use ontoloop_core::knowledge::passage::chunk_page;
 
 /// ACL value of a page the whole tenant may read.
 const EVERYONE: &str = "*";
@@ -26,14 +29,50 @@ const EVERYONE: &str = "*";
 /// Indexing buffer of a writer, bytes (tantivy's smallest per thread).
 const WRITER_BUDGET: usize = 15_000_000;
 
-/// The page index of one tenant.
-pub struct PageIndex {
+/// The page index of one tenant: one document per current page.
+pub struct PageIndex(TextIndex);
+
+/// The passage index of one tenant: one document per chunk of each current page.
+pub struct PassageIndex(TextIndex);
+
+/// One passage found: the page, the chunk's number in [`chunk_page`]'s order, its BM25 score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassageHit {
+    /// Page id.
+    pub source_id: String,
+    /// Index of the chunk among the page's current version's chunks.
+    pub chunk: usize,
+    /// BM25 score (positive).
+    pub score: f32,
+}
+
+/// The texts a page version is indexed as, numbered by position.
+type Parts = fn(&PageVersion) -> Vec<String>;
+
+/// A page's one document: title and body.
+fn whole_page(page: &PageVersion) -> Vec<String> {
+    vec![format!("{} {}", page.title, page.body)]
+}
+
+/// A page's passages, each under the page's title and its headings.
+fn page_chunks(page: &PageVersion) -> Vec<String> {
+    chunk_page(&page.source_id, page.version, &page.body)
+        .iter()
+        .map(|chunk| chunk.indexed_text(&page.title))
+        .collect()
+}
+
+/// The tantivy index both shapes share: documents keyed by page id and part number, with the
+/// page's ACL, updated a page at a time.
+struct TextIndex {
     index: Index,
     reader: IndexReader,
-    id: Field,
+    page: Field,
+    part: Field,
     text: Field,
     acl: Field,
     stats: LiveStats,
+    parts: Parts,
 }
 
 /// BM25 statistics of the live documents: how many, how many tokens each field holds, and how
@@ -48,8 +87,9 @@ struct LiveStats {
     acl_df: HashMap<String, u64>,
 }
 
-/// What one page adds to the statistics: its text's tokens and distinct terms, its ACL values.
-struct PageTerms {
+/// What one document adds to the statistics: its text's tokens and distinct terms, its ACL
+/// values.
+struct DocTerms {
     tokens: u64,
     terms: BTreeSet<String>,
     acl: Vec<String>,
@@ -68,7 +108,7 @@ impl LiveStats {
         }
     }
 
-    fn add(&mut self, page: &PageTerms) {
+    fn add(&mut self, page: &DocTerms) {
         self.docs += 1;
         self.text_tokens += page.tokens;
         self.acl_tokens += page.acl.len() as u64;
@@ -80,7 +120,7 @@ impl LiveStats {
         }
     }
 
-    fn remove(&mut self, page: &PageTerms) {
+    fn remove(&mut self, page: &DocTerms) {
         self.docs = self.docs.saturating_sub(1);
         self.text_tokens = self.text_tokens.saturating_sub(page.tokens);
         self.acl_tokens = self.acl_tokens.saturating_sub(page.acl.len() as u64);
@@ -137,8 +177,60 @@ impl Bm25StatisticsProvider for LiveStats {
 impl PageIndex {
     /// Indexes `pages` (their current versions).
     pub fn build<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) -> tantivy::Result<Self> {
+        TextIndex::build(pages, whole_page).map(Self)
+    }
+
+    /// Replaces pages by their new current versions: each `(old, new)` pair deletes the
+    /// document of `old` (none for a page not indexed yet) and adds `new`'s (none for a
+    /// tombstone), and the change becomes searchable.
+    pub fn update<'a>(
+        &mut self,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<()> {
+        self.0.update(pages)
+    }
+
+    /// Page ids best first, at most `limit`, among pages `caller` may read (an ACL entry names
+    /// the principal or one of the caller's groups). The permission filter is part of the
+    /// query, so a page the caller may not read is never ranked.
+    pub fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<String> {
+        self.0
+            .search(query, limit, caller)
+            .into_iter()
+            .map(|hit| hit.source_id)
+            .collect()
+    }
+}
+
+impl PassageIndex {
+    /// Indexes the passages of `pages` (their current versions).
+    pub fn build<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) -> tantivy::Result<Self> {
+        TextIndex::build(pages, page_chunks).map(Self)
+    }
+
+    /// As [`PageIndex::update`]: every passage of `old` leaves, every passage of `new` comes in.
+    pub fn update<'a>(
+        &mut self,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<()> {
+        self.0.update(pages)
+    }
+
+    /// Passages best first, at most `limit`, among pages `caller` may read; the permission
+    /// filter is part of the query, as in [`PageIndex::search`].
+    pub fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<PassageHit> {
+        self.0.search(query, limit, caller)
+    }
+}
+
+impl TextIndex {
+    fn build<'a>(
+        pages: impl IntoIterator<Item = &'a PageVersion>,
+        parts: Parts,
+    ) -> tantivy::Result<Self> {
         let mut schema = Schema::builder();
-        let id = schema.add_text_field("id", STRING | STORED);
+        let page = schema.add_text_field("page", STRING | STORED);
+        let part = schema.add_u64_field("part", STORED);
         let text = schema.add_text_field("text", TEXT);
         let acl = schema.add_text_field("acl", STRING);
         let index = Index::create_in_ram(schema.build());
@@ -146,38 +238,42 @@ impl PageIndex {
         let mut built = Self {
             index,
             reader,
-            id,
+            page,
+            part,
             text,
             acl,
             stats: LiveStats::new(text, acl),
+            parts,
         };
         built.update(pages.into_iter().map(|page| (None, page)))?;
         Ok(built)
     }
 
-    /// Replaces pages by their new current versions: each `(old, new)` pair deletes the
-    /// document of `old` (none for a page not indexed yet) and adds `new`'s (none for a
-    /// tombstone), and the change becomes searchable. A writer is made for the update and let go after it, merges
+    /// See [`PageIndex::update`]. A writer is made for the update and let go after it, merges
     /// included, so an idle tenant holds no indexing threads or buffers.
-    pub fn update<'a>(
+    fn update<'a>(
         &mut self,
         pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
     ) -> tantivy::Result<()> {
         let mut writer: IndexWriter<TantivyDocument> =
             self.index.writer_with_num_threads(1, WRITER_BUDGET)?;
-        // A tombstone (a deleted page) is never indexed: it only takes its page's document out.
+        // A tombstone (a deleted page) is never indexed: it only takes its page's documents out.
         for (old, page) in pages {
             if let Some(old) = old.filter(|old| !old.deleted) {
-                writer.delete_term(Term::from_field_text(self.id, &old.source_id));
-                let terms = self.terms_of(old);
-                self.stats.remove(&terms);
+                writer.delete_term(Term::from_field_text(self.page, &old.source_id));
+                for text in (self.parts)(old) {
+                    let terms = self.terms_of(&text, old);
+                    self.stats.remove(&terms);
+                }
             }
             if page.deleted {
                 continue;
             }
-            writer.add_document(self.document(page))?;
-            let terms = self.terms_of(page);
-            self.stats.add(&terms);
+            for (n, text) in (self.parts)(page).into_iter().enumerate() {
+                let terms = self.terms_of(&text, page);
+                self.stats.add(&terms);
+                writer.add_document(self.document(page, n, text))?;
+            }
         }
         writer.commit()?;
         writer.wait_merging_threads()?;
@@ -185,18 +281,12 @@ impl PageIndex {
         Ok(())
     }
 
-    /// The text as indexed (title and body) of a page version.
-    fn text_of(page: &PageVersion) -> String {
-        format!("{} {}", page.title, page.body)
-    }
-
-    /// A page's tokens, distinct terms and ACL values, as the index counts them.
-    fn terms_of(&self, page: &PageVersion) -> PageTerms {
+    /// A document's tokens, distinct terms and ACL values, as the index counts them.
+    fn terms_of(&self, text: &str, page: &PageVersion) -> DocTerms {
         let mut terms = BTreeSet::new();
         let mut tokens = 0;
         if let Ok(mut analyzer) = self.index.tokenizer_for_field(self.text) {
-            let text = Self::text_of(page);
-            let mut stream = analyzer.token_stream(&text);
+            let mut stream = analyzer.token_stream(text);
             stream.process(&mut |token| {
                 tokens += 1;
                 terms.insert(token.text.clone());
@@ -207,14 +297,15 @@ impl PageIndex {
         } else {
             page.acl.clone()
         };
-        PageTerms { tokens, terms, acl }
+        DocTerms { tokens, terms, acl }
     }
 
-    /// The document of one page version.
-    fn document(&self, page: &PageVersion) -> TantivyDocument {
+    /// The document of one part of a page version.
+    fn document(&self, page: &PageVersion, part: usize, text: String) -> TantivyDocument {
         let mut document = doc!(
-            self.id => page.source_id.clone(),
-            self.text => Self::text_of(page)
+            self.page => page.source_id.clone(),
+            self.part => part as u64,
+            self.text => text
         );
         if page.acl.is_empty() {
             document.add_text(self.acl, EVERYONE);
@@ -225,10 +316,8 @@ impl PageIndex {
         document
     }
 
-    /// Page ids best first, at most `limit`, among pages `caller` may read (an ACL entry names
-    /// the principal or one of the caller's groups). The permission filter is part of the
-    /// query, so a page the caller may not read is never ranked.
-    pub fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<String> {
+    /// Documents best first, at most `limit`, among pages `caller` may read.
+    fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<PassageHit> {
         let terms = self.terms(query);
         if terms.is_empty() || limit == 0 {
             return Vec::new();
@@ -292,17 +381,28 @@ impl PageIndex {
             }
             window = window.saturating_mul(4);
         };
-        let mut ranked: Vec<(f32, String)> = hits
+        let mut ranked: Vec<PassageHit> = hits
             .into_iter()
             .filter(|(score, _)| *score > 0.0)
             .filter_map(|(score, address)| {
                 let document: TantivyDocument = searcher.doc(address).ok()?;
-                let id = document.get_first(self.id)?.as_str()?.to_owned();
-                Some((score, id))
+                let source_id = document.get_first(self.page)?.as_str()?.to_owned();
+                let chunk = usize::try_from(document.get_first(self.part)?.as_u64()?).ok()?;
+                Some(PassageHit {
+                    source_id,
+                    chunk,
+                    score,
+                })
             })
             .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        ranked.into_iter().take(limit).map(|(_, id)| id).collect()
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.source_id.cmp(&b.source_id))
+                .then_with(|| a.chunk.cmp(&b.chunk))
+        });
+        ranked.truncate(limit);
+        ranked
     }
 
     /// The query's terms as the index tokenises them, first occurrence only.
@@ -391,5 +491,49 @@ mod tests {
         assert!(index.search("Gold plan budget", 3, &bob).is_empty());
         let in_finance = bob.with_groups(["finance".to_owned()]);
         assert_eq!(index.search("Gold plan budget", 3, &in_finance), vec!["d"]);
+    }
+
+    #[test]
+    fn passages_rank_by_chunk_and_follow_their_page() {
+        let handbook = page(
+            "handbook",
+            "# Travel\n\nBook trains two weeks ahead.\n\n# Office\n\nThe guest wifi password is on the fridge.",
+            &[],
+        );
+        let secret = page("vault", "The admin wifi password is in the vault.", &["it"]);
+        let mut index = PassageIndex::build([&handbook, &secret]).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        let hits = index.search("guest wifi password", 3, &alice);
+        assert_eq!(
+            hits.iter()
+                .map(|h| (h.source_id.as_str(), h.chunk))
+                .collect::<Vec<_>>(),
+            [("handbook", 1)],
+            "the second chunk of the handbook, never the page alice may not read"
+        );
+        let it = Caller::new("t", "it").expect("caller");
+        assert_eq!(
+            index.search("admin wifi password", 3, &it)[0].source_id,
+            "vault"
+        );
+        // The title is part of every passage of its page.
+        assert_eq!(index.search("handbook trains", 3, &alice)[0].chunk, 0);
+        // A new version replaces every passage of the old one; a fresh build ranks alike.
+        let revised = PageVersion {
+            version: 2,
+            ..page("handbook", "# Office\n\nWifi: ask reception.", &[])
+        };
+        index.update([(Some(&handbook), &revised)]).expect("update");
+        assert!(index.search("trains", 3, &alice).is_empty());
+        let fresh = PassageIndex::build([&revised, &secret]).expect("index");
+        assert_eq!(
+            index.search("wifi reception", 3, &it),
+            fresh.search("wifi reception", 3, &it)
+        );
+        let tombstone = PageVersion::tombstone(&revised, Utc::now());
+        index
+            .update([(Some(&revised), &tombstone)])
+            .expect("delete");
+        assert!(index.search("wifi reception", 3, &alice).is_empty());
     }
 }

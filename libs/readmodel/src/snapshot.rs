@@ -9,10 +9,11 @@
 //! store cannot replay) builds the model whole beside the live one, which keeps answering until
 //! the new one swaps in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use ontoloop_core::knowledge::passage::{PageHistory, chunk_page};
 use ontoloop_core::knowledge::{
     Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
 };
@@ -20,7 +21,7 @@ use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{KnowledgeChanges, Store, StoreError};
 use tokio::sync::{Mutex, OwnedRwLockReadGuard, RwLock};
 
-use crate::search::PageIndex;
+use crate::search::{PageIndex, PassageIndex};
 
 /// What retrieval answers from, for one tenant at one knowledge version.
 pub struct Snapshot {
@@ -37,6 +38,10 @@ pub struct Snapshot {
     pub log: BTreeMap<String, u64>,
     /// BM25 over the current pages.
     pub index: PageIndex,
+    /// BM25 over the passages of the current pages, built when first asked for
+    /// ([`Snapshot::passages`]) and patched like `index` from then on; `None` inside when the
+    /// build failed.
+    passages: std::sync::OnceLock<Option<PassageIndex>>,
     /// Every version of every page.
     pub versions: Vec<PageVersion>,
     /// The newest page version's time.
@@ -48,10 +53,78 @@ pub struct Snapshot {
     restricted: bool,
 }
 
+/// The page versions of one snapshot that one caller may read (each version under its own ACL
+/// and its page's newest one, as [`Access::page`] decides).
+pub struct ReadableHistory<'a> {
+    versions: &'a [PageVersion],
+    access: Access<'a>,
+}
+
+impl PageHistory for ReadableHistory<'_> {
+    fn versions(&self, doc_id: &str) -> Vec<PageVersion> {
+        let mut found: Vec<PageVersion> = self
+            .versions
+            .iter()
+            .filter(|v| v.source_id == doc_id && self.access.page(v))
+            .cloned()
+            .collect();
+        found.sort_by_key(|v| v.version);
+        found.dedup_by_key(|v| v.version);
+        found
+    }
+
+    fn pages_with_chunk(
+        &self,
+        hash: &str,
+        since: chrono::DateTime<chrono::Utc>,
+        except: &str,
+    ) -> Vec<String> {
+        let pages: BTreeSet<&str> = self
+            .versions
+            .iter()
+            .filter(|v| {
+                v.updated_at >= since
+                    && v.source_id != except
+                    && !v.deleted
+                    && self.access.page(v)
+                    && chunk_page(&v.source_id, v.version, &v.body)
+                        .iter()
+                        .any(|c| c.anchor.hash == hash)
+            })
+            .map(|v| v.source_id.as_str())
+            .collect();
+        pages.into_iter().map(str::to_owned).collect()
+    }
+}
+
 /// Caller views of one snapshot's graph kept at most.
 const MAX_VIEWS: usize = 16;
 
 impl Snapshot {
+    /// BM25 over the passages of the current pages: built at the first call (a tenant whose
+    /// questions all map to the ontology never pays for it), then kept up to date with the
+    /// pages. `None` when it could not be built (logged; no passages are offered).
+    pub fn passages(&self) -> Option<&PassageIndex> {
+        self.passages
+            .get_or_init(|| match PassageIndex::build(self.current.values()) {
+                Ok(index) => Some(index),
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot build the passage index");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Every version of the pages `access` lets its caller read, as a citation's resolution
+    /// reads them ([`ontoloop_core::knowledge::passage::resolve`]).
+    pub fn history<'a>(&'a self, access: Access<'a>) -> ReadableHistory<'a> {
+        ReadableHistory {
+            versions: &self.versions,
+            access,
+        }
+    }
+
     /// What `access` lets its caller see of the graph: the whole graph when it admits every
     /// fact, else only the admitted facts and the entities they name (see
     /// [`Graph::visible_to`]). Every question is linked and answered, and every claim checked,
@@ -316,6 +389,7 @@ impl Snapshots {
             current: Arc::new(current),
             log: rows.extraction_log,
             index,
+            passages: std::sync::OnceLock::new(),
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
         })
@@ -343,11 +417,15 @@ impl Snapshot {
             }
             self.versions.push(page);
         }
-        self.index.update(
+        let pairs = || {
             moved
                 .iter()
-                .filter_map(|(id, before)| Some((before.as_ref(), current.get(id)?))),
-        )?;
+                .filter_map(|(id, before)| Some((before.as_ref(), current.get(id)?)))
+        };
+        self.index.update(pairs())?;
+        if let Some(Some(passages)) = self.passages.get_mut() {
+            passages.update(pairs())?;
+        }
         self.log.extend(changes.extraction_log);
         self.restricted |= changes.facts.iter().any(|f| !f.acl.is_empty());
         // Readers hold the lock, not the graph or the pages: they are shared only while a reader

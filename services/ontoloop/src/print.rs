@@ -7,7 +7,7 @@ use ontoloop::org::GenReport;
 use ontoloop::status::ServiceStatus;
 use ontoloop_proto::v1;
 
-/// Prints an answer: value, status, hedges, and provenance per hop.
+/// Prints an answer: value, status, hedges, and provenance per hop (or the passages given).
 pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
     let status = v1::AnswerStatus::try_from(answer.status)
         .map(|s| s.as_str_name())
@@ -29,12 +29,32 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "applied_sequence": answer.applied_sequence,
+            "passages": answer.passages.iter().map(|p| serde_json::json!({
+                "source": format!("{}@{}", p.source_id, p.source_version), "title": p.title,
+                "origin": p.origin, "headings": p.headings, "text": p.text,
+                "chunk_hash": p.chunk_hash, "start": p.start, "end": p.end, "score": p.score,
+            })).collect::<Vec<_>>(),
         });
         println!("{value}");
         return Ok(());
     }
     if answer.status == v1::AnswerStatus::Abstained as i32 {
         println!("abstained: {}", answer.abstain_reason);
+        return Ok(());
+    }
+    if answer.status == v1::AnswerStatus::AnsweredPassages as i32 {
+        println!("no fact answers this; these passages may  [{status}]");
+        for p in &answer.passages {
+            println!(
+                "  {} — {}@{}, characters {}..{}",
+                p.title, p.source_id, p.source_version, p.start, p.end
+            );
+            println!("    {}", p.text);
+            println!(
+                "    later: ontoloop cite {}@{} {} --span {}..{}",
+                p.source_id, p.source_version, p.chunk_hash, p.start, p.end
+            );
+        }
         return Ok(());
     }
     println!("{}  [{status}]", answer.value);
@@ -57,6 +77,38 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
                 kind, e.source_id, e.source_version, e.origin, e.authority, e.value
             );
         }
+    }
+    Ok(())
+}
+
+/// Prints a citation's resolution: its status and the passage now.
+pub fn citation(resolution: &v1::CitationResolution, json: bool) -> anyhow::Result<()> {
+    let status = v1::CitationStatus::try_from(resolution.status)
+        .map(|s| s.as_str_name().trim_start_matches("CITATION_STATUS_"))
+        .unwrap_or("UNKNOWN")
+        .to_lowercase();
+    if json {
+        let value = serde_json::json!({
+            "status": status,
+            "passage": resolution.passage.as_ref().map(|p| serde_json::json!({
+                "source": format!("{}@{}", p.source_id, p.source_version), "title": p.title,
+                "headings": p.headings, "text": p.text, "chunk_hash": p.chunk_hash,
+                "start": p.start, "end": p.end,
+            })),
+            "applied_sequence": resolution.applied_sequence,
+        });
+        println!("{value}");
+        return Ok(());
+    }
+    match &resolution.passage {
+        Some(p) => {
+            println!(
+                "{status}: {}@{} [{}..{}] (hash {})",
+                p.source_id, p.source_version, p.start, p.end, p.chunk_hash
+            );
+            println!("  {}", p.text);
+        }
+        None => println!("{status}"),
     }
     Ok(())
 }

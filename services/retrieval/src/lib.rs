@@ -1,7 +1,7 @@
 //! The retrieval service: agents ask questions, look up facts and ask what is on their plate.
 //!
 //! Owns the `RetrievalService` gRPC edge and a per-tenant read model (graph, current pages, BM25
-//! index) reloaded whenever the tenant's knowledge version moves, and per tenant the ephemeral
+//! indexes of pages and passages) reloaded whenever the tenant's knowledge version moves, and per tenant the ephemeral
 //! org, product and context graphs that answer Plate and org questions (`plate`). It reads the
 //! store and publishes failure signals; it must never write facts (only the analyst does) and
 //! never ranks a candidate the caller may not read.
@@ -12,10 +12,12 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ontoloop_core::events::MAX_NAME_BYTES;
 use ontoloop_core::knowledge::ask::{self, Asked, Question};
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
+use ontoloop_core::knowledge::passage::{Anchor, chunk_page, resolve};
 use ontoloop_core::knowledge::{Access, Graph, PageVersion};
-use ontoloop_core::{Caller, DomainError, ServiceKind};
+use ontoloop_core::{Caller, DomainError, ErrorCode, ServiceKind, SignalType};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
     self as pb, Answer, AskRequest, LookupRequest, PlateRequest, PlateResponse,
@@ -68,6 +70,9 @@ impl ontoloop_runtime::Service for Service {
 
 /// Longest question accepted; a question is a sentence or two, not a document.
 const MAX_QUESTION_BYTES: usize = 4096;
+
+/// Longest chunk hash a citation may name (ours are 16 hex digits).
+const MAX_HASH_BYTES: usize = 64;
 
 struct Retrieval {
     ctx: Context,
@@ -158,13 +163,22 @@ impl Retrieval {
         );
         let question = &asked.question;
         for signal in signals {
+            // A question linked to nothing is about its key words: a relation the ontology
+            // lacks when passages answered a question naming none, else an entity.
+            let (entity, relationship) = if signal.subject.is_empty() {
+                (question.entity.clone(), question.path.join("."))
+            } else if signal.kind == SignalType::RelationshipUnknown {
+                (String::new(), signal.subject.clone())
+            } else {
+                (signal.subject.clone(), String::new())
+            };
             let report = ontoloop_runtime::signals::SignalReport {
                 tenant: caller.tenant().to_owned(),
                 reporter: "retrieval".to_owned(),
                 kind: signal.kind,
                 query: question.text.clone(),
-                entity: question.entity.clone(),
-                relationship: question.path.join("."),
+                entity,
+                relationship,
                 sector: String::new(),
                 agent_id: format!("retrieval:{}", caller.principal()),
                 idempotency_key: ontoloop_queue::new_message_id(),
@@ -217,6 +231,42 @@ fn answer(
         top_k: settings.top_k,
     };
     Ok(ask::answer(&view, design, question, searched))
+}
+
+/// Passages searched for a question before [`ask::unlinked`] keeps those that hold enough of
+/// its words.
+const PASSAGE_CANDIDATES: usize = 20;
+
+/// Whether an answer as of `as_of` sees the pages as they are now (no page changed after it).
+fn answers_now(as_of: Option<prost_types::Timestamp>, snapshot: &Snapshot) -> Result<bool, Status> {
+    let now = chrono::Utc::now();
+    let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", now)?;
+    Ok(as_of >= snapshot.latest_change)
+}
+
+/// The passages of current pages `caller` may read that best match the key words of `text`,
+/// best first (the permission filter is part of the search).
+fn passages(snapshot: &Snapshot, text: &str, caller: &Caller) -> Vec<ask::Passage> {
+    let Some(index) = snapshot.passages() else {
+        return Vec::new();
+    };
+    let query = ask::key_words(text).join(" ");
+    index
+        .search(&query, PASSAGE_CANDIDATES, caller)
+        .into_iter()
+        .filter_map(|hit| {
+            let page = snapshot.current.get(&hit.source_id)?;
+            let chunk = chunk_page(&page.source_id, page.version, &page.body)
+                .into_iter()
+                .nth(hit.chunk)?;
+            Some(ask::Passage {
+                chunk,
+                title: page.title.clone(),
+                origin: page.origin.clone(),
+                score: f64::from(hit.score),
+            })
+        })
+        .collect()
 }
 
 /// Runs `work` on the blocking pool (the answer's CPU work must not hold an async worker).
@@ -272,7 +322,15 @@ impl RetrievalService for Retrieval {
                     request.as_of,
                     Some(&found),
                 )?,
-                Err(why) => ask::unlinked(request.text, &why, design),
+                Err(why) => {
+                    let found =
+                        if design == Design::Ontoloop && answers_now(request.as_of, &snapshot)? {
+                            passages(&snapshot, &request.text, &who)
+                        } else {
+                            Vec::new()
+                        };
+                    ask::unlinked(request.text, &why, design, found)
+                }
             };
             let response = wire::answer(&asked, &graph, applied);
             Ok((asked, response))
@@ -332,6 +390,56 @@ impl RetrievalService for Retrieval {
         })
         .await?;
         self.report(&caller, &asked).await;
+        Ok(Response::new(response))
+    }
+
+    async fn resolve_citation(
+        &self,
+        request: Request<pb::ResolveCitationRequest>,
+    ) -> Result<Response<pb::CitationResolution>, Status> {
+        let caller = caller_from(&request)?;
+        let request = request.into_inner();
+        for (field, value, max) in [
+            ("source_id", &request.source_id, MAX_NAME_BYTES),
+            ("chunk_hash", &request.chunk_hash, MAX_HASH_BYTES),
+        ] {
+            if value.trim().is_empty() {
+                return Err(status_from(DomainError::missing(field)));
+            }
+            if value.len() > max {
+                return Err(status_from(DomainError::invalid(
+                    field,
+                    format!("at most {max} bytes"),
+                )));
+            }
+        }
+        if request.source_version == 0 {
+            return Err(status_from(DomainError::missing("source_version")));
+        }
+        if request.end < request.start {
+            return Err(status_from(DomainError::invalid(
+                "end",
+                "the span ends before it starts",
+            )));
+        }
+        let applied = self.wait_for(&caller, request.min_sequence).await?;
+        let snapshot = self.snapshot(&caller).await?;
+        let who = caller.clone();
+        let response = blocking(move || {
+            let cited = Anchor {
+                doc_id: request.source_id,
+                version: request.source_version,
+                hash: request.chunk_hash,
+                start: usize::try_from(request.start).unwrap_or(usize::MAX),
+                end: usize::try_from(request.end).unwrap_or(usize::MAX),
+            };
+            let history = snapshot.history(Access::new(&who, &snapshot.current));
+            let resolution = resolve(&cited, &history).map_err(|err| {
+                status_from(DomainError::new(ErrorCode::NotFound, err.to_string()))
+            })?;
+            Ok(wire::resolution(&resolution, &snapshot.current, applied))
+        })
+        .await?;
         Ok(Response::new(response))
     }
 

@@ -1,11 +1,14 @@
 //! Conversions between retrieval's knowledge answers and the wire: the design a request names,
-//! and an answered question (hops, evidence, hedges) as a `v1::Answer`. Plate and org answers
-//! convert in `plate::wire`.
+//! an answered question (hops, evidence, hedges, passages) as a `v1::Answer`, and a citation's
+//! resolution. Plate and org answers convert in `plate::wire`.
 
 use ontoloop_core::DomainError;
-use ontoloop_core::knowledge::ask::Asked;
+use ontoloop_core::knowledge::ask::{Asked, Passage};
 use ontoloop_core::knowledge::designs::Design;
-use ontoloop_core::knowledge::{AnswerStatus, Candidate, Graph};
+use std::collections::BTreeMap;
+
+use ontoloop_core::knowledge::passage::{Chunk, Resolution};
+use ontoloop_core::knowledge::{AnswerStatus, Candidate, Graph, PageVersion};
 use ontoloop_proto::convert::timestamp;
 use ontoloop_proto::status_from;
 use ontoloop_proto::v1 as pb;
@@ -61,6 +64,58 @@ pub fn answer(asked: &Asked, graph: &Graph, applied: u64) -> pb::Answer {
             .map_or_else(|| question.entity.clone(), |e| e.id.clone()),
         predicate_path: question.path.clone(),
         applied_sequence: applied,
+        passages: asked.passages.iter().map(passage).collect(),
+    }
+}
+
+fn passage(found: &Passage) -> pb::Passage {
+    pb::Passage {
+        title: found.title.clone(),
+        origin: found.origin.clone(),
+        score: found.score,
+        ..chunk(&found.chunk)
+    }
+}
+
+/// A chunk as a wire passage, without its page's title, origin or a score.
+fn chunk(chunk: &Chunk) -> pb::Passage {
+    let anchor = &chunk.anchor;
+    pb::Passage {
+        source_id: anchor.doc_id.clone(),
+        source_version: anchor.version,
+        headings: chunk.headings.clone(),
+        text: chunk.text.clone(),
+        chunk_hash: anchor.hash.clone(),
+        start: anchor.start as u64,
+        end: anchor.end as u64,
+        ..Default::default()
+    }
+}
+
+/// A citation's resolution on the wire; the passage carries its page's current title and
+/// origin (`current`: the newest version of every page).
+pub fn resolution(
+    resolution: &Resolution,
+    current: &BTreeMap<String, PageVersion>,
+    applied: u64,
+) -> pb::CitationResolution {
+    let (status, found) = match resolution {
+        Resolution::Current(c) => (pb::CitationStatus::Current, Some(c)),
+        Resolution::Moved(c) => (pb::CitationStatus::Moved, Some(c)),
+        Resolution::Revised(c) => (pb::CitationStatus::Revised, Some(c)),
+        Resolution::Gone => (pb::CitationStatus::Gone, None),
+    };
+    pb::CitationResolution {
+        status: status as i32,
+        passage: found.map(|c| {
+            let page = current.get(&c.anchor.doc_id);
+            pb::Passage {
+                title: page.map(|p| p.title.clone()).unwrap_or_default(),
+                origin: page.map(|p| p.origin.clone()).unwrap_or_default(),
+                ..chunk(c)
+            }
+        }),
+        applied_sequence: applied,
     }
 }
 
@@ -70,6 +125,7 @@ fn status(status: AnswerStatus) -> pb::AnswerStatus {
         AnswerStatus::AnsweredPossiblyStale => pb::AnswerStatus::AnsweredPossiblyStale,
         AnswerStatus::ConflictOpen => pb::AnswerStatus::ConflictOpen,
         AnswerStatus::Abstained => pb::AnswerStatus::Abstained,
+        AnswerStatus::AnsweredPassages => pb::AnswerStatus::AnsweredPassages,
     }
 }
 

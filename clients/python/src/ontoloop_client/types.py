@@ -24,6 +24,8 @@ class AnswerStatus(str, enum.Enum):
     CONFLICT_OPEN = "CONFLICT_OPEN"
     #: Nothing supports an answer; see ``abstain_reason``.
     ABSTAINED = "ABSTAINED"
+    #: No slot of the ontology answers the question; ``passages`` holds text to read, cited.
+    ANSWERED_PASSAGES = "ANSWERED_PASSAGES"
 
 
 class Verdict(str, enum.Enum):
@@ -158,6 +160,38 @@ class Hop:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """A passage of a page given as an answer, with its citation: the page, the version it was
+    cut from, the hash of its words and its character span in that version."""
+
+    source_id: str
+    source_version: int
+    title: str
+    origin: str
+    headings: list[str]
+    text: str
+    chunk_hash: str
+    start: int
+    end: int
+    score: float
+
+    @classmethod
+    def _from_pb(cls, p: retrieval_pb2.Passage) -> "Passage":
+        return cls(
+            source_id=p.source_id,
+            source_version=p.source_version,
+            title=p.title,
+            origin=p.origin,
+            headings=list(p.headings),
+            text=p.text,
+            chunk_hash=p.chunk_hash,
+            start=p.start,
+            end=p.end,
+            score=p.score,
+        )
+
+
+@dataclass(frozen=True)
 class Answer:
     """An answer to ``ask`` or ``lookup``: the value, its status, the hedges, and the evidence of
     the final value (winner first) and of every hop."""
@@ -172,6 +206,7 @@ class Answer:
     entity: str
     predicate_path: list[str]
     applied_sequence: int
+    passages: list[Passage] = field(default_factory=list)
 
     @property
     def answered(self) -> bool:
@@ -191,6 +226,7 @@ class Answer:
             entity=a.entity,
             predicate_path=list(a.predicate_path),
             applied_sequence=a.applied_sequence,
+            passages=[Passage._from_pb(p) for p in a.passages],
         )
 
 

@@ -80,6 +80,9 @@ pub enum AnswerStatus {
     ConflictOpen,
     /// Nothing supports an answer.
     Abstained,
+    /// No slot of the ontology answers the question; passages that match its words are given
+    /// instead, each with its citation (the question's [`super::ask::Asked::passages`]).
+    AnsweredPassages,
 }
 
 /// Something the analyst should hear about, found while deciding.

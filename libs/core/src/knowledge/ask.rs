@@ -5,13 +5,28 @@
 //! Retrieval's `Ask` and `Lookup` are these steps; the service only loads the read model, runs
 //! the search and reports what [`Asked::signals`] lists.
 
+use std::collections::BTreeSet;
+
 use super::answer::{Answer, AnswerStatus, Finding, Hedge, HedgeCode};
 use super::designs::{self, Design, KnowledgeView};
 use super::extract::{Claim, extract_claims};
 use super::graph::{Graph, PageVersion};
 use super::ontology::{Ontology, PredicateKind};
-use super::question::{Unmapped, map_question, names_in_claims};
+use super::passage::Chunk;
+use super::question::{
+    QUESTION_WORDS, STOPWORDS, Unmapped, content_words, map_question, names_in_claims,
+};
 use crate::SignalType;
+
+/// Passages an answer offers at most.
+pub const MAX_PASSAGES: usize = 3;
+
+/// Share of a question's content words a passage must contain to be offered: below it a passage
+/// only shares a word or two with the question and would be offered as an answer it is not.
+pub const PASSAGE_MIN_COVERAGE: f64 = 0.5;
+
+/// Key words of a question kept at most (its search query and its signal's subject).
+pub const MAX_KEY_WORDS: usize = 12;
 
 /// A question in structured form, ready to answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +67,24 @@ pub struct Revealed {
     pub kind: SignalType,
     /// What the answer saw, in words.
     pub detail: String,
+    /// What it is about when the question linked to no entity or relation: its key words
+    /// ([`key_words`]), so the analyst groups the gap like any other subject. Empty when the
+    /// question's entity and path say it.
+    pub subject: String,
+}
+
+/// A page's passage offered when no slot answers: a chunk of the current version of a page the
+/// caller may read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Passage {
+    /// The chunk, with its anchor (page, version, hash, span): the citation.
+    pub chunk: Chunk,
+    /// The page's title.
+    pub title: String,
+    /// The page's origin.
+    pub origin: String,
+    /// How well it matched, higher is better (comparable within one answer only).
+    pub score: f64,
 }
 
 /// A question answered, with what the answer tells the analyst.
@@ -64,6 +97,8 @@ pub struct Asked {
     /// The signals to report; `None` for the study's baselines, which report (and count)
     /// nothing.
     pub signals: Option<Vec<Revealed>>,
+    /// Passages given instead of a value ([`AnswerStatus::AnsweredPassages`]), best first.
+    pub passages: Vec<Passage>,
 }
 
 impl Asked {
@@ -74,14 +109,63 @@ impl Asked {
         let signals = Some(vec![Revealed {
             kind,
             detail: reason.clone(),
+            subject: String::new(),
         }]);
         let answer = Answer::combine(Vec::new(), Some(reason));
         Self {
             question,
             answer,
             signals,
+            passages: Vec::new(),
         }
     }
+}
+
+/// The words of a question that say what it is about: lower-cased, stop words and question
+/// words dropped, each once, in order, at most [`MAX_KEY_WORDS`].
+pub fn key_words(text: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        let dropped = STOPWORDS.contains(&word.as_str()) || QUESTION_WORDS.contains(&word.as_str());
+        if word.is_empty() || dropped || keys.contains(&word) {
+            continue;
+        }
+        keys.push(word);
+        if keys.len() == MAX_KEY_WORDS {
+            break;
+        }
+    }
+    keys
+}
+
+/// The words of a question written as names: capitalised (or holding a capital, as `VPN` or
+/// `iPhone`) anywhere but at the start of a sentence, lower-cased. A passage that does not name
+/// them is about something else ("the Pro plan" for a question on "the Platinum plan").
+fn named_words(text: &str) -> String {
+    let mut named = Vec::new();
+    let mut starts_sentence = true;
+    for word in text.split_whitespace() {
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+        if !starts_sentence && bare.chars().any(char::is_uppercase) {
+            named.push(bare.to_lowercase());
+        }
+        if !bare.is_empty() {
+            starts_sentence = word.ends_with(['.', '?', '!', ':']);
+        }
+    }
+    named.join(" ")
+}
+
+/// Whether `text` holds every word of `named` and at least [`PASSAGE_MIN_COVERAGE`] of the
+/// question's content words `wanted` (both stemmed, so `refunds` meets `refund`).
+fn covers(wanted: &BTreeSet<String>, named: &BTreeSet<String>, text: &str) -> bool {
+    if wanted.is_empty() {
+        return false;
+    }
+    let held = content_words(text);
+    let shared = wanted.iter().filter(|w| held.contains(*w)).count();
+    named.is_subset(&held) && shared as f64 >= PASSAGE_MIN_COVERAGE * wanted.len() as f64
 }
 
 /// Links `text` onto the graph. `found` are the current versions of the pages the caller's
@@ -166,24 +250,70 @@ pub fn answer(
         question,
         answer,
         signals,
+        passages: Vec::new(),
     }
 }
 
-/// A question that could not be linked onto the graph: an abstention saying why.
-pub fn unlinked(text: String, why: &Unmapped, design: Design) -> Asked {
+/// A question that could not be linked onto the graph (it names no relation of the ontology,
+/// or no entity the graph knows). When some of `found` (passages of the caller's search for its
+/// key words, best first) name what it names and hold at least [`PASSAGE_MIN_COVERAGE`] of its
+/// content words, the best
+/// [`MAX_PASSAGES`] of them answer ([`AnswerStatus::AnsweredPassages`]); otherwise it abstains,
+/// saying why. The gap is signalled with the question's key words as subject: a relationship
+/// the ontology lacks when passages answered a question naming no relation, else a missing
+/// entity. Only ontoloop's design offers passages or reports signals; the study's baselines
+/// abstain.
+pub fn unlinked(text: String, why: &Unmapped, design: Design, found: Vec<Passage>) -> Asked {
+    let subject = key_words(&text).join(" ");
+    let wanted = content_words(&subject);
+    let named = content_words(&named_words(&text));
+    let passages: Vec<Passage> = if design == Design::Ontoloop {
+        found
+            .into_iter()
+            .filter(|p| covers(&wanted, &named, &p.chunk.indexed_text(&p.title)))
+            .take(MAX_PASSAGES)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let question = Question {
         entity: String::new(),
         path: Vec::new(),
         text,
         unexplained: Vec::new(),
     };
-    let mut asked = Asked::abstained(
-        question,
-        format!("cannot map the question onto the graph: {why}"),
-        SignalType::EntityMissing,
-    );
-    if design != Design::Ontoloop {
-        asked.signals = None;
+    let reason = format!("cannot map the question onto the graph: {why}");
+    let mut asked = if passages.is_empty() {
+        Asked::abstained(question, reason, SignalType::EntityMissing)
+    } else {
+        let detail = format!("{reason}; answered with {} passage(s)", passages.len());
+        let kind = match why {
+            Unmapped::NoPredicate => SignalType::RelationshipUnknown,
+            Unmapped::NoEntity => SignalType::EntityMissing,
+        };
+        Asked {
+            question,
+            answer: Answer {
+                status: AnswerStatus::AnsweredPassages,
+                value: String::new(),
+                hops: Vec::new(),
+                abstain_reason: String::new(),
+            },
+            signals: Some(vec![Revealed {
+                kind,
+                detail,
+                subject: String::new(),
+            }]),
+            passages,
+        }
+    };
+    match asked.signals.as_mut() {
+        Some(signals) if design == Design::Ontoloop => {
+            for signal in signals {
+                signal.subject.clone_from(&subject);
+            }
+        }
+        _ => asked.signals = None,
     }
     asked
 }
@@ -202,6 +332,7 @@ pub fn signals(answer: &Answer, entity_known: bool) -> Vec<Revealed> {
         signals.push(Revealed {
             kind,
             detail: answer.abstain_reason.clone(),
+            subject: String::new(),
         });
     }
     for (_, _, decision) in &answer.hops {
@@ -220,7 +351,11 @@ pub fn signals(answer: &Answer, entity_known: bool) -> Vec<Revealed> {
                     format!("{source_id} disagrees at equal authority"),
                 ),
             };
-            signals.push(Revealed { kind, detail });
+            signals.push(Revealed {
+                kind,
+                detail,
+                subject: String::new(),
+            });
         }
     }
     signals
@@ -385,6 +520,7 @@ mod tests {
             "Is it raining?".into(),
             &Unmapped::NoPredicate,
             Design::Ontoloop,
+            Vec::new(),
         );
         assert_eq!(unknown.answer.status, AnswerStatus::Abstained);
         assert_eq!(
@@ -394,10 +530,120 @@ mod tests {
                 detail: "cannot map the question onto the graph: the question matches no \
                          predicate of the ontology"
                     .into(),
+                subject: "raining".into(),
             }])
         );
-        let baseline = unlinked("Is it raining?".into(), &Unmapped::NoPredicate, Design::Rag);
+        let baseline = unlinked(
+            "Is it raining?".into(),
+            &Unmapped::NoPredicate,
+            Design::Rag,
+            Vec::new(),
+        );
         assert_eq!(baseline.signals, None);
+    }
+
+    fn passage(doc: &str, heading: &str, text: &str) -> Passage {
+        let body = format!("# {heading}\n\n{text}");
+        let chunk = crate::knowledge::passage::chunk_page(doc, 2, &body)
+            .pop()
+            .expect("a chunk");
+        Passage {
+            chunk,
+            title: doc.into(),
+            origin: "wiki".into(),
+            score: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_question_no_slot_answers_gets_the_passages_that_hold_its_words() {
+        let found = vec![
+            passage("travel", "Travel", "Book trains two weeks ahead."),
+            passage(
+                "wifi",
+                "Office",
+                "The guest wifi password is on the fridge.",
+            ),
+            passage("parking", "Office", "Parking permits come from reception."),
+        ];
+        let text = "Where is the office wifi password?";
+        let asked = unlinked(
+            text.into(),
+            &Unmapped::NoPredicate,
+            Design::Ontoloop,
+            found.clone(),
+        );
+        assert_eq!(asked.answer.status, AnswerStatus::AnsweredPassages);
+        assert!(asked.answer.value.is_empty());
+        // "travel" shares no word; "parking" only "office" (one of three): neither is offered.
+        let offered: Vec<&str> = asked
+            .passages
+            .iter()
+            .map(|p| p.chunk.anchor.doc_id.as_str())
+            .collect();
+        assert_eq!(offered, ["wifi"]);
+        assert_eq!(asked.passages[0].chunk.anchor.version, 2);
+        let signals = asked.signals.expect("signals");
+        assert_eq!(signals.len(), 1);
+        assert_eq!(signals[0].kind, SignalType::RelationshipUnknown);
+        assert_eq!(signals[0].subject, "office wifi password");
+        // A question that names a relation but no known entity gets the passages too; its
+        // signal says the entity is missing, so the healing loop looks for it.
+        let entity = unlinked(
+            text.into(),
+            &Unmapped::NoEntity,
+            Design::Ontoloop,
+            found.clone(),
+        );
+        assert_eq!(entity.answer.status, AnswerStatus::AnsweredPassages);
+        assert_eq!(entity.passages.len(), 1);
+        let signals = entity.signals.expect("signals");
+        assert_eq!(signals[0].kind, SignalType::EntityMissing);
+        assert_eq!(signals[0].subject, "office wifi password");
+        // The study's baselines abstain and report nothing.
+        let baseline = unlinked(text.into(), &Unmapped::NoPredicate, Design::Rag, found);
+        assert_eq!(baseline.answer.status, AnswerStatus::Abstained);
+        assert_eq!(baseline.signals, None);
+    }
+
+    #[test]
+    fn a_passage_that_does_not_name_what_the_question_names_is_not_offered() {
+        let found = vec![passage(
+            "pricing",
+            "Plans",
+            "The Pro plan costs 49 euros a month.",
+        )];
+        let platinum = unlinked(
+            "How much does the Platinum plan cost?".into(),
+            &Unmapped::NoEntity,
+            Design::Ontoloop,
+            found.clone(),
+        );
+        assert_eq!(platinum.answer.status, AnswerStatus::Abstained);
+        let pro = unlinked(
+            "What does the Pro plan cost? Monthly?".into(),
+            &Unmapped::NoEntity,
+            Design::Ontoloop,
+            found,
+        );
+        assert_eq!(pro.answer.status, AnswerStatus::AnsweredPassages);
+        assert_eq!(
+            named_words("Is VPN on? Ask Ines, the iPhone expert."),
+            "vpn ines iphone"
+        );
+    }
+
+    #[test]
+    fn key_words_drop_stop_words_and_repeats() {
+        assert_eq!(
+            key_words("What is the refund policy for the EU, and the refund window?"),
+            ["refund", "policy", "eu", "window"]
+        );
+        let long = (0..40)
+            .map(|n| format!("w{n}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(key_words(&long).len(), MAX_KEY_WORDS);
     }
 
     #[test]
@@ -420,6 +666,7 @@ mod tests {
             Some(vec![Revealed {
                 kind: SignalType::RelationshipUnknown,
                 detail: "no owner is recorded".into(),
+                subject: String::new(),
             }])
         );
     }

@@ -53,10 +53,16 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// What a search index reads: the headings, then the text, so a paragraph under
-    /// "Refunds" is found by a question about refunds that its own words do not name.
-    pub fn indexed_text(&self) -> String {
-        let mut text = self.headings.join(" / ");
+    /// What a search index reads: the page's `title`, the headings, then the text, so a
+    /// paragraph under "Refunds" is found by a question about refunds that its own words do not
+    /// name.
+    pub fn indexed_text(&self, title: &str) -> String {
+        let mut text = [title.trim()]
+            .into_iter()
+            .chain(self.headings.iter().map(String::as_str))
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" / ");
         if !text.is_empty() {
             text.push('\n');
         }
@@ -557,8 +563,12 @@ mod tests {
             );
         }
         assert_eq!(
-            chunks[1].indexed_text(),
+            chunks[1].indexed_text(""),
             "Billing / Fees — détails\nNo fee in the EU."
+        );
+        assert_eq!(
+            chunks[1].indexed_text("Pricing FAQ"),
+            "Pricing FAQ / Billing / Fees — détails\nNo fee in the EU."
         );
         assert!(chunk_page("empty", 1, "# Only a title\n\n\n").is_empty());
     }

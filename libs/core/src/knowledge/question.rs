@@ -573,7 +573,8 @@ fn unexplained(
 }
 
 /// Words that open a question.
-const QUESTION_WORDS: &[&str] = &["who", "whom", "which", "what", "how", "where", "when"];
+pub(crate) const QUESTION_WORDS: &[&str] =
+    &["who", "whom", "which", "what", "how", "where", "when"];
 
 /// The question's own verb: the first word after its question word that is neither the noun it
 /// asks for ("which *team*", a type noun), an amount word ("how *long*"), an auxiliary or a small

@@ -4,6 +4,7 @@
 
 mod ask;
 mod bench;
+mod cite;
 mod gen_org;
 mod ingest;
 mod mcp;
@@ -48,6 +49,9 @@ enum Command {
     Status(status::Args),
     /// Ask a question in natural language and print the answer with its provenance.
     Ask(ask::Args),
+    /// Say what a passage cited earlier is now: current, moved, revised (with its text now) or
+    /// gone.
+    Cite(cite::Args),
     /// Push events from a file through the telemetry intake: a JSON array or JSON lines of
     /// events ({"type":"doc.upsert",...}, "doc.delete", "source.listing", "record.set",
     /// "record.rename", "ontology.set", "graph.maintain"; an optional "at"), or a world file (its
@@ -90,6 +94,7 @@ impl Cli {
             Command::Up(args) => args.run(config).await,
             Command::Status(args) => args.run(config).await,
             Command::Ask(args) => args.run(config).await,
+            Command::Cite(args) => args.run(config).await,
             Command::Ingest(args) => args.run(config).await,
             Command::Validate(args) => args.run(config).await,
             Command::Signal(args) => args.run(config).await,

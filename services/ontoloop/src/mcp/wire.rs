@@ -13,8 +13,9 @@ use serde::Serialize;
 /// An answer of `ask` or `lookup`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Answer {
-    /// ANSWER_STATUS_ANSWERED, ANSWER_STATUS_ANSWERED_POSSIBLY_STALE, ANSWER_STATUS_CONFLICT_OPEN
-    /// or ANSWER_STATUS_ABSTAINED.
+    /// ANSWER_STATUS_ANSWERED, ANSWER_STATUS_ANSWERED_POSSIBLY_STALE, ANSWER_STATUS_CONFLICT_OPEN,
+    /// ANSWER_STATUS_ABSTAINED or ANSWER_STATUS_ANSWERED_PASSAGES (no slot of the ontology answers;
+    /// `passages` holds the text to read, with citations).
     pub status: String,
     /// The answer ("" when abstained).
     pub value: String,
@@ -34,6 +35,50 @@ pub struct Answer {
     pub predicate_path: Vec<String>,
     /// The intake sequence number the answer reflects.
     pub applied_sequence: u64,
+    /// ANSWER_STATUS_ANSWERED_PASSAGES: the passages, best first.
+    pub passages: Vec<Passage>,
+}
+
+/// A passage of a page given as an answer, with its citation.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Passage {
+    /// The page.
+    pub source_id: String,
+    /// The page version it was cut from.
+    pub source_version: u64,
+    /// The page's title.
+    pub title: String,
+    /// The page's origin.
+    pub origin: String,
+    /// Headings above it, outermost first.
+    pub headings: Vec<String>,
+    /// Its text.
+    pub text: String,
+    /// Hash of its words: the same text keeps it wherever it moves.
+    pub chunk_hash: String,
+    /// Its first character in the version's body.
+    pub start: u64,
+    /// One past its last character.
+    pub end: u64,
+    /// Search score, higher is better.
+    pub score: f64,
+}
+
+impl From<v1::Passage> for Passage {
+    fn from(p: v1::Passage) -> Self {
+        Self {
+            source_id: p.source_id,
+            source_version: p.source_version,
+            title: p.title,
+            origin: p.origin,
+            headings: p.headings,
+            text: p.text,
+            chunk_hash: p.chunk_hash,
+            start: p.start,
+            end: p.end,
+            score: p.score,
+        }
+    }
 }
 
 /// A reason to doubt an answer.
@@ -301,6 +346,7 @@ impl From<v1::Answer> for Answer {
             entity: a.entity,
             predicate_path: a.predicate_path,
             applied_sequence: a.applied_sequence,
+            passages: a.passages.into_iter().map(Passage::from).collect(),
         }
     }
 }
@@ -415,6 +461,17 @@ impl Render for Answer {
     fn render(&self) -> String {
         if self.status == v1::AnswerStatus::Abstained.as_str_name() {
             return format!("abstained: {}", self.abstain_reason);
+        }
+        if self.status == v1::AnswerStatus::AnsweredPassages.as_str_name() {
+            let mut text = "no fact answers this; passages that may:".to_owned();
+            for p in &self.passages {
+                let _ = write!(
+                    text,
+                    "\n  {}@{} [{}..{}] {}: {}",
+                    p.source_id, p.source_version, p.start, p.end, p.title, p.text
+                );
+            }
+            return text;
         }
         let status = self.status.trim_start_matches("ANSWER_STATUS_");
         let mut text = format!("{} [{status}]", self.value);

@@ -141,6 +141,7 @@ pub fn org_answer(answer: &OrgAnswer, view: &TenantView, applied: u64) -> pb::An
             entity: entity.to_owned(),
             predicate_path: vec![path.to_owned()],
             applied_sequence: applied,
+            passages: Vec::new(),
         };
     match answer {
         OrgAnswer::Manager {
