@@ -1,9 +1,9 @@
 //! `ontoloop mcp` with the official MCP Python SDK (`mcp` from PyPI, in the project's `.venv/`) as
 //! its client, over stdio and over streamable HTTP, against `ontoloop up` with
-//! `auth.mode = "jwt"` and a small world loaded: the client lists the six tools (each with a
-//! description and input and output schemas) and calls `ask` and `validate`; the answers carry
-//! the same values, statuses, hedges and provenance as the gRPC API gives the same caller for the
-//! same questions and claims. The caller is the token only: over stdio the one the server was
+//! `auth.mode = "jwt"` and a small world loaded: the client lists the seven tools (each with a
+//! description and input and output schemas) and calls `ask`, `validate` and `cite`; the answers
+//! carry the same values, statuses, hedges, provenance and passages as the gRPC API gives the
+//! same caller for the same questions, claims and citation. The caller is the token only: over stdio the one the server was
 //! started with, over HTTP each request's own header (none: refused), never the arguments.
 //! The client is `tests/python/mcp_client.py`; it prints what it got and asserts nothing.
 
@@ -24,8 +24,9 @@ const SECRET: &str = "mcp-test-secret-0123456789abcdef0123";
 const TENANT: &str = "acme";
 
 /// The world: an ontology, a pricing page, a forum post (low authority: its answers are
-/// hedged) and an architecture page (a two-hop question), as `ontoloop ingest` reads them.
-const WORLD: &str = r#"[
+/// hedged), an architecture page (a two-hop question) and a handbook no relation of the
+/// ontology reads (its question is answered with a passage), as `ontoloop ingest` reads them.
+const WORLD: &str = r##"[
   {"type":"ontology.set","ontology":{"predicates":[
     {"name":"price","subject_type":"plan","object_type":"number","patterns":["The {s} plan costs €{o:number} per month."]},
     {"name":"depends_on","subject_type":"service","object_type":"service","patterns":["{s} depends on {o}."]},
@@ -33,13 +34,15 @@ const WORLD: &str = r#"[
     "authority":{"pricing-page":3,"wiki":2,"forum":1,"default":1}}},
   {"type":"doc.upsert","doc_id":"pricing","origin":"pricing-page","body":"The Pro plan costs €49 per month."},
   {"type":"doc.upsert","doc_id":"forum-post","origin":"forum","body":"The Starter plan costs €9 per month."},
-  {"type":"doc.upsert","doc_id":"architecture","origin":"wiki","body":"Kite depends on Ledger. Ledger is maintained by the Payments team."}
-]"#;
+  {"type":"doc.upsert","doc_id":"architecture","origin":"wiki","body":"Kite depends on Ledger. Ledger is maintained by the Payments team."},
+  {"type":"doc.upsert","doc_id":"handbook","origin":"wiki","body":"# Remote access\n\nReset your VPN token from the self-service portal."}
+]"##;
 
-const QUESTIONS: [&str; 3] = [
+const QUESTIONS: [&str; 4] = [
     "How much does the Pro plan cost?",
     "How much does the Starter plan cost?",
     "Which team maintains the service Kite depends on?",
+    "How do I reset my VPN token?",
 ];
 const TEXT: &str = "The Pro plan costs €39 per month. Kite depends on Ledger.";
 
@@ -149,7 +152,8 @@ fn mcp_client(python: &Path, root: &Path, plan: &Value) -> Value {
     })
 }
 
-fn calls() -> Value {
+/// The plan's calls: every question, both validations, then `cite` of `passage`.
+fn calls(passage: &v1::Passage) -> Value {
     let mut calls: Vec<Value> = QUESTIONS
         .iter()
         .map(|q| json!({"tool": "ask", "arguments": {"question": q}}))
@@ -157,6 +161,9 @@ fn calls() -> Value {
     calls.push(json!({"tool": "validate", "arguments": {"text": TEXT}}));
     calls.push(json!({"tool": "validate", "arguments": {"claims": [
         {"subject": "Pro plan", "predicate": "price", "object": "49"}]}}));
+    calls.push(json!({"tool": "cite", "arguments": {
+        "source_id": passage.source_id, "source_version": passage.source_version,
+        "chunk_hash": passage.chunk_hash, "start": passage.start, "end": passage.end}}));
     Value::Array(calls)
 }
 
@@ -197,7 +204,34 @@ fn answer_fields(a: &v1::Answer) -> Value {
         "evidence": a.evidence.iter().map(evidence).collect::<Vec<_>>(),
         "entity": a.entity,
         "predicate_path": a.predicate_path,
+        "passages": a.passages.iter().map(passage).collect::<Vec<_>>(),
     })
+}
+
+fn passage(p: &v1::Passage) -> Value {
+    json!([
+        p.source_id,
+        p.source_version,
+        p.title,
+        p.headings,
+        p.text,
+        p.chunk_hash,
+        p.start,
+        p.end
+    ])
+}
+
+fn mcp_passage(p: &Value) -> Value {
+    json!([
+        p["source_id"],
+        p["source_version"],
+        p["title"],
+        p["headings"],
+        p["text"],
+        p["chunk_hash"],
+        p["start"],
+        p["end"]
+    ])
 }
 
 fn mcp_answer_fields(a: &Value) -> Value {
@@ -212,6 +246,7 @@ fn mcp_answer_fields(a: &Value) -> Value {
         "evidence": list(&a["evidence"]).iter().map(mcp_evidence).collect::<Vec<_>>(),
         "entity": a["entity"],
         "predicate_path": a["predicate_path"],
+        "passages": list(&a["passages"]).iter().map(mcp_passage).collect::<Vec<_>>(),
     })
 }
 
@@ -245,13 +280,14 @@ fn mcp_validation_fields(r: &Value) -> Value {
     })
 }
 
-/// Asserts what one transport's client got: six described tools with schemas, and every call
+/// Asserts what one transport's client got: seven described tools with schemas, and every call
 /// answered as the gRPC API answered it.
 fn assert_matches(
     transport: &str,
     got: &Value,
     answers: &[v1::Answer],
     validations: &[v1::ValidateResponse],
+    citation: &v1::CitationResolution,
 ) {
     let tools = got["tools"].as_array().expect("tools listed");
     let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
@@ -260,6 +296,7 @@ fn assert_matches(
         names,
         [
             "ask",
+            "cite",
             "lookup",
             "patterns",
             "plate",
@@ -299,7 +336,7 @@ fn assert_matches(
     let results = got["results"].as_array().expect("results");
     assert_eq!(
         results.len(),
-        answers.len() + validations.len(),
+        answers.len() + validations.len() + 1,
         "{transport}"
     );
     for (result, answer) in results.iter().zip(answers) {
@@ -320,6 +357,22 @@ fn assert_matches(
             "{transport}: the MCP verdicts are the gRPC verdicts"
         );
     }
+    let cited = &results[answers.len() + validations.len()];
+    assert_eq!(cited["is_error"], false, "{transport}: {cited}");
+    let status = v1::CitationStatus::try_from(citation.status).expect("a known status");
+    assert_eq!(
+        cited["structured"]["status"],
+        status
+            .as_str_name()
+            .trim_start_matches("CITATION_STATUS_")
+            .to_lowercase(),
+        "{transport}: {cited}"
+    );
+    assert_eq!(
+        mcp_passage(&cited["structured"]["passage"]),
+        passage(citation.passage.as_ref().expect("a current passage")),
+        "{transport}: the MCP citation is the gRPC citation"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,6 +456,32 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
         answers[1]
     );
     assert_eq!(answers[2].hops.len(), 2, "{:?}", answers[2]);
+    assert_eq!(
+        answers[3].status,
+        v1::AnswerStatus::AnsweredPassages as i32,
+        "{:?}",
+        answers[3]
+    );
+    let cited = answers[3].passages.first().expect("a passage").clone();
+    let citation = clients
+        .retrieval
+        .clone()
+        .resolve_citation(v1::ResolveCitationRequest {
+            source_id: cited.source_id.clone(),
+            source_version: cited.source_version,
+            chunk_hash: cited.chunk_hash.clone(),
+            start: cited.start,
+            end: cited.end,
+            ..Default::default()
+        })
+        .await
+        .expect("resolve over gRPC")
+        .into_inner();
+    assert_eq!(
+        citation.status,
+        v1::CitationStatus::Current as i32,
+        "{citation:?}"
+    );
     let mut validations = Vec::new();
     for input in [
         v1::validate_request::Input::Text(TEXT.into()),
@@ -449,16 +528,17 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
     server_env.insert("ONTOLOOP_TOKEN".into(), agent.clone().into());
     let python_c = python.clone();
     let root_c = root.clone();
+    let cited_c = cited.clone();
     let stdio = tokio::task::spawn_blocking(move || {
         mcp_client(
             &python_c,
             &root_c,
-            &json!({"transport": "stdio", "command": BIN, "args": ["mcp"], "env": server_env, "calls": calls()}),
+            &json!({"transport": "stdio", "command": BIN, "args": ["mcp"], "env": server_env, "calls": calls(&cited_c)}),
         )
     })
     .await
     .expect("the stdio client finishes");
-    assert_matches("stdio", &stdio, &answers, &validations);
+    assert_matches("stdio", &stdio, &answers, &validations, &citation);
 
     // Over HTTP: one server, each request's Authorization header its caller.
     let mut http = Command::new(BIN)
@@ -496,13 +576,18 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
         url.starts_with("http://127.0.0.1:"),
         "loopback by default: {url}"
     );
-    let (python_c, root_c, url_c, agent_c) =
-        (python.clone(), root.clone(), url.clone(), agent.clone());
+    let (python_c, root_c, url_c, agent_c, cited_c) = (
+        python.clone(),
+        root.clone(),
+        url.clone(),
+        agent.clone(),
+        cited.clone(),
+    );
     let with_token = tokio::task::spawn_blocking(move || {
         mcp_client(
             &python_c,
             &root_c,
-            &json!({"transport": "http", "url": url_c, "token": agent_c, "calls": calls()}),
+            &json!({"transport": "http", "url": url_c, "token": agent_c, "calls": calls(&cited_c)}),
         )
     })
     .await
@@ -528,7 +613,7 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
     let _ = up.kill();
     let _ = up.wait();
 
-    assert_matches("http", &with_token, &answers, &validations);
+    assert_matches("http", &with_token, &answers, &validations, &citation);
     let refused = &without["results"][0];
     assert_eq!(refused["is_error"], true, "{refused}");
     assert!(

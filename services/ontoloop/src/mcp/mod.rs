@@ -1,7 +1,7 @@
 //! `ontoloop mcp`: the Model Context Protocol server (the official `rmcp` SDK) that lets an agent
-//! use ontoloop as tools — `ask`, `lookup`, `validate`, `report_signal`, `plate`, `patterns` —
-//! over stdio or streamable HTTP (`http`). It owns the tools' argument schemas, their
-//! descriptions and the answers' structured form (`wire`); every call goes to the running
+//! use ontoloop as tools — `ask`, `lookup`, `cite`, `validate`, `report_signal`, `plate`,
+//! `patterns` — over stdio or streamable HTTP (`http`). It owns the tools' argument schemas,
+//! their descriptions and the answers' structured form (`wire`); every call goes to the running
 //! services over gRPC through the CLI's [`Clients`](crate::client::Clients).
 //!
 //! It must never decide anything itself, and never take the caller from the tools' arguments:
@@ -34,7 +34,8 @@ use wire::Render;
 const INSTRUCTIONS: &str = "ontoloop is a knowledge layer: facts extracted from an \
 organisation's pages and records, versioned, with provenance. Use `ask` for a question in \
 natural language and `lookup` when you know the entity and the relation; both answer with a \
-status, hedges (reasons to doubt) and the sources. Before you state facts to a user, `validate` \
+status, hedges (reasons to doubt) and the sources, or with passages to read, each cited: `cite` \
+tells whether a cited passage is still current. Before you state facts to a user, `validate` \
 your text: a BLOCK verdict names what is wrong. When an answer was missing or wrong, \
 `report_signal` so the knowledge gets fixed. `plate` lists your work items; `patterns` the \
 failures agents reported.";
@@ -186,6 +187,27 @@ pub struct AskArgs {
     pub min_sequence: u64,
 }
 
+/// Arguments of `cite`: a passage as an answer's `passages` gave it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CiteArgs {
+    /// The passage's page, its `source_id`.
+    pub source_id: String,
+    /// The page version it was cut from, its `source_version`.
+    pub source_version: u64,
+    /// Its `chunk_hash`.
+    pub chunk_hash: String,
+    /// Its `start` (picks among passages of equal text; absent: the first).
+    #[serde(default)]
+    pub start: u64,
+    /// Its `end`.
+    #[serde(default)]
+    pub end: u64,
+    /// As in `ask`: resolve only once this intake sequence number is applied.
+    #[serde(default)]
+    pub min_sequence: u64,
+}
+
 /// Arguments of `lookup`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -313,7 +335,9 @@ impl Server {
         description = "Answer a question about the organisation's knowledge in natural language. \
         Returns value, status (ANSWERED, ANSWERED_POSSIBLY_STALE, CONFLICT_OPEN or ABSTAINED), \
         hedges (reasons to doubt the answer: mention them to the user) and the evidence (source \
-        page, version, origin, authority, excerpt) for every step.",
+        page, version, origin, authority, excerpt) for every step. A question no recorded fact \
+        answers may get ANSWERED_PASSAGES instead: passages of pages to read, each with its \
+        citation (check one later with `cite`).",
         output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Answer>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -361,6 +385,36 @@ impl Server {
         };
         let mut retrieval = self.clients.retrieval.clone();
         Self::answer::<_, wire::Answer, _>("lookup", retrieval.lookup(request)).await
+    }
+
+    /// What a passage cited earlier is now.
+    #[tool(
+        description = "Check a passage an answer gave you earlier (its source_id, \
+        source_version, chunk_hash, start and end) before you rely on it again: status current \
+        (unchanged), moved (same text elsewhere on the page or on another page), revised (the \
+        passage changed: the text now is returned) or gone (deleted).",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Citation>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn cite(
+        &self,
+        Parameters(args): Parameters<CiteArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match self.request(&ctx, |caller| v1::ResolveCitationRequest {
+            caller,
+            source_id: args.source_id,
+            source_version: args.source_version,
+            chunk_hash: args.chunk_hash,
+            start: args.start,
+            end: args.end,
+            min_sequence: args.min_sequence,
+        }) {
+            Ok(request) => request,
+            Err(message) => return Ok(refused(&message)),
+        };
+        let mut retrieval = self.clients.retrieval.clone();
+        Self::answer::<_, wire::Citation, _>("cite", retrieval.resolve_citation(request)).await
     }
 
     /// Check an answer against the knowledge before stating it.

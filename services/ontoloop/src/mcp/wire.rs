@@ -81,6 +81,44 @@ impl From<v1::Passage> for Passage {
     }
 }
 
+/// What a passage cited earlier is now.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Citation {
+    /// current (same text, same place), moved (same text elsewhere on the page or on another
+    /// page), revised (the passage changed: `passage` is its text now) or gone (deleted).
+    pub status: String,
+    /// The passage now; absent when gone. Its `score` is 0.
+    pub passage: Option<Passage>,
+    /// The intake sequence number the resolution reflects.
+    pub applied_sequence: u64,
+}
+
+impl From<v1::CitationResolution> for Citation {
+    fn from(r: v1::CitationResolution) -> Self {
+        let status = v1::CitationStatus::try_from(r.status)
+            .map(|s| s.as_str_name().trim_start_matches("CITATION_STATUS_"))
+            .unwrap_or("UNKNOWN")
+            .to_lowercase();
+        Self {
+            status,
+            passage: r.passage.map(Passage::from),
+            applied_sequence: r.applied_sequence,
+        }
+    }
+}
+
+impl Render for Citation {
+    fn render(&self) -> String {
+        match &self.passage {
+            Some(p) => format!(
+                "{}: {}@{} [{}..{}] {}: {}",
+                self.status, p.source_id, p.source_version, p.start, p.end, p.title, p.text
+            ),
+            None => self.status.clone(),
+        }
+    }
+}
+
 /// A reason to doubt an answer.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Hedge {
@@ -463,7 +501,7 @@ impl Render for Answer {
             return format!("abstained: {}", self.abstain_reason);
         }
         if self.status == v1::AnswerStatus::AnsweredPassages.as_str_name() {
-            let mut text = "no fact answers this; passages that may:".to_owned();
+            let mut text = "no fact answers this; these passages may:".to_owned();
             for p in &self.passages {
                 let _ = write!(
                     text,
