@@ -179,3 +179,43 @@ async fn questions_naming_a_middle_relation_by_a_verb_phrase_map_every_hop() {
         assert_ontoloop_holds(&report, &world);
     }
 }
+
+/// A world of our own whose pages have a lifecycle (a page deleted and its text moved into the
+/// handbook, a source listing dropping a stale FAQ) and whose off-ontology questions are graded
+/// by the passage that answers them: slot answers stay right, no answer of any design cites a
+/// page deleted by then, and the passages offered hold the expected one among the first three
+/// for at least three questions in four (BM25 alone; a paraphrase that shares too few words
+/// with its passage is an honest abstention).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_pages_are_never_cited_and_off_ontology_questions_get_their_passage() {
+    let world = world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/harbor.world.json"));
+    for mode in [Mode::Structured, Mode::Nl] {
+        let report = run(&world, mode).await;
+        assert_ontoloop_holds(&report, &world);
+        for row in &report.rows {
+            assert_eq!(row.cited_deleted, 0, "{row:?}");
+        }
+        if mode == Mode::Structured {
+            assert!(
+                report.passages.is_empty(),
+                "passages are asked in text only"
+            );
+            continue;
+        }
+        let [passages] = report.passages.as_slice() else {
+            panic!("one scenario of passage questions: {:?}", report.passages);
+        };
+        assert_eq!(passages.asked, 8, "{passages:?}");
+        assert_eq!(passages.cited_deleted, 0, "{passages:?}");
+        assert!(
+            passages.found_in_top3 * 4 >= passages.asked * 3,
+            "recall@3 at least 75%: {passages:?}"
+        );
+        let text = report.to_text(&world, mode);
+        assert!(text.contains("recall@3"), "{text}");
+        assert!(
+            text.contains("answers citing a page deleted by then"),
+            "{text}"
+        );
+    }
+}

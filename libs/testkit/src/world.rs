@@ -205,7 +205,7 @@ pub struct Question {
     /// The drift event it is about, if any.
     #[serde(default)]
     pub event: Option<u32>,
-    /// Predicate path.
+    /// Predicate path; empty for a question no slot answers (every ask names its `passage`).
     pub hops: Vec<String>,
     /// One ask per step.
     pub asks: Vec<Ask>,
@@ -218,13 +218,48 @@ pub struct Ask {
     pub step: u32,
     /// Natural-language text.
     pub text: String,
-    /// Structured entity.
+    /// Structured entity (empty for a passage ask).
+    #[serde(default)]
     pub entity: String,
-    /// Expected answer.
+    /// Expected answer (empty for a passage ask).
+    #[serde(default)]
     pub expected: String,
     /// Whether the answer changed through drift.
     #[serde(default)]
     pub drifted: bool,
+    /// The passage that answers a question no slot answers (an extension of the shared format).
+    #[serde(default)]
+    pub passage: Option<ExpectedPassage>,
+}
+
+/// The passage an ask of a question no slot answers must be offered among the first three.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedPassage {
+    /// The page it is on.
+    pub doc_id: String,
+    /// Words it holds (compared lower-cased, spacing normalised).
+    pub contains: String,
+}
+
+impl ExpectedPassage {
+    /// Whether a passage of `doc_id` with `text` is this one.
+    pub fn matches(&self, doc_id: &str, text: &str) -> bool {
+        let norm = |s: &str| {
+            s.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        };
+        doc_id == self.doc_id && norm(text).contains(&norm(&self.contains))
+    }
+}
+
+impl Question {
+    /// Whether no slot answers it: its asks are graded by the passages offered.
+    pub fn wants_passages(&self) -> bool {
+        self.hops.is_empty()
+    }
 }
 
 /// Graph policies a scenario may name.
@@ -299,11 +334,21 @@ impl World {
             })
             .collect();
         for (i, question) in world.questions.iter().enumerate() {
-            if question.hops.is_empty() {
-                return Err(fail(
-                    format!("questions[{i}].hops"),
-                    "needs at least one predicate".into(),
-                ));
+            for (j, ask) in question.asks.iter().enumerate() {
+                if question.wants_passages() != ask.passage.is_some() {
+                    return Err(fail(
+                        format!("questions[{i}].asks[{j}]"),
+                        "a question needs at least one predicate, or no hops and a `passage` \
+                         in every ask"
+                            .into(),
+                    ));
+                }
+                if !question.wants_passages() && ask.expected.trim().is_empty() {
+                    return Err(fail(
+                        format!("questions[{i}].asks[{j}].expected"),
+                        "an ask of a predicate path needs its expected value".into(),
+                    ));
+                }
             }
             for (j, hop) in question.hops.iter().enumerate() {
                 if ontology.predicate(hop).is_none() {
@@ -323,6 +368,16 @@ impl World {
             }
         }
         Ok(world)
+    }
+
+    /// Whether any scenario deletes a page (`doc.delete` or `source.listing`).
+    pub fn deletes_pages(&self) -> bool {
+        self.parsed.iter().flat_map(|s| &s.timeline).any(|e| {
+            matches!(
+                e.kind,
+                TimelineKind::DocDelete { .. } | TimelineKind::SourceListing { .. }
+            )
+        })
     }
 
     /// The ontology.
@@ -446,6 +501,31 @@ mod tests {
             .map(|event| event.kind())
             .collect();
         assert_eq!(events, ["doc.upsert", "doc.delete", "source.listing"]);
+    }
+
+    #[test]
+    fn a_question_no_slot_answers_names_its_passage_in_every_ask() {
+        let question = r#"{"id":"R","hops":[],"asks":[{"step":0,"text":"Where is Cair?","passage":{"doc_id":"a","contains":"capital of  Narnia"}}]}"#;
+        let with = TINY.replace(r#""questions":["#, &format!(r#""questions":[{question},"#));
+        let world = World::parse(&with).expect("a passage question");
+        let asked = &world.questions[0];
+        assert!(asked.wants_passages() && !world.questions[1].wants_passages());
+        let passage = asked.asks[0].passage.as_ref().expect("its passage");
+        assert!(passage.matches("a", "The capital of\nNarnia is Cair."));
+        assert!(!passage.matches("b", "The capital of Narnia is Cair."));
+        let missing = with.replace(
+            r#","passage":{"doc_id":"a","contains":"capital of  Narnia"}"#,
+            "",
+        );
+        assert_eq!(
+            World::parse(&missing).expect_err("no passage").path,
+            "questions[0].asks[0]"
+        );
+        let no_value = TINY.replace(r#","expected":"Cair""#, "");
+        assert_eq!(
+            World::parse(&no_value).expect_err("no expected value").path,
+            "questions[0].asks[0].expected"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! every question at every checkpoint with every design, and grades as WORLD-FORMAT.md says.
 //! Nothing here knows any particular world.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
@@ -50,6 +50,23 @@ pub struct Row {
     pub hedged_when_right: u64,
     /// Correct answers (the base of hedged-when-right).
     pub right_total: u64,
+    /// Answers citing (in evidence or passages) a page deleted by then.
+    pub cited_deleted: u64,
+}
+
+/// Questions no slot answers, graded by the passages ontoloop offered (natural-language mode).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PassageRow {
+    /// Scenario name.
+    pub scenario: String,
+    /// Asks.
+    pub asked: u64,
+    /// Asks answered `ANSWERED_PASSAGES`.
+    pub answered: u64,
+    /// Asks with the expected passage among the first three offered.
+    pub found_in_top3: u64,
+    /// Asks offered a passage of a page deleted by then.
+    pub cited_deleted: u64,
 }
 
 /// One row of the cost table.
@@ -109,6 +126,8 @@ pub struct Report {
     pub costs: Vec<Cost>,
     /// Repair against rebuild.
     pub repair: Vec<RepairCheck>,
+    /// Passage recall, per scenario (only for worlds with questions no slot answers).
+    pub passages: Vec<PassageRow>,
     #[serde(skip)]
     answers: Vec<Graded>,
     #[serde(skip)]
@@ -214,7 +233,9 @@ impl Runner<'_> {
         let mut interval = 0u32;
         let mut loaded = false;
         let mut pushed_since = false;
+        let mut pages = Pages::default();
         for entry in &scenario.timeline {
+            pages.follow(&entry.kind);
             match &entry.kind {
                 TimelineKind::Checkpoint { step } => {
                     if let Some(mode) = maintain
@@ -233,7 +254,8 @@ impl Runner<'_> {
                         interval_of.insert(last, interval.to_string());
                     }
                     if ask {
-                        self.ask_step(scenario, caller, *step, last, entry.at, report)
+                        let deleted = pages.deleted();
+                        self.ask_step(scenario, caller, (*step, entry.at), last, &deleted, report)
                             .await?;
                     }
                     loaded = true;
@@ -256,18 +278,36 @@ impl Runner<'_> {
         Ok((interval_of, last))
     }
 
+    /// Asks every ask of `step` (at its checkpoint's time) with every design; an ask of a
+    /// question no slot answers only of ontoloop in natural-language mode, graded by passages.
     async fn ask_step(
         &mut self,
         scenario: &Scenario,
         caller: &Caller,
-        step: u32,
+        (step, at): (u32, chrono::DateTime<chrono::Utc>),
         min_sequence: u64,
-        at: chrono::DateTime<chrono::Utc>,
+        deleted: &BTreeSet<String>,
         report: &mut Report,
     ) -> anyhow::Result<()> {
         self.as_of = Some(at);
         for question in &self.world.questions {
+            if question.wants_passages() && self.mode != Mode::Nl {
+                continue;
+            }
             for ask in question.asks.iter().filter(|a| a.step == step) {
+                if let Some(expected) = &ask.passage {
+                    let answer = self
+                        .ask(caller, Design::Ontoloop, "", &[], &ask.text, min_sequence)
+                        .await?;
+                    let asked = Asked {
+                        scenario: &scenario.name,
+                        step,
+                        question: &question.id,
+                        deleted,
+                    };
+                    record_passage(report, &asked, ask, expected, &answer);
+                    continue;
+                }
                 for design in Design::ALL {
                     let answer = self
                         .ask(
@@ -279,15 +319,13 @@ impl Runner<'_> {
                             min_sequence,
                         )
                         .await?;
-                    record(
-                        report,
-                        design.name(),
-                        &scenario.name,
+                    let asked = Asked {
+                        scenario: &scenario.name,
                         step,
-                        &question.id,
-                        ask,
-                        &answer,
-                    );
+                        question: &question.id,
+                        deleted,
+                    };
+                    record(report, design.name(), &asked, ask, &answer);
                 }
             }
         }
@@ -354,7 +392,7 @@ impl Runner<'_> {
             .unwrap_or_default();
         self.as_of = scenario.timeline.last().map(|e| e.at);
         let (mut correct, mut asks) = (0, 0);
-        for question in &self.world.questions {
+        for question in self.world.questions.iter().filter(|q| !q.wants_passages()) {
             for ask in question.asks.iter().filter(|a| a.step == last_step) {
                 let answer = self
                     .ask(
@@ -381,15 +419,141 @@ fn value_of(answer: &v1::Answer) -> Option<&str> {
         .then_some(answer.value.as_str())
 }
 
+/// The pages of a scenario's timeline, live and deleted, as it is replayed.
+#[derive(Default)]
+struct Pages {
+    /// Live page id → origin.
+    live: BTreeMap<String, String>,
+    /// Every page id ever upserted.
+    seen: BTreeSet<String>,
+}
+
+impl Pages {
+    fn follow(&mut self, kind: &TimelineKind) {
+        match kind {
+            TimelineKind::DocUpsert { doc_id, origin, .. } => {
+                self.live.insert(doc_id.clone(), origin.clone());
+                self.seen.insert(doc_id.clone());
+            }
+            TimelineKind::DocDelete { doc_id } => {
+                self.live.remove(doc_id);
+            }
+            TimelineKind::SourceListing { origin, doc_ids } => {
+                self.live
+                    .retain(|id, from| from != origin || doc_ids.contains(id));
+            }
+            _ => {}
+        }
+    }
+
+    /// Pages deleted by now (a page upserted again after its deletion is live).
+    fn deleted(&self) -> BTreeSet<String> {
+        self.seen
+            .iter()
+            .filter(|id| !self.live.contains_key(*id))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Where an ask was asked: scenario, step, question, and the pages deleted by then.
+struct Asked<'a> {
+    scenario: &'a str,
+    step: u32,
+    question: &'a str,
+    deleted: &'a BTreeSet<String>,
+}
+
+/// Whether `answer` cites a page of `deleted`: in its evidence, a hop's or a passage.
+fn cites_deleted(answer: &v1::Answer, deleted: &BTreeSet<String>) -> bool {
+    answer
+        .evidence
+        .iter()
+        .chain(answer.hops.iter().flat_map(|h| &h.evidence))
+        .map(|e| &e.source_id)
+        .chain(answer.passages.iter().map(|p| &p.source_id))
+        .any(|id| deleted.contains(id))
+}
+
+/// Grades an ask of a question no slot answers by the passages ontoloop offered.
+fn record_passage(
+    report: &mut Report,
+    asked: &Asked<'_>,
+    ask: &ontoloop_testkit::world::Ask,
+    expected: &ontoloop_testkit::world::ExpectedPassage,
+    answer: &v1::Answer,
+) {
+    let index = match report
+        .passages
+        .iter()
+        .position(|r| r.scenario == asked.scenario)
+    {
+        Some(i) => i,
+        None => {
+            report.passages.push(PassageRow {
+                scenario: asked.scenario.to_owned(),
+                ..PassageRow::default()
+            });
+            report.passages.len() - 1
+        }
+    };
+    let row = &mut report.passages[index];
+    let found = answer
+        .passages
+        .iter()
+        .take(3)
+        .any(|p| expected.matches(&p.source_id, &p.text));
+    let deleted = cites_deleted(answer, asked.deleted);
+    row.asked += 1;
+    row.answered += u64::from(answer.status == v1::AnswerStatus::AnsweredPassages as i32);
+    row.found_in_top3 += u64::from(found);
+    row.cited_deleted += u64::from(deleted);
+    let offered: Vec<String> = answer
+        .passages
+        .iter()
+        .map(|p| {
+            format!(
+                "{}@{} [{}..{}]",
+                p.source_id, p.source_version, p.start, p.end
+            )
+        })
+        .collect();
+    report.answers.push(Graded {
+        design: Design::Ontoloop.name().to_owned(),
+        scenario: asked.scenario.to_owned(),
+        step: asked.step,
+        question: asked.question.to_owned(),
+        ask: ask.text.clone(),
+        expected: format!("passage of {}: {}", expected.doc_id, expected.contains),
+        answer: offered.join(" "),
+        grade: match (found, offered.is_empty()) {
+            (true, _) => Grade::Correct,
+            (false, true) => Grade::Abstain,
+            (false, false) => Grade::Wrong,
+        },
+        hedged: false,
+        drifted: ask.drifted,
+        why: if offered.is_empty() {
+            answer.abstain_reason.clone()
+        } else {
+            String::new()
+        },
+    });
+}
+
 fn record(
     report: &mut Report,
     design: &str,
-    scenario: &str,
-    step: u32,
-    question: &str,
+    asked: &Asked<'_>,
     ask: &ontoloop_testkit::world::Ask,
     answer: &v1::Answer,
 ) {
+    let Asked {
+        scenario,
+        step,
+        question,
+        deleted,
+    } = *asked;
     let value = value_of(answer);
     let graded = grade(&ask.expected, value);
     let hedged = answer.status == v1::AnswerStatus::AnsweredPossiblyStale as i32
@@ -429,6 +593,7 @@ fn record(
     };
     let row = &mut report.rows[index];
     row.all_total += 1;
+    row.cited_deleted += u64::from(cites_deleted(answer, deleted));
     if ask.drifted {
         row.drifted_total += 1;
     }
@@ -488,13 +653,7 @@ pub async fn run(
         run: format!("{:x}", chrono::Utc::now().timestamp_micros()),
         as_of: None,
     };
-    let mut report = Report {
-        rows: Vec::new(),
-        costs: Vec::new(),
-        repair: Vec::new(),
-        answers: Vec::new(),
-        world: world.name.clone(),
-    };
+    let mut report = Report::empty(world);
     for scenario in &world.parsed {
         progress(&format!(
             "scenario {} ({}): replaying {} timeline entries",
@@ -619,7 +778,19 @@ fn pct(part: u64, whole: u64) -> String {
 }
 
 impl Report {
-    /// The JSON form: `{"rows":[...],"costs":[...],"repair":[...]}`.
+    /// A report of `world` with nothing in it yet.
+    fn empty(world: &World) -> Self {
+        Self {
+            rows: Vec::new(),
+            costs: Vec::new(),
+            repair: Vec::new(),
+            passages: Vec::new(),
+            answers: Vec::new(),
+            world: world.name.clone(),
+        }
+    }
+
+    /// The JSON form: `{"rows":[...],"costs":[...],"repair":[...],"passages":[...]}`.
     pub fn to_json(&self) -> anyhow::Result<String> {
         Ok(serde_json::to_string(self)?)
     }
@@ -702,6 +873,54 @@ impl Report {
                 repair.asks
             );
         }
+        if self.rows.iter().any(|r| r.cited_deleted > 0)
+            || self.passages.iter().any(|r| r.cited_deleted > 0)
+            || world.deletes_pages()
+        {
+            let mut cited: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+            for row in &self.rows {
+                let entry = cited.entry(row.design.as_str()).or_default();
+                entry.0 += row.cited_deleted;
+                entry.1 += row.all_total;
+            }
+            let cited: Vec<String> = cited
+                .iter()
+                .map(|(design, (n, of))| format!("{design} {n} of {of}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "answers citing a page deleted by then: {}",
+                cited.join(", ")
+            );
+        }
+        if !self.passages.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "questions no slot answers (ontoloop; passages ranked by BM25 alone: dense vectors and rank fusion are not built)"
+            );
+            let _ = writeln!(
+                out,
+                "{:<13} {:>6} {:>17} {:>13} {:>14}",
+                "scenario", "asked", "passages offered", "recall@3", "cited deleted"
+            );
+            for row in &self.passages {
+                let _ = writeln!(
+                    out,
+                    "{:<13} {:>6} {:>17} {:>13} {:>14}",
+                    row.scenario,
+                    row.asked,
+                    row.answered,
+                    format!(
+                        "{} ({}/{})",
+                        pct(row.found_in_top3, row.asked),
+                        row.found_in_top3,
+                        row.asked
+                    ),
+                    row.cited_deleted
+                );
+            }
+        }
         out
     }
 
@@ -754,13 +973,7 @@ pub async fn replay_only(
         as_of: None,
     };
     let caller = runner.caller(&scenario.name, &format!("-{purpose}"))?;
-    let mut scratch = Report {
-        rows: Vec::new(),
-        costs: Vec::new(),
-        repair: Vec::new(),
-        answers: Vec::new(),
-        world: world.name.clone(),
-    };
+    let mut scratch = Report::empty(world);
     let (_, last) = runner
         .replay(scenario, &caller, None, false, &mut scratch)
         .await?;
