@@ -214,12 +214,14 @@ const FACT_BYTES: usize = 256;
 
 impl Snapshot {
     /// Approximate memory of this snapshot: its pages' text (every version, and once more for
-    /// the BM25 index of the current ones) and its facts.
+    /// each BM25 index of the current ones: pages and passages) and its facts. The passage index
+    /// is counted whether it was built yet or not: it is built under a reader, after the cache
+    /// took the model's size, so the size is an upper bound rather than one that grows unseen.
     pub fn approx_bytes(&self) -> usize {
         let text = |p: &PageVersion| p.body.len() + p.title.len() + p.source_id.len();
         let versions: usize = self.versions.iter().map(text).sum();
         let indexed: usize = self.current.values().map(text).sum();
-        versions + indexed + self.graph.facts().len() * FACT_BYTES
+        versions + 2 * indexed + self.graph.facts().len() * FACT_BYTES
     }
 }
 
