@@ -40,6 +40,17 @@ async fn resolve(
     cited: &v1::Passage,
     after: u64,
 ) -> Result<(v1::CitationStatus, Option<String>), tonic::Code> {
+    let (status, passage) = resolve_to(c, principal, cited, after).await?;
+    Ok((status, passage.map(|p| p.text)))
+}
+
+/// What `cited` is now, with the whole passage now; the error code when refused.
+async fn resolve_to(
+    c: &Clients,
+    principal: &str,
+    cited: &v1::Passage,
+    after: u64,
+) -> Result<(v1::CitationStatus, Option<v1::Passage>), tonic::Code> {
     let resolution = c
         .retrieval
         .clone()
@@ -56,7 +67,7 @@ async fn resolve(
         .map_err(|status| status.code())?
         .into_inner();
     let status = v1::CitationStatus::try_from(resolution.status).expect("a known status");
-    Ok((status, resolution.passage.map(|p| p.text)))
+    Ok((status, resolution.passage))
 }
 
 fn cited(answer: &v1::Answer) -> Vec<(String, u64, String)> {
@@ -195,6 +206,43 @@ the client.";
         Ok((v1::CitationStatus::Moved, Some(travel.text.clone())))
     );
 
+    // The travel passage leaves the handbook for a page of its own: followed there, moved.
+    let own_page = c
+        .push_all(
+            "acme",
+            "ops",
+            [
+                doc(
+                    "travel",
+                    "wiki",
+                    "# Travel\n\nBook trains two weeks ahead.",
+                    &[],
+                    0.0,
+                ),
+                doc(
+                    "handbook",
+                    "wiki",
+                    &revised.replace("## Travel\n\nBook trains two weeks ahead.\n\n", ""),
+                    &[],
+                    0.0,
+                ),
+            ],
+        )
+        .await;
+    let (status, now_at) = resolve_to(&c, "alice", travel, own_page)
+        .await
+        .expect("resolve");
+    assert_eq!(status, v1::CitationStatus::Moved);
+    let now_at = now_at.expect("the passage now");
+    assert_eq!(
+        (
+            now_at.source_id.as_str(),
+            now_at.source_version,
+            now_at.text.as_str()
+        ),
+        ("travel", 1, travel.text.as_str())
+    );
+
     // A deleted page is never cited again.
     let deleted = c
         .push(
@@ -211,6 +259,11 @@ the client.";
     assert_eq!(
         resolve(&c, "alice", &vpn, deleted).await,
         Ok((v1::CitationStatus::Gone, None))
+    );
+    // The passage that left for its own page outlives the handbook.
+    assert_eq!(
+        resolve(&c, "alice", travel, deleted).await,
+        Ok((v1::CitationStatus::Moved, Some(travel.text.clone())))
     );
 
     // The gap reaches the analyst: a pattern about the question's key words.

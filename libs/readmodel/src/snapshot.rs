@@ -42,6 +42,10 @@ pub struct Snapshot {
     /// ([`Snapshot::passages`]) and patched like `index` from then on; `None` inside when the
     /// build failed.
     passages: std::sync::OnceLock<Option<PassageIndex>>,
+    /// Chunk hash → the versions (positions in `versions`) holding a chunk with it, built when a
+    /// citation is first followed off its page ([`ReadableHistory`]) and extended with every
+    /// version patched in from then on.
+    chunk_index: std::sync::OnceLock<ChunkIndex>,
     /// Every version of every page.
     pub versions: Vec<PageVersion>,
     /// The newest page version's time.
@@ -53,16 +57,35 @@ pub struct Snapshot {
     restricted: bool,
 }
 
+/// Chunk hash → positions of the page versions holding a chunk with it.
+type ChunkIndex = std::collections::HashMap<String, Vec<usize>>;
+
+/// Adds the chunks of `versions[from..]` to `index`.
+fn index_chunks(index: &mut ChunkIndex, versions: &[PageVersion], from: usize) {
+    for (at, version) in versions.iter().enumerate().skip(from) {
+        if version.deleted {
+            continue;
+        }
+        for chunk in chunk_page(&version.source_id, version.version, &version.body) {
+            let holders = index.entry(chunk.anchor.hash).or_default();
+            if holders.last() != Some(&at) {
+                holders.push(at);
+            }
+        }
+    }
+}
+
 /// The page versions of one snapshot that one caller may read (each version under its own ACL
 /// and its page's newest one, as [`Access::page`] decides).
 pub struct ReadableHistory<'a> {
-    versions: &'a [PageVersion],
+    snapshot: &'a Snapshot,
     access: Access<'a>,
 }
 
 impl PageHistory for ReadableHistory<'_> {
     fn versions(&self, doc_id: &str) -> Vec<PageVersion> {
         let mut found: Vec<PageVersion> = self
+            .snapshot
             .versions
             .iter()
             .filter(|v| v.source_id == doc_id && self.access.page(v))
@@ -79,17 +102,16 @@ impl PageHistory for ReadableHistory<'_> {
         since: chrono::DateTime<chrono::Utc>,
         except: &str,
     ) -> Vec<String> {
+        let versions = &self.snapshot.versions;
         let pages: BTreeSet<&str> = self
-            .versions
-            .iter()
+            .snapshot
+            .chunk_index()
+            .get(hash)
+            .into_iter()
+            .flatten()
+            .filter_map(|&at| versions.get(at))
             .filter(|v| {
-                v.updated_at >= since
-                    && v.source_id != except
-                    && !v.deleted
-                    && self.access.page(v)
-                    && chunk_page(&v.source_id, v.version, &v.body)
-                        .iter()
-                        .any(|c| c.anchor.hash == hash)
+                v.updated_at >= since && v.source_id != except && !v.deleted && self.access.page(v)
             })
             .map(|v| v.source_id.as_str())
             .collect();
@@ -120,9 +142,19 @@ impl Snapshot {
     /// reads them ([`ontoloop_core::knowledge::passage::resolve`]).
     pub fn history<'a>(&'a self, access: Access<'a>) -> ReadableHistory<'a> {
         ReadableHistory {
-            versions: &self.versions,
+            snapshot: self,
             access,
         }
+    }
+
+    /// Which versions hold each chunk hash: built at the first call, so a citation that left
+    /// its page is looked for without re-reading every version of the tenant.
+    fn chunk_index(&self) -> &ChunkIndex {
+        self.chunk_index.get_or_init(|| {
+            let mut index = ChunkIndex::new();
+            index_chunks(&mut index, &self.versions, 0);
+            index
+        })
     }
 
     /// What `access` lets its caller see of the graph: the whole graph when it admits every
@@ -217,6 +249,7 @@ impl Snapshot {
     /// each BM25 index of the current ones: pages and passages) and its facts. The passage index
     /// is counted whether it was built yet or not: it is built under a reader, after the cache
     /// took the model's size, so the size is an upper bound rather than one that grows unseen.
+    /// The chunk-hash index a citation may build (a few dozen bytes a chunk) is not counted.
     pub fn approx_bytes(&self) -> usize {
         let text = |p: &PageVersion| p.body.len() + p.title.len() + p.source_id.len();
         let versions: usize = self.versions.iter().map(text).sum();
@@ -392,6 +425,7 @@ impl Snapshots {
             log: rows.extraction_log,
             index,
             passages: std::sync::OnceLock::new(),
+            chunk_index: std::sync::OnceLock::new(),
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
         })
@@ -406,6 +440,7 @@ impl Snapshot {
     fn apply(&mut self, changes: KnowledgeChanges) -> Result<(), SnapshotError> {
         // Each moved page's version before the changes (none for a new page), by page id.
         let mut moved: BTreeMap<String, Option<PageVersion>> = BTreeMap::new();
+        let held = self.versions.len();
         let current = Arc::make_mut(&mut self.current);
         for page in changes.pages {
             self.latest_change = self.latest_change.max(page.updated_at);
@@ -427,6 +462,9 @@ impl Snapshot {
         self.index.update(pairs())?;
         if let Some(Some(passages)) = self.passages.get_mut() {
             passages.update(pairs())?;
+        }
+        if let Some(index) = self.chunk_index.get_mut() {
+            index_chunks(index, &self.versions, held);
         }
         self.log.extend(changes.extraction_log);
         self.restricted |= changes.facts.iter().any(|f| !f.acl.is_empty());
