@@ -1,8 +1,9 @@
 """The client against a running system (see conftest.py): answers with value, status, hedges and
 provenance per hop; validation passing and blocking with reasons; a signal reported; an event
-pushed and read back with min_sequence; refused tokens and callers as exceptions with the
-reason; the caller named explicitly when authentication is off."""
+pushed and read back with min_sequence; a question no fact answers gets a cited passage whose
+citation resolves; refused tokens and callers as exceptions with the reason; the caller named explicitly when authentication is off."""
 
+import dataclasses
 import uuid
 from datetime import datetime
 
@@ -11,6 +12,7 @@ import pytest
 
 from ontoloop_client import (
     AnswerStatus,
+    CitationStatus,
     Claim,
     Client,
     DocUpsert,
@@ -87,6 +89,12 @@ def test_a_question_no_fact_answers_gets_cited_passages(client):
     assert (passage.source_id, passage.source_version, passage.headings) == ("office", 1, ["Guests"])
     assert passage.text == "The guest wifi password is on the fridge."
     assert len(passage.chunk_hash) == 16 and passage.start < passage.end
+    cited = client.resolve_citation(passage)
+    assert cited.status is CitationStatus.CURRENT, cited
+    assert cited.passage is not None and cited.passage.text == passage.text
+    forged = dataclasses.replace(passage, chunk_hash="0" * 16)
+    with pytest.raises(NotFound):
+        client.resolve_citation(forged)
 
 
 def test_waiting_on_a_sequence_that_never_existed_is_not_found(client):

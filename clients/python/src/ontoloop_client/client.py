@@ -23,9 +23,11 @@ from ._proto.ontoloop.v1 import (
 from .errors import from_rpc_error
 from .types import (
     Answer,
+    Citation,
     Claim,
     EventAck,
     EventKind,
+    Passage,
     RiskLevel,
     Severity,
     SignalAck,
@@ -165,6 +167,22 @@ class Client:
             query=query,
         )
         return Answer._from_pb(self._call("Lookup", self.retrieval.Lookup, request))
+
+    def resolve_citation(self, passage: Passage, *, min_sequence: int = 0) -> Citation:
+        """What a passage an answer cited (``Answer.passages``) is now: current, moved,
+        revised (with its text now) or gone. A page the caller may not read is ``NotFound``."""
+        request = retrieval_pb2.ResolveCitationRequest(
+            caller=self._caller,
+            source_id=passage.source_id,
+            source_version=passage.source_version,
+            chunk_hash=passage.chunk_hash,
+            start=passage.start,
+            end=passage.end,
+            min_sequence=min_sequence,
+        )
+        return Citation._from_pb(
+            self._call("ResolveCitation", self.retrieval.ResolveCitation, request)
+        )
 
     # Firewall.
 

@@ -28,6 +28,20 @@ class AnswerStatus(str, enum.Enum):
     ANSWERED_PASSAGES = "ANSWERED_PASSAGES"
 
 
+class CitationStatus(str, enum.Enum):
+    """What a passage cited earlier is now."""
+
+    UNSPECIFIED = "UNSPECIFIED"
+    #: The same text at the same place.
+    CURRENT = "CURRENT"
+    #: The same text elsewhere on the page or on another page.
+    MOVED = "MOVED"
+    #: The passage was changed; ``passage`` is its text now.
+    REVISED = "REVISED"
+    #: The passage, or its page, was deleted.
+    GONE = "GONE"
+
+
 class Verdict(str, enum.Enum):
     """Pass or block."""
 
@@ -188,6 +202,26 @@ class Passage:
             start=p.start,
             end=p.end,
             score=p.score,
+        )
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What ``resolve_citation`` found: the status and the passage now (``None`` when gone; its
+    ``score`` is 0)."""
+
+    status: CitationStatus
+    passage: Optional[Passage]
+    applied_sequence: int
+
+    @classmethod
+    def _from_pb(cls, r: retrieval_pb2.CitationResolution) -> "Citation":
+        return cls(
+            status=CitationStatus(
+                _enum_name(retrieval_pb2.CitationStatus, r.status, "CITATION_STATUS_")
+            ),
+            passage=Passage._from_pb(r.passage) if r.HasField("passage") else None,
+            applied_sequence=r.applied_sequence,
         )
 
 
