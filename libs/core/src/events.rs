@@ -21,6 +21,9 @@ use crate::knowledge::MaintenanceMode;
 /// entities, predicates, rename names, changed file paths, work item ids).
 pub const MAX_NAME_BYTES: usize = 1024;
 
+// HR events carry their own bound (the org crate validates them); it is this one.
+const _: () = assert!(ontoloop_org::hr::MAX_FIELD_BYTES == MAX_NAME_BYTES);
+
 /// The most page ids one `source.listing` may name (a source with more lists them in shards, one
 /// origin each).
 pub const MAX_LISTED_DOCS: usize = 100_000;

@@ -170,24 +170,43 @@ impl HrEvent {
     }
 }
 
-/// A required field: present and not blank.
+/// Longest id, name or role an HR event may carry, in bytes: ids are keys the store indexes, so
+/// a huge one is refused with its field rather than by the database (the same bound as the
+/// knowledge events' `MAX_NAME_BYTES`).
+pub const MAX_FIELD_BYTES: usize = 1024;
+
+/// A required field: present, not blank and at most [`MAX_FIELD_BYTES`].
 fn required(field: &str, value: &str) -> Result<(), OrgError> {
     if value.trim().is_empty() {
-        Err(OrgError::Missing(field.to_owned()))
-    } else {
-        Ok(())
+        return Err(OrgError::Missing(field.to_owned()));
     }
+    bounded(field, value)
 }
 
-/// An optional field that, when present, must not be blank.
+/// An optional field that, when present, must not be blank and is at most [`MAX_FIELD_BYTES`].
 fn optional(field: &str, value: Option<&str>) -> Result<(), OrgError> {
     match value {
         Some(v) if v.trim().is_empty() => Err(OrgError::InvalidField {
             field: field.to_owned(),
             reason: "must not be blank".to_owned(),
         }),
-        _ => Ok(()),
+        Some(v) => bounded(field, v),
+        None => Ok(()),
     }
+}
+
+/// At most [`MAX_FIELD_BYTES`].
+fn bounded(field: &str, value: &str) -> Result<(), OrgError> {
+    if value.len() > MAX_FIELD_BYTES {
+        return Err(OrgError::InvalidField {
+            field: field.to_owned(),
+            reason: format!(
+                "{} bytes are more than MAX_FIELD_BYTES ({MAX_FIELD_BYTES})",
+                value.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// What an applied event changed: the ids of people and teams whose records were written or
@@ -525,6 +544,41 @@ mod tests {
             let back: HrEvent = serde_json::from_value(json).expect("parses back");
             assert_eq!(back, event);
         }
+    }
+
+    #[test]
+    fn ids_and_names_are_bounded_and_the_error_names_the_field() {
+        let long = "x".repeat(MAX_FIELD_BYTES + 1);
+        let hired = HrEvent::Hired(Person {
+            id: "p".repeat(MAX_FIELD_BYTES),
+            name: "n".repeat(MAX_FIELD_BYTES),
+            team: "t".into(),
+            role: "sre".into(),
+            manager: None,
+        });
+        hired.validate().expect("an id at the bound");
+        let err = HrEvent::Terminated {
+            person: long.clone(),
+        }
+        .validate()
+        .expect_err("too long");
+        assert!(
+            matches!(&err, OrgError::InvalidField { field, reason }
+                if field == "person" && reason.contains("MAX_FIELD_BYTES")),
+            "{err:?}"
+        );
+        let err = HrEvent::Transferred {
+            person: "p".into(),
+            team: "t".into(),
+            manager: None,
+            role: Some(long),
+        }
+        .validate()
+        .expect_err("too long");
+        assert!(
+            matches!(&err, OrgError::InvalidField { field, .. } if field == "role"),
+            "{err:?}"
+        );
     }
 
     #[test]
