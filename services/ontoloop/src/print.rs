@@ -83,10 +83,7 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
 
 /// Prints a citation's resolution: its status and the passage now.
 pub fn citation(resolution: &v1::CitationResolution, json: bool) -> anyhow::Result<()> {
-    let status = v1::CitationStatus::try_from(resolution.status)
-        .map(|s| s.as_str_name().trim_start_matches("CITATION_STATUS_"))
-        .unwrap_or("UNKNOWN")
-        .to_lowercase();
+    let status = ontoloop::mcp::wire::citation_status(resolution.status);
     if json {
         let value = serde_json::json!({
             "status": status,

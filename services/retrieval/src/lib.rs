@@ -9,13 +9,14 @@
 pub mod plate;
 pub mod wire;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ontoloop_core::events::MAX_NAME_BYTES;
 use ontoloop_core::knowledge::ask::{self, Asked, Question};
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
-use ontoloop_core::knowledge::passage::{Anchor, chunk_page, resolve};
+use ontoloop_core::knowledge::passage::{Anchor, Chunk, chunk_page, resolve};
 use ontoloop_core::knowledge::{Access, Graph, PageVersion};
 use ontoloop_core::{Caller, DomainError, ErrorCode, ServiceKind, SignalType};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
@@ -251,14 +252,17 @@ fn passages(snapshot: &Snapshot, text: &str, caller: &Caller) -> Vec<ask::Passag
         return Vec::new();
     };
     let query = ask::key_words(text).join(" ");
+    // Several hits are often passages of one page: each page is cut once.
+    let mut cut: HashMap<String, Vec<Chunk>> = HashMap::new();
     index
         .search(&query, PASSAGE_CANDIDATES, caller)
         .into_iter()
         .filter_map(|hit| {
             let page = snapshot.current.get(&hit.source_id)?;
-            let chunk = chunk_page(&page.source_id, page.version, &page.body)
-                .into_iter()
-                .nth(hit.chunk)?;
+            let chunks = cut
+                .entry(hit.source_id)
+                .or_insert_with(|| chunk_page(&page.source_id, page.version, &page.body));
+            let chunk = chunks.get(hit.chunk)?.clone();
             Some(ask::Passage {
                 chunk,
                 title: page.title.clone(),

@@ -14,7 +14,7 @@ use super::graph::{Graph, PageVersion};
 use super::ontology::{Ontology, PredicateKind};
 use super::passage::Chunk;
 use super::question::{
-    QUESTION_WORDS, STOPWORDS, Unmapped, content_words, map_question, names_in_claims,
+    QUESTION_WORDS, STOPWORDS, Unmapped, content_words, map_question, names_in_claims, words_plain,
 };
 use crate::SignalType;
 
@@ -125,10 +125,9 @@ impl Asked {
 /// words dropped, each once, in order, at most [`MAX_KEY_WORDS`].
 pub fn key_words(text: &str) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        let word = word.to_lowercase();
+    for word in words_plain(text) {
         let dropped = STOPWORDS.contains(&word.as_str()) || QUESTION_WORDS.contains(&word.as_str());
-        if word.is_empty() || dropped || keys.contains(&word) {
+        if dropped || keys.contains(&word) {
             continue;
         }
         keys.push(word);

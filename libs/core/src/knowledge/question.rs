@@ -211,7 +211,7 @@ fn linked_names(
     found
 }
 
-fn words_plain(text: &str) -> Vec<String> {
+pub(crate) fn words_plain(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)

@@ -475,6 +475,18 @@ fn cites_deleted(answer: &v1::Answer, deleted: &BTreeSet<String>) -> bool {
         .any(|id| deleted.contains(id))
 }
 
+/// The row of `rows` that `is_it` picks, made by `new` and added at the end when there is none.
+fn row_of<T>(rows: &mut Vec<T>, is_it: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> &mut T {
+    let index = match rows.iter().position(is_it) {
+        Some(i) => i,
+        None => {
+            rows.push(new());
+            rows.len() - 1
+        }
+    };
+    &mut rows[index]
+}
+
 /// Grades an ask of a question no slot answers by the passages ontoloop offered.
 fn record_passage(
     report: &mut Report,
@@ -483,21 +495,14 @@ fn record_passage(
     expected: &ontoloop_testkit::world::ExpectedPassage,
     answer: &v1::Answer,
 ) {
-    let index = match report
-        .passages
-        .iter()
-        .position(|r| r.scenario == asked.scenario)
-    {
-        Some(i) => i,
-        None => {
-            report.passages.push(PassageRow {
-                scenario: asked.scenario.to_owned(),
-                ..PassageRow::default()
-            });
-            report.passages.len() - 1
-        }
-    };
-    let row = &mut report.passages[index];
+    let row = row_of(
+        &mut report.passages,
+        |r| r.scenario == asked.scenario,
+        || PassageRow {
+            scenario: asked.scenario.to_owned(),
+            ..PassageRow::default()
+        },
+    );
     let found = answer
         .passages
         .iter()
@@ -576,22 +581,15 @@ fn record(
         }
         why
     };
-    let index = match report
-        .rows
-        .iter()
-        .position(|r| r.design == design && r.scenario == scenario)
-    {
-        Some(i) => i,
-        None => {
-            report.rows.push(Row {
-                design: design.to_owned(),
-                scenario: scenario.to_owned(),
-                ..Row::default()
-            });
-            report.rows.len() - 1
-        }
-    };
-    let row = &mut report.rows[index];
+    let row = row_of(
+        &mut report.rows,
+        |r| r.design == design && r.scenario == scenario,
+        || Row {
+            design: design.to_owned(),
+            scenario: scenario.to_owned(),
+            ..Row::default()
+        },
+    );
     row.all_total += 1;
     row.cited_deleted += u64::from(cites_deleted(answer, deleted));
     if ask.drifted {

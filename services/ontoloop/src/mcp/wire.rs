@@ -93,14 +93,19 @@ pub struct Citation {
     pub applied_sequence: u64,
 }
 
+/// A citation status as people and agents read it: `current`, `moved`, `revised` or `gone`
+/// (the CLI prints the same).
+pub fn citation_status(status: i32) -> String {
+    v1::CitationStatus::try_from(status)
+        .map(|s| s.as_str_name().trim_start_matches("CITATION_STATUS_"))
+        .unwrap_or("UNKNOWN")
+        .to_lowercase()
+}
+
 impl From<v1::CitationResolution> for Citation {
     fn from(r: v1::CitationResolution) -> Self {
-        let status = v1::CitationStatus::try_from(r.status)
-            .map(|s| s.as_str_name().trim_start_matches("CITATION_STATUS_"))
-            .unwrap_or("UNKNOWN")
-            .to_lowercase();
         Self {
-            status,
+            status: citation_status(r.status),
             passage: r.passage.map(Passage::from),
             applied_sequence: r.applied_sequence,
         }
