@@ -61,7 +61,7 @@ test: python-client
 
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
-## the signals benchmark through RabbitMQ, the broker-outage and plate benchmarks, the scale
+## the signals benchmark through RabbitMQ, the broker-outage, plate and passage-search benchmarks, the scale
 ## benchmark at 10,000 and 100,000 pages, and last the memory benchmark at the issue's full size
 ## (1,000,000 signals: about 35 minutes on 2 cores), in a release build (latency figures mean
 ## nothing in a debug build)
@@ -88,6 +88,7 @@ bench: model
 	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
+	$(RELEASE_BIN) bench passages --pages 10000 --questions 1000
 	$(RELEASE_BIN) bench scale --pages 10000 --events-per-second 50
 	$(RELEASE_BIN) bench scale --pages 100000 --events-per-second 50
 	$(RELEASE_BIN) bench memory --tenants 1000 --signals 1000000 --asks 100000

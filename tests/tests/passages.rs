@@ -19,18 +19,28 @@ const HANDBOOK: &str = "# Handbook\n\nLedger is owned by the Payments team.\n\n\
 ## Remote access\n\nTo reset a VPN token, open the self-service portal and choose Renew.\n\n\
 ## Travel\n\nBook trains two weeks ahead.";
 
+/// The ontology, the handbook and a payroll page only `cfo` may read; the last sequence number.
+async fn seed(c: &Clients) -> u64 {
+    c.push_all(
+        "acme",
+        "ops",
+        [
+            ontology(ONTOLOGY),
+            doc("handbook", "wiki", HANDBOOK, &[], 0.0),
+            doc(
+                "payroll",
+                "wiki",
+                "# Payroll\n\nSalaries are paid on the 25th; the payroll calendar is private.",
+                &["cfo"],
+                0.0,
+            ),
+        ],
+    )
+    .await
+}
+
 async fn ask(c: &Clients, principal: &str, text: &str, after: u64) -> v1::Answer {
-    c.retrieval
-        .clone()
-        .ask(v1::AskRequest {
-            caller: caller("acme", principal),
-            text: text.into(),
-            min_sequence: after,
-            ..Default::default()
-        })
-        .await
-        .expect("ask")
-        .into_inner()
+    ask_ranked(c, principal, text, after, v1::PassageRanking::Unspecified).await
 }
 
 /// What `cited` is now, with the passage's text now; the error code when refused.
@@ -82,23 +92,7 @@ fn cited(answer: &v1::Answer) -> Vec<(String, u64, String)> {
 async fn a_question_no_slot_answers_gets_cited_passages_the_caller_may_read() {
     let sandbox = Sandbox::embedded(&[]).await;
     let c = sandbox.clients();
-    let last = c
-        .push_all(
-            "acme",
-            "ops",
-            [
-                ontology(ONTOLOGY),
-                doc("handbook", "wiki", HANDBOOK, &[], 0.0),
-                doc(
-                    "payroll",
-                    "wiki",
-                    "# Payroll\n\nSalaries are paid on the 25th; the payroll calendar is private.",
-                    &["cfo"],
-                    0.0,
-                ),
-            ],
-        )
-        .await;
+    let last = seed(&c).await;
 
     // A slot question is answered from the graph as before.
     let slot = ask(&c, "alice", "Who owns Ledger?", last).await;
@@ -280,4 +274,103 @@ the client.";
         c.patterns("acme", "ops").await
     );
     sandbox.shutdown().await.expect("clean shutdown");
+}
+
+async fn ask_ranked(
+    c: &Clients,
+    principal: &str,
+    text: &str,
+    after: u64,
+    ranking: v1::PassageRanking,
+) -> v1::Answer {
+    c.retrieval
+        .clone()
+        .ask(v1::AskRequest {
+            caller: caller("acme", principal),
+            text: text.into(),
+            min_sequence: after,
+            passage_ranking: ranking as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("ask")
+        .into_inner()
+}
+
+/// With the sentence-encoder model (`make model`, which `make test` runs), passages are also
+/// ranked by meaning and fused with BM25; each carries its similarity to the question; the
+/// permission filter holds for the dense ranking as for BM25.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passages_are_ranked_by_meaning_too_and_filtered_before_ranking() {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let c = sandbox.clients();
+    let last = seed(&c).await;
+    let vpn = "How do I reset my VPN token?";
+    for ranking in [
+        v1::PassageRanking::Unspecified,
+        v1::PassageRanking::Bm25,
+        v1::PassageRanking::Dense,
+        v1::PassageRanking::Fused,
+    ] {
+        let answer = ask_ranked(&c, "alice", vpn, last, ranking).await;
+        assert_eq!(
+            answer.status,
+            v1::AnswerStatus::AnsweredPassages as i32,
+            "{ranking:?}: {answer:?}"
+        );
+        let first = &answer.passages[0];
+        assert!(first.text.contains("VPN token"), "{ranking:?}: {answer:?}");
+        let similarity = first.similarity.expect("the model is loaded in tests");
+        assert!(
+            similarity > 0.0 && similarity <= 1.0 + 1e-4,
+            "{ranking:?}: {similarity}"
+        );
+    }
+    // Dense alone ranks by similarity, nearest first.
+    let dense = ask_ranked(&c, "alice", vpn, last, v1::PassageRanking::Dense).await;
+    let scores: Vec<f64> = dense.passages.iter().map(|p| p.score).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    // A page the caller may not read is never ranked, by meaning either.
+    let salaries = "When are salaries paid?";
+    for ranking in [v1::PassageRanking::Dense, v1::PassageRanking::Fused] {
+        let alice = ask_ranked(&c, "alice", salaries, last, ranking).await;
+        assert!(
+            alice.passages.iter().all(|p| p.source_id != "payroll"),
+            "{ranking:?}: {alice:?}"
+        );
+        let cfo = ask_ranked(&c, "cfo", salaries, last, ranking).await;
+        assert_eq!(
+            cfo.passages.first().map(|p| p.source_id.as_str()),
+            Some("payroll"),
+            "{ranking:?}: {cfo:?}"
+        );
+    }
+    // A question nothing here is about abstains, whatever the ranking.
+    let unrelated = ask_ranked(
+        &c,
+        "alice",
+        "Which volcano erupted last winter?",
+        last,
+        v1::PassageRanking::Fused,
+    )
+    .await;
+    assert_eq!(
+        unrelated.status,
+        v1::AnswerStatus::Abstained as i32,
+        "{unrelated:?}"
+    );
+    // A ranking that is not one is refused, naming the field.
+    let refused = c
+        .retrieval
+        .clone()
+        .ask(v1::AskRequest {
+            caller: caller("acme", "alice"),
+            text: vpn.into(),
+            passage_ranking: 42,
+            ..Default::default()
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(refused.message().contains("passage_ranking"), "{refused:?}");
 }

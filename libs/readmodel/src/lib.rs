@@ -1,16 +1,21 @@
 //! Per-tenant read models of the knowledge, for the services that read it (retrieval and the
 //! firewall): the graph, the current version of every page, the extraction log, a BM25 index of
-//! the pages and (built at its first use) one of their passages, patched with what each commit
+//! the pages and (built at their first use) one of their passages and the passages' vectors by
+//! the sentence encoder, patched with what each commit
 //! wrote whenever the tenant's knowledge version moves (built whole at first use and on an
 //! ontology change).
 //!
 //! It only reads the store; it must never write knowledge (the analyst is the one writer).
 
+mod dense;
+mod hybrid;
 mod search;
 mod snapshot;
 
+pub use dense::{DenseError, DenseIndex, PassageKey};
+pub use hybrid::{FUSION_K, Hybrid, Ranked, Ranking};
 pub use search::{PageIndex, PassageHit, PassageIndex};
 pub use snapshot::{
-    CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, ReadableHistory, Snapshot, SnapshotError, SnapshotGuard,
-    Snapshots,
+    CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, MAX_DENSE_PASSAGES, ReadableHistory, Snapshot,
+    SnapshotError, SnapshotGuard, Snapshots,
 };

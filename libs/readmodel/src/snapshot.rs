@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use ontoloop_core::knowledge::encoder::SentenceEncoder;
 use ontoloop_core::knowledge::passage::{PageHistory, chunk_page};
 use ontoloop_core::knowledge::{
     Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
@@ -21,6 +22,7 @@ use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{KnowledgeChanges, Store, StoreError};
 use tokio::sync::{Mutex, OwnedRwLockReadGuard, RwLock};
 
+use crate::dense::DenseIndex;
 use crate::search::{PageIndex, PassageIndex};
 
 /// What retrieval answers from, for one tenant at one knowledge version.
@@ -42,6 +44,12 @@ pub struct Snapshot {
     /// ([`Snapshot::passages`]) and patched like `index` from then on; `None` inside when the
     /// build failed.
     passages: std::sync::OnceLock<Option<PassageIndex>>,
+    /// The passages' vectors by the process's sentence encoder, built when first asked for
+    /// ([`Snapshot::dense`]) and patched like `passages`; `None` inside without an encoder,
+    /// above [`MAX_DENSE_PASSAGES`] or when the build failed.
+    dense: std::sync::OnceLock<Option<DenseIndex>>,
+    /// The encoder `dense` is made with.
+    encoder: Option<Arc<dyn SentenceEncoder>>,
     /// Chunk hash → the versions (positions in `versions`) holding a chunk with it, built when a
     /// citation is first followed off its page ([`ReadableHistory`]) and extended with every
     /// version patched in from then on.
@@ -119,6 +127,11 @@ impl PageHistory for ReadableHistory<'_> {
     }
 }
 
+/// Passages a tenant may hold for its dense index to be built: the exact index scores every
+/// one per question, and the first build encodes them all while the model's readers wait, so a
+/// larger tenant is searched by BM25 alone (logged).
+pub const MAX_DENSE_PASSAGES: usize = 20_000;
+
 /// Caller views of one snapshot's graph kept at most.
 const MAX_VIEWS: usize = 16;
 
@@ -133,6 +146,39 @@ impl Snapshot {
                 Err(err) => {
                     tracing::warn!(error = %err, "cannot build the passage index");
                     None
+                }
+            })
+            .as_ref()
+    }
+
+    /// The passages' vectors: built at the first call, then kept up to date with the pages.
+    /// `None` when the process has no sentence encoder, when the tenant holds more than
+    /// [`MAX_DENSE_PASSAGES`] passages, or when the model failed (logged): passages are then
+    /// ranked by BM25 alone.
+    pub fn dense(&self) -> Option<&DenseIndex> {
+        self.dense
+            .get_or_init(|| {
+                let encoder = self.encoder.clone()?;
+                let passages: usize = self
+                    .current
+                    .values()
+                    .filter(|p| !p.deleted)
+                    .map(|p| chunk_page(&p.source_id, p.version, &p.body).len())
+                    .sum();
+                if passages > MAX_DENSE_PASSAGES {
+                    tracing::warn!(
+                        passages,
+                        limit = MAX_DENSE_PASSAGES,
+                        "too many passages for the exact dense index: BM25 alone ranks them"
+                    );
+                    return None;
+                }
+                match DenseIndex::build(encoder, self.current.values()) {
+                    Ok(index) => Some(index),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cannot build the dense passage index");
+                        None
+                    }
                 }
             })
             .as_ref()
@@ -246,15 +292,22 @@ const FACT_BYTES: usize = 256;
 
 impl Snapshot {
     /// Approximate memory of this snapshot: its pages' text (every version, and once more for
-    /// each BM25 index of the current ones: pages and passages) and its facts. The passage index
-    /// is counted whether it was built yet or not: it is built under a reader, after the cache
-    /// took the model's size, so the size is an upper bound rather than one that grows unseen.
+    /// each BM25 index of the current ones: pages and passages), its facts and, once built, the
+    /// passages' vectors. The passage index is counted whether it was built yet or not: it is
+    /// built under a reader, after the cache took the model's size, so the size is an upper
+    /// bound rather than one that grows unseen; the vectors are counted from the next time the
+    /// cache weighs the model (a patch or a rebuild).
     /// The chunk-hash index a citation may build (a few dozen bytes a chunk) is not counted.
     pub fn approx_bytes(&self) -> usize {
         let text = |p: &PageVersion| p.body.len() + p.title.len() + p.source_id.len();
         let versions: usize = self.versions.iter().map(text).sum();
         let indexed: usize = self.current.values().map(text).sum();
-        versions + 2 * indexed + self.graph.facts().len() * FACT_BYTES
+        let dense = self
+            .dense
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, DenseIndex::approx_bytes);
+        versions + 2 * indexed + self.graph.facts().len() * FACT_BYTES + dense
     }
 }
 
@@ -425,6 +478,8 @@ impl Snapshots {
             log: rows.extraction_log,
             index,
             passages: std::sync::OnceLock::new(),
+            dense: std::sync::OnceLock::new(),
+            encoder: self.extraction.encoder().cloned(),
             chunk_index: std::sync::OnceLock::new(),
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
@@ -462,6 +517,14 @@ impl Snapshot {
         self.index.update(pairs())?;
         if let Some(Some(passages)) = self.passages.get_mut() {
             passages.update(pairs())?;
+        }
+        if let Some(dense) = self.dense.get_mut()
+            && let Some(index) = dense
+            && let Err(err) = index.update(pairs())
+        {
+            // Half patched: dropped, so the next question builds it again from the pages.
+            tracing::warn!(error = %err, "cannot patch the dense passage index; rebuilt on next use");
+            self.dense = std::sync::OnceLock::new();
         }
         if let Some(index) = self.chunk_index.get_mut() {
             index_chunks(index, &self.versions, held);

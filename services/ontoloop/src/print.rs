@@ -33,6 +33,7 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
                 "source": format!("{}@{}", p.source_id, p.source_version), "title": p.title,
                 "origin": p.origin, "headings": p.headings, "text": p.text,
                 "chunk_hash": p.chunk_hash, "start": p.start, "end": p.end, "score": p.score,
+                "similarity": p.similarity,
             })).collect::<Vec<_>>(),
         });
         println!("{value}");

@@ -1,7 +1,8 @@
 //! The retrieval service: agents ask questions, look up facts and ask what is on their plate.
 //!
 //! Owns the `RetrievalService` gRPC edge and a per-tenant read model (graph, current pages, BM25
-//! indexes of pages and passages) reloaded whenever the tenant's knowledge version moves, and per tenant the ephemeral
+//! indexes of pages and passages, the passages' vectors) patched whenever the tenant's knowledge
+//! version moves, and per tenant the ephemeral
 //! org, product and context graphs that answer Plate and org questions (`plate`). It reads the
 //! store and publishes failure signals; it must never write facts (only the analyst does) and
 //! never ranks a candidate the caller may not read.
@@ -29,7 +30,7 @@ use ontoloop_runtime::{Context, Parts};
 use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
-use ontoloop_readmodel::{Snapshot, SnapshotGuard, Snapshots};
+use ontoloop_readmodel::{Hybrid, MAX_DENSE_PASSAGES, Ranking, Snapshot, SnapshotGuard, Snapshots};
 
 /// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
 /// the org graph watcher and the context graph sweeper.
@@ -245,17 +246,36 @@ fn answers_now(as_of: Option<prost_types::Timestamp>, snapshot: &Snapshot) -> Re
     Ok(as_of >= snapshot.latest_change)
 }
 
-/// The passages of current pages `caller` may read that best match the key words of `text`,
-/// best first (the permission filter is part of the search).
-fn passages(snapshot: &Snapshot, text: &str, caller: &Caller) -> Vec<ask::Passage> {
-    let Some(index) = snapshot.passages() else {
-        return Vec::new();
+/// The passages of current pages `caller` may read that best answer `text`, best first, by
+/// `ranking` ([`Hybrid::search`]: BM25 over its key words, the sentence encoder's nearest
+/// passages, or both fused by reciprocal rank; permission applied before ranking).
+fn passages(
+    snapshot: &Snapshot,
+    text: &str,
+    caller: &Caller,
+    ranking: Ranking,
+) -> Vec<ask::Passage> {
+    let access = Access::new(caller, &snapshot.current);
+    let hybrid = Hybrid {
+        lexical: snapshot.passages(),
+        dense: snapshot.dense(),
     };
-    let query = ask::key_words(text).join(" ");
+    let ranked = hybrid.search(
+        text,
+        &ask::key_words(text).join(" "),
+        PASSAGE_CANDIDATES,
+        caller,
+        |id| {
+            snapshot
+                .current
+                .get(id)
+                .is_some_and(|page| access.page(page))
+        },
+        ranking,
+    );
     // Several hits are often passages of one page: each page is cut once.
     let mut cut: HashMap<String, Vec<Chunk>> = HashMap::new();
-    index
-        .search(&query, PASSAGE_CANDIDATES, caller)
+    ranked
         .into_iter()
         .filter_map(|hit| {
             let page = snapshot.current.get(&hit.source_id)?;
@@ -267,10 +287,29 @@ fn passages(snapshot: &Snapshot, text: &str, caller: &Caller) -> Vec<ask::Passag
                 chunk,
                 title: page.title.clone(),
                 origin: page.origin.clone(),
-                score: f64::from(hit.score),
+                score: hit.score,
+                similarity: hit.similarity,
             })
         })
         .collect()
+}
+
+/// The ranking a request gets: the one it asked for, else fused when the tenant's passages
+/// have vectors and BM25 when not. Dense alone without vectors is refused.
+fn passage_ranking(asked: Option<Ranking>, snapshot: &Snapshot) -> Result<Ranking, Status> {
+    let dense = snapshot.dense().is_some();
+    match asked {
+        Some(Ranking::Dense) if !dense => Err(status_from(DomainError::new(
+            ErrorCode::FailedPrecondition,
+            format!(
+                "passage_ranking DENSE needs the sentence-encoder model (make model) and a \
+                 tenant of at most {MAX_DENSE_PASSAGES} passages"
+            ),
+        ))),
+        Some(ranking) => Ok(ranking),
+        None if dense => Ok(Ranking::Fused),
+        None => Ok(Ranking::Bm25),
+    }
 }
 
 /// Runs `work` on the blocking pool (the answer's CPU work must not hold an async worker).
@@ -297,6 +336,7 @@ impl RetrievalService for Retrieval {
             )));
         }
         let design = wire::design(&request.design)?;
+        let asked_ranking = wire::ranking(request.passage_ranking)?;
         let applied = self.wait_for(&caller, request.min_sequence).await?;
         if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
             return Ok(Response::new(answer));
@@ -329,7 +369,8 @@ impl RetrievalService for Retrieval {
                 Err(why) => {
                     let found =
                         if design == Design::Ontoloop && answers_now(request.as_of, &snapshot)? {
-                            passages(&snapshot, &request.text, &who)
+                            let ranking = passage_ranking(asked_ranking, &snapshot)?;
+                            passages(&snapshot, &request.text, &who, ranking)
                         } else {
                             Vec::new()
                         };

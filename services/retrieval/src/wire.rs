@@ -12,6 +12,7 @@ use ontoloop_core::knowledge::{AnswerStatus, Candidate, Graph, PageVersion};
 use ontoloop_proto::convert::timestamp;
 use ontoloop_proto::status_from;
 use ontoloop_proto::v1 as pb;
+use ontoloop_readmodel::Ranking;
 use tonic::Status;
 
 /// The design a request names; blank is ontoloop's own.
@@ -25,6 +26,20 @@ pub fn design(name: &str) -> Result<Design, Status> {
             format!("{name:?} is not ontoloop, Rag, Graph, Hybrid or HybridVersioned"),
         ))
     })
+}
+
+/// The ranking a request names (`None`: the service's default).
+pub fn ranking(value: i32) -> Result<Option<Ranking>, Status> {
+    match pb::PassageRanking::try_from(value) {
+        Ok(pb::PassageRanking::Unspecified) => Ok(None),
+        Ok(pb::PassageRanking::Bm25) => Ok(Some(Ranking::Bm25)),
+        Ok(pb::PassageRanking::Dense) => Ok(Some(Ranking::Dense)),
+        Ok(pb::PassageRanking::Fused) => Ok(Some(Ranking::Fused)),
+        Err(_) => Err(status_from(DomainError::invalid(
+            "passage_ranking",
+            format!("{value} is not a PassageRanking"),
+        ))),
+    }
 }
 
 /// An answered question on the wire. The entity is the graph's id for the name asked about, or
@@ -73,6 +88,7 @@ fn passage(found: &Passage) -> pb::Passage {
         title: found.title.clone(),
         origin: found.origin.clone(),
         score: found.score,
+        similarity: found.similarity,
         ..chunk(&found.chunk)
     }
 }

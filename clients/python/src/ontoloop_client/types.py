@@ -188,6 +188,9 @@ class Passage:
     start: int
     end: int
     score: float
+    #: Cosine similarity of the question and the passage by the sentence encoder (``None``
+    #: when the service runs without the model).
+    similarity: Optional[float] = None
 
     @classmethod
     def _from_pb(cls, p: retrieval_pb2.Passage) -> "Passage":
@@ -202,6 +205,7 @@ class Passage:
             start=p.start,
             end=p.end,
             score=p.score,
+            similarity=p.similarity if p.HasField("similarity") else None,
         )
 
 

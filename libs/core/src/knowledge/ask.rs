@@ -25,6 +25,12 @@ pub const MAX_PASSAGES: usize = 3;
 /// only shares a word or two with the question and would be offered as an answer it is not.
 pub const PASSAGE_MIN_COVERAGE: f64 = 0.5;
 
+/// Cosine similarity (by the sentence encoder) at which a passage answers a question whatever
+/// share of its words it repeats: a paraphrase ("How soon must receipts be filed?" of "Submit
+/// receipts within 30 days") shares few words and all of the meaning. Sentence-embedding
+/// models put an unrelated pair near 0 and a question next to its answer well above one half.
+pub const PASSAGE_MIN_SIMILARITY: f32 = 0.5;
+
 /// Key words of a question kept at most (its search query and its signal's subject).
 pub const MAX_KEY_WORDS: usize = 12;
 
@@ -85,6 +91,10 @@ pub struct Passage {
     pub origin: String,
     /// How well it matched, higher is better (comparable within one answer only).
     pub score: f64,
+    /// Cosine similarity of the question and the passage by the sentence encoder, when the
+    /// dense half of the search ran: a passage this close to the question answers it even
+    /// when it words it otherwise (see [`PASSAGE_MIN_SIMILARITY`]).
+    pub similarity: Option<f32>,
 }
 
 /// A question answered, with what the answer tells the analyst.
@@ -156,15 +166,20 @@ fn named_words(text: &str) -> String {
     named.join(" ")
 }
 
-/// Whether `text` holds every word of `named` and at least [`PASSAGE_MIN_COVERAGE`] of the
-/// question's content words `wanted` (both stemmed, so `refunds` meets `refund`).
-fn covers(wanted: &BTreeSet<String>, named: &BTreeSet<String>, text: &str) -> bool {
+/// Whether `passage` answers a question: it holds every word of `named` (the names the
+/// question writes) and either at least [`PASSAGE_MIN_COVERAGE`] of the question's content
+/// words `wanted` (both stemmed, so `refunds` meets `refund`) or a meaning at least
+/// [`PASSAGE_MIN_SIMILARITY`] close to the question's.
+fn covers(wanted: &BTreeSet<String>, named: &BTreeSet<String>, passage: &Passage) -> bool {
     if wanted.is_empty() {
         return false;
     }
-    let held = content_words(text);
+    let held = content_words(&passage.chunk.indexed_text(&passage.title));
     let shared = wanted.iter().filter(|w| held.contains(*w)).count();
-    named.is_subset(&held) && shared as f64 >= PASSAGE_MIN_COVERAGE * wanted.len() as f64
+    let close = passage
+        .similarity
+        .is_some_and(|s| s >= PASSAGE_MIN_SIMILARITY);
+    named.is_subset(&held) && (close || shared as f64 >= PASSAGE_MIN_COVERAGE * wanted.len() as f64)
 }
 
 /// Links `text` onto the graph. `found` are the current versions of the pages the caller's
@@ -256,7 +271,7 @@ pub fn answer(
 /// A question that could not be linked onto the graph (it names no relation of the ontology,
 /// or no entity the graph knows). When some of `found` (passages of the caller's search for its
 /// key words, best first) name what it names and hold at least [`PASSAGE_MIN_COVERAGE`] of its
-/// content words, the best
+/// content words or mean what it asks ([`PASSAGE_MIN_SIMILARITY`]), the best
 /// [`MAX_PASSAGES`] of them answer ([`AnswerStatus::AnsweredPassages`]); otherwise it abstains,
 /// saying why. The gap is signalled with the question's key words as subject: a relationship
 /// the ontology lacks when passages answered a question naming no relation, else a missing
@@ -269,7 +284,7 @@ pub fn unlinked(text: String, why: &Unmapped, design: Design, found: Vec<Passage
     let passages: Vec<Passage> = if design == Design::Ontoloop {
         found
             .into_iter()
-            .filter(|p| covers(&wanted, &named, &p.chunk.indexed_text(&p.title)))
+            .filter(|p| covers(&wanted, &named, p))
             .take(MAX_PASSAGES)
             .collect()
     } else {
@@ -551,6 +566,7 @@ mod tests {
             title: doc.into(),
             origin: "wiki".into(),
             score: 1.0,
+            similarity: None,
         }
     }
 
@@ -630,6 +646,43 @@ mod tests {
             named_words("Is VPN on? Ask Ines, the iPhone expert."),
             "vpn ines iphone"
         );
+    }
+
+    #[test]
+    fn a_passage_close_in_meaning_answers_though_it_words_the_question_otherwise() {
+        let close = |similarity| Passage {
+            similarity: Some(similarity),
+            ..passage(
+                "expenses",
+                "Expenses",
+                "File every claim within 30 days of the trip.",
+            )
+        };
+        // "receipts", "submitted": neither word is in the passage, its meaning is.
+        let text = "How soon do receipts have to be submitted?";
+        let asked = unlinked(
+            text.into(),
+            &Unmapped::NoPredicate,
+            Design::Ontoloop,
+            vec![close(PASSAGE_MIN_SIMILARITY)],
+        );
+        assert_eq!(asked.answer.status, AnswerStatus::AnsweredPassages);
+        // Below the similarity, and sharing too few words, it is not offered.
+        let far = unlinked(
+            text.into(),
+            &Unmapped::NoPredicate,
+            Design::Ontoloop,
+            vec![close(PASSAGE_MIN_SIMILARITY - 0.2)],
+        );
+        assert_eq!(far.answer.status, AnswerStatus::Abstained);
+        // Closeness never excuses a name the question writes and the passage lacks.
+        let named = unlinked(
+            "How soon must Northwind receipts be submitted?".into(),
+            &Unmapped::NoPredicate,
+            Design::Ontoloop,
+            vec![close(0.9)],
+        );
+        assert_eq!(named.answer.status, AnswerStatus::Abstained);
     }
 
     #[test]

@@ -287,6 +287,12 @@ impl ExtractionSetup {
         self.counters.usage()
     }
 
+    /// The loaded sentence encoder, if any: retrieval's dense passage search embeds with the
+    /// same model the semantic stage reads with.
+    pub fn encoder(&self) -> Option<&Arc<dyn SentenceEncoder>> {
+        self.encoder.as_ref()
+    }
+
     /// The settings.
     pub fn settings(&self) -> &ExtractSettings {
         &self.settings

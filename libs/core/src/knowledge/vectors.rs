@@ -106,6 +106,13 @@ impl<K: Clone + Eq + Hash> ExactIndex<K> {
             + self.keys.len() * 2 * std::mem::size_of::<K>()
     }
 
+    /// The vector held under `key`.
+    pub fn get(&self, key: &K) -> Option<&[f32]> {
+        let at = *self.positions.get(key)?;
+        self.components
+            .get(at * self.dimensions..(at + 1) * self.dimensions)
+    }
+
     /// The `k` vectors nearest to `query` (highest dot product) among those whose key
     /// `readable` admits, nearest first; of equal scores the one held longer first. A query of
     /// another length finds nothing.

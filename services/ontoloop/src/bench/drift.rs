@@ -63,8 +63,16 @@ pub struct PassageRow {
     pub asked: u64,
     /// Asks answered `ANSWERED_PASSAGES`.
     pub answered: u64,
-    /// Asks with the expected passage among the first three offered.
+    /// Asks with the expected passage among the first three offered (the service's default
+    /// ranking: fused when it has the sentence-encoder model, else BM25).
     pub found_in_top3: u64,
+    /// The same with passages ranked by BM25 alone.
+    pub found_in_top3_bm25: u64,
+    /// The same with passages ranked by sentence-embedding similarity alone; `None` when the
+    /// service has no model (the dense ranking is refused).
+    pub found_in_top3_dense: Option<u64>,
+    /// The same with both fused by reciprocal rank; `None` without the model.
+    pub found_in_top3_fused: Option<u64>,
     /// Asks offered a passage of a page deleted by then.
     pub cited_deleted: u64,
 }
@@ -204,11 +212,36 @@ impl Runner<'_> {
                     min_sequence,
                     as_of,
                     design: design.name().to_owned(),
+                    passage_ranking: v1::PassageRanking::Unspecified as i32,
                 })
                 .await
                 .context("ask")?,
         };
         Ok(answer.into_inner())
+    }
+
+    /// Asks `text` of ontoloop with passages ranked by `ranking`; `None` when the service
+    /// cannot rank so (no sentence-encoder model: FAILED_PRECONDITION).
+    async fn ask_ranked(
+        &mut self,
+        caller: &Caller,
+        text: &str,
+        min_sequence: u64,
+        ranking: v1::PassageRanking,
+    ) -> anyhow::Result<Option<v1::Answer>> {
+        let request = v1::AskRequest {
+            caller: client::caller(caller),
+            text: text.to_owned(),
+            min_sequence,
+            as_of: self.as_of.map(ontoloop_proto::convert::timestamp),
+            design: Design::Ontoloop.name().to_owned(),
+            passage_ranking: ranking as i32,
+        };
+        match self.clients.retrieval.ask(request).await {
+            Ok(answer) => Ok(Some(answer.into_inner())),
+            Err(status) if status.code() == tonic::Code::FailedPrecondition => Ok(None),
+            Err(status) => Err(status).context("ask"),
+        }
     }
 
     /// Replays a scenario's timeline into a fresh tenant. `maintain` names a maintenance run to
@@ -306,6 +339,19 @@ impl Runner<'_> {
                         deleted,
                     };
                     record_passage(report, &asked, ask, expected, &answer);
+                    let mut by_ranking = Vec::new();
+                    for ranking in [
+                        v1::PassageRanking::Bm25,
+                        v1::PassageRanking::Dense,
+                        v1::PassageRanking::Fused,
+                    ] {
+                        let found = self
+                            .ask_ranked(caller, &ask.text, min_sequence, ranking)
+                            .await?
+                            .map(|answer| found_in_top3(&answer, expected));
+                        by_ranking.push(found);
+                    }
+                    record_rankings(report, &asked, &by_ranking);
                     continue;
                 }
                 for design in Design::ALL {
@@ -487,6 +533,41 @@ fn row_of<T>(rows: &mut Vec<T>, is_it: impl Fn(&T) -> bool, new: impl FnOnce() -
     &mut rows[index]
 }
 
+/// Whether the expected passage is among the first three `answer` offers.
+fn found_in_top3(answer: &v1::Answer, expected: &ontoloop_testkit::world::ExpectedPassage) -> bool {
+    answer
+        .passages
+        .iter()
+        .take(3)
+        .any(|p| expected.matches(&p.source_id, &p.text))
+}
+
+/// The passage row of `scenario`, added when missing.
+fn passage_row<'r>(report: &'r mut Report, scenario: &str) -> &'r mut PassageRow {
+    row_of(
+        &mut report.passages,
+        |r| r.scenario == scenario,
+        || PassageRow {
+            scenario: scenario.to_owned(),
+            ..PassageRow::default()
+        },
+    )
+}
+
+/// Counts an ask's recall under each ranking (BM25, dense, fused; `None`: not available).
+fn record_rankings(report: &mut Report, asked: &Asked<'_>, found: &[Option<bool>]) {
+    let row = passage_row(report, asked.scenario);
+    let [bm25, dense, fused] = found else {
+        return;
+    };
+    row.found_in_top3_bm25 += u64::from(bm25.unwrap_or(false));
+    let add = |held: &mut Option<u64>, found: &Option<bool>| {
+        *held = found.map(|f| held.unwrap_or(0) + u64::from(f));
+    };
+    add(&mut row.found_in_top3_dense, dense);
+    add(&mut row.found_in_top3_fused, fused);
+}
+
 /// Grades an ask of a question no slot answers by the passages ontoloop offered.
 fn record_passage(
     report: &mut Report,
@@ -495,19 +576,8 @@ fn record_passage(
     expected: &ontoloop_testkit::world::ExpectedPassage,
     answer: &v1::Answer,
 ) {
-    let row = row_of(
-        &mut report.passages,
-        |r| r.scenario == asked.scenario,
-        || PassageRow {
-            scenario: asked.scenario.to_owned(),
-            ..PassageRow::default()
-        },
-    );
-    let found = answer
-        .passages
-        .iter()
-        .take(3)
-        .any(|p| expected.matches(&p.source_id, &p.text));
+    let row = passage_row(report, asked.scenario);
+    let found = found_in_top3(answer, expected);
     let deleted = cites_deleted(answer, asked.deleted);
     row.asked += 1;
     row.answered += u64::from(answer.status == v1::AnswerStatus::AnsweredPassages as i32);
@@ -895,26 +965,37 @@ impl Report {
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "questions no slot answers (ontoloop; passages ranked by BM25 alone: dense vectors and rank fusion are not built)"
+                "questions no slot answers (ontoloop; recall@3 of the default ranking, then of BM25, dense and fused alone; n/a: no sentence-encoder model)"
             );
             let _ = writeln!(
                 out,
-                "{:<13} {:>6} {:>17} {:>13} {:>14}",
-                "scenario", "asked", "passages offered", "recall@3", "cited deleted"
+                "{:<13} {:>6} {:>17} {:>13} {:>13} {:>13} {:>13} {:>14}",
+                "scenario",
+                "asked",
+                "passages offered",
+                "recall@3",
+                "BM25",
+                "dense",
+                "fused",
+                "cited deleted"
             );
+            let recall = |found: Option<u64>, asked: u64| {
+                found.map_or_else(
+                    || "n/a".to_owned(),
+                    |n| format!("{} ({n}/{asked})", pct(n, asked)),
+                )
+            };
             for row in &self.passages {
                 let _ = writeln!(
                     out,
-                    "{:<13} {:>6} {:>17} {:>13} {:>14}",
+                    "{:<13} {:>6} {:>17} {:>13} {:>13} {:>13} {:>13} {:>14}",
                     row.scenario,
                     row.asked,
                     row.answered,
-                    format!(
-                        "{} ({}/{})",
-                        pct(row.found_in_top3, row.asked),
-                        row.found_in_top3,
-                        row.asked
-                    ),
+                    recall(Some(row.found_in_top3), row.asked),
+                    recall(Some(row.found_in_top3_bm25), row.asked),
+                    recall(row.found_in_top3_dense, row.asked),
+                    recall(row.found_in_top3_fused, row.asked),
                     row.cited_deleted
                 );
             }

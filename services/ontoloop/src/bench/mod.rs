@@ -7,6 +7,7 @@ pub mod fake_model;
 pub mod firewall;
 pub mod memory;
 pub mod outage;
+pub mod passages;
 pub mod plate;
 pub mod scale;
 pub mod signals;

@@ -62,7 +62,7 @@ pub struct Quantiles {
 }
 
 impl Quantiles {
-    fn of(mut samples: Vec<Duration>) -> Self {
+    pub(crate) fn of(mut samples: Vec<Duration>) -> Self {
         samples.sort_unstable();
         let at = |q: f64| -> f64 {
             if samples.is_empty() {
@@ -151,7 +151,7 @@ fn ontology() -> serde_json::Value {
     })
 }
 
-fn service(k: usize) -> String {
+pub(crate) fn service(k: usize) -> String {
     format!("Svc{}", letters(k))
 }
 
@@ -161,9 +161,27 @@ fn team(n: usize) -> String {
 
 /// Page `k` with its owner `owner`: about 1.2 KB, three sentences the ontology reads among
 /// paragraphs that state nothing it knows.
-fn page(k: usize, owner: usize) -> Event {
+fn catalog_page(k: usize, owner: usize) -> Event {
+    Event::DocUpsert {
+        doc_id: catalog_id(k),
+        title: service(k),
+        origin: "catalog".to_owned(),
+        body: catalog_body(k, owner),
+        acl: Vec::new(),
+        hold: false,
+        confidence: None,
+    }
+}
+
+/// Page `k`'s id.
+pub(crate) fn catalog_id(k: usize) -> String {
+    format!("svc-{k}")
+}
+
+/// Page `k`'s text (see [`catalog_page`]).
+pub(crate) fn catalog_body(k: usize, owner: usize) -> String {
     let name = service(k);
-    let body = format!(
+    format!(
         "# {name}\n\n{name} is owned by the {team} team. {name} is written in {language}. \
          {name} runs in {region}.\n\n\
          ## Operations\n\nDeployments go out during working hours after the change has been \
@@ -180,16 +198,7 @@ fn page(k: usize, owner: usize) -> Event {
         team = team(owner),
         language = LANGUAGES[k % LANGUAGES.len()],
         region = REGIONS[k % REGIONS.len()],
-    );
-    Event::DocUpsert {
-        doc_id: format!("svc-{k}"),
-        title: name,
-        origin: "catalog".to_owned(),
-        body,
-        acl: Vec::new(),
-        hold: false,
-        confidence: None,
-    }
+    )
 }
 
 fn wire_caller() -> v1::Caller {
@@ -280,7 +289,7 @@ pub async fn run(
     let mut pushes = futures::stream::iter(0..load.pages)
         .map(|k| {
             let caller = caller.clone();
-            async move { push(clients, &caller, &page(k, k)).await }
+            async move { push(clients, &caller, &catalog_page(k, k)).await }
         })
         .buffer_unordered(INGEST_IN_FLIGHT);
     while let Some(seq) = pushes.next().await {
@@ -396,7 +405,7 @@ async fn events(
         let (clients, caller, turns) = (clients.clone(), caller.clone(), turns.clone());
         watchers.spawn(async move {
             let started = Instant::now();
-            let seq = push(&clients, &caller, &page(k, owner)).await?;
+            let seq = push(&clients, &caller, &catalog_page(k, owner)).await?;
             let _turn = turns.acquire_owned().await?;
             let expected = team(owner);
             // The first answer with the new team: min_sequence waits for the event itself; an
@@ -490,7 +499,7 @@ mod tests {
 
     #[test]
     fn pages_are_about_the_size_the_issue_names_and_state_three_facts() {
-        let Event::DocUpsert { body, title, .. } = page(12_345, 7) else {
+        let Event::DocUpsert { body, title, .. } = catalog_page(12_345, 7) else {
             panic!("a page is a doc.upsert");
         };
         assert!((1000..1500).contains(&body.len()), "{}", body.len());

@@ -21,9 +21,32 @@ pub struct Args {
     /// ontoloop (default) or a study baseline: Rag, Graph, Hybrid, HybridVersioned.
     #[arg(long, default_value = "ontoloop")]
     design: String,
+    /// How passages are ranked when no slot answers: fused (BM25 and sentence-embedding
+    /// similarity by reciprocal rank), bm25 or dense. Default: fused when the service has the
+    /// model, else bm25.
+    #[arg(long, value_enum)]
+    ranking: Option<Ranking>,
     /// Print the answer as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `--ranking`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Ranking {
+    Bm25,
+    Dense,
+    Fused,
+}
+
+impl From<Ranking> for v1::PassageRanking {
+    fn from(ranking: Ranking) -> Self {
+        match ranking {
+            Ranking::Bm25 => v1::PassageRanking::Bm25,
+            Ranking::Dense => v1::PassageRanking::Dense,
+            Ranking::Fused => v1::PassageRanking::Fused,
+        }
+    }
 }
 
 impl Args {
@@ -35,6 +58,10 @@ impl Args {
             min_sequence: self.min_sequence,
             as_of: None,
             design: self.design,
+            passage_ranking: self
+                .ranking
+                .map_or(v1::PassageRanking::Unspecified, Into::into)
+                as i32,
         };
         let answer = session
             .call("ask", |mut c| async move { c.retrieval.ask(request).await })

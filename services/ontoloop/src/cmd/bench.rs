@@ -126,6 +126,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Passage search costs: N generated pages (the scale benchmark's) cut into passages,
+    /// indexed by BM25 and embedded with the in-process sentence encoder, then searched by
+    /// questions no slot answers with BM25, dense and fused rankings; prints passages embedded
+    /// per second and search p50/p99 per ranking ({"pages","passages","embedded_per_s",
+    /// "bm25_ms","dense_ms","fused_ms",...} with --json). Needs the model (`make model`).
+    Passages {
+        /// Pages (about 1.2 KB, four passages each).
+        #[arg(long, default_value_t = 10_000)]
+        pages: usize,
+        /// Questions timed per ranking.
+        #[arg(long, default_value_t = 1_000)]
+        questions: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
     /// the intake, then a steady stream of single-page events while agents ask and validate;
     /// prints {"pages","ingest_pages_per_s","event_to_visible_ms":{"p50","p99"},
@@ -264,6 +280,29 @@ impl Command {
                 )
                 .await?;
                 local.stop().await?;
+                if json {
+                    println!("{}", serde_json::to_string(&report)?);
+                } else {
+                    print!("{}", report.to_text());
+                }
+            }
+            Command::Passages {
+                pages,
+                questions,
+                json,
+            } => {
+                let session = Session::load(config, &[])?;
+                let configured = &session.settings.extract.model_dir;
+                let configured = (!configured.trim().is_empty()).then(|| Path::new(configured));
+                let embedder = ontoloop_embed::Embedder::load_default(configured)
+                    .context("load the sentence-encoder model (fetch it with `make model`)")?;
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let report = ontoloop::bench::passages::run(
+                    std::sync::Arc::new(embedder),
+                    pages,
+                    questions,
+                    &mut progress,
+                )?;
                 if json {
                     println!("{}", serde_json::to_string(&report)?);
                 } else {

@@ -352,6 +352,7 @@ impl Server {
             min_sequence: args.min_sequence,
             as_of: None,
             design: String::new(),
+            ..Default::default()
         }) {
             Ok(request) => request,
             Err(message) => return Ok(refused(&message)),

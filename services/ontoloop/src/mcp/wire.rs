@@ -60,8 +60,12 @@ pub struct Passage {
     pub start: u64,
     /// One past its last character.
     pub end: u64,
-    /// Search score, higher is better.
+    /// Rank score, higher is better (fused reciprocal rank, or BM25 without the model).
     pub score: f64,
+    /// Cosine similarity of the question and the passage by the sentence encoder; absent
+    /// without the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
 }
 
 impl From<v1::Passage> for Passage {
@@ -77,6 +81,7 @@ impl From<v1::Passage> for Passage {
             start: p.start,
             end: p.end,
             score: p.score,
+            similarity: p.similarity,
         }
     }
 }
