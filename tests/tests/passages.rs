@@ -1,6 +1,7 @@
 //! Questions no slot answers, on the embedded default: `Ask` answers with the passages that hold
 //! the question's key words, each cited by page, version, chunk hash and span; only passages the
-//! caller may read are ranked; a new version or a deletion of the page is followed at once; a
+//! caller may read are ranked; a new version or a deletion of the page is followed at once (and
+//! an answer as of before the deletion still finds the page's passage); a
 //! question whose words no passage holds abstains; every citation handed out resolves later to
 //! current, moved, revised or gone; and the gap reaches the analyst as a pattern about the
 //! question's key words.
@@ -37,6 +38,49 @@ async fn seed(c: &Clients) -> u64 {
         ],
     )
     .await
+}
+
+/// `text` asked as of `at`.
+async fn ask_as_of(
+    c: &Clients,
+    principal: &str,
+    text: &str,
+    after: u64,
+    at: chrono::DateTime<chrono::Utc>,
+) -> v1::Answer {
+    let as_of = Some(ontoloop_proto::convert::timestamp(at));
+    ask_with(
+        c,
+        principal,
+        after,
+        v1::AskRequest {
+            as_of,
+            ..question(text)
+        },
+    )
+    .await
+}
+
+/// An Ask of `text` with nothing else set.
+fn question(text: &str) -> v1::AskRequest {
+    v1::AskRequest {
+        text: text.into(),
+        ..Default::default()
+    }
+}
+
+/// `request` asked by `principal` once `after` is applied.
+async fn ask_with(c: &Clients, principal: &str, after: u64, request: v1::AskRequest) -> v1::Answer {
+    c.retrieval
+        .clone()
+        .ask(v1::AskRequest {
+            caller: caller("acme", principal),
+            min_sequence: after,
+            ..request
+        })
+        .await
+        .expect("ask")
+        .into_inner()
 }
 
 async fn ask(c: &Clients, principal: &str, text: &str, after: u64) -> v1::Answer {
@@ -238,6 +282,7 @@ the client.";
     );
 
     // A deleted page is never cited again.
+    let before_deletion = chrono::Utc::now();
     let deleted = c
         .push(
             "acme",
@@ -253,6 +298,30 @@ the client.";
     assert_eq!(
         resolve(&c, "alice", &vpn, deleted).await,
         Ok((v1::CitationStatus::Gone, None))
+    );
+    // As of before the deletion the page is there, and its passage answers as it did then.
+    let then = ask_as_of(&c, "alice", question, deleted, before_deletion).await;
+    assert_eq!(
+        then.status,
+        v1::AnswerStatus::AnsweredPassages as i32,
+        "{then:?}"
+    );
+    assert_eq!(then.passages[0].source_id, "handbook", "{then:?}");
+    assert!(then.passages[0].text.contains("VPN token"), "{then:?}");
+    // The page alice may not read stays hidden as of then too.
+    assert!(
+        cited(
+            &ask_as_of(
+                &c,
+                "alice",
+                "When are salaries paid?",
+                deleted,
+                before_deletion
+            )
+            .await
+        )
+        .iter()
+        .all(|(id, _, _)| id != "payroll")
     );
     // The passage that left for its own page outlives the handbook.
     assert_eq!(
@@ -283,18 +352,12 @@ async fn ask_ranked(
     after: u64,
     ranking: v1::PassageRanking,
 ) -> v1::Answer {
-    c.retrieval
-        .clone()
-        .ask(v1::AskRequest {
-            caller: caller("acme", principal),
-            text: text.into(),
-            min_sequence: after,
-            passage_ranking: ranking as i32,
-            ..Default::default()
-        })
-        .await
-        .expect("ask")
-        .into_inner()
+    let passage_ranking = ranking as i32;
+    let request = v1::AskRequest {
+        passage_ranking,
+        ..question(text)
+    };
+    ask_with(c, principal, after, request).await
 }
 
 /// With the sentence-encoder model (`make model`, which `make test` runs), passages are also

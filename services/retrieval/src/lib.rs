@@ -10,7 +10,7 @@
 pub mod plate;
 pub mod wire;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +30,9 @@ use ontoloop_runtime::{Context, Parts};
 use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
-use ontoloop_readmodel::{Hybrid, MAX_DENSE_PASSAGES, Ranking, Snapshot, SnapshotGuard, Snapshots};
+use ontoloop_readmodel::{
+    Hybrid, MAX_DENSE_PASSAGES, PassageIndex, Ranked, Ranking, Snapshot, SnapshotGuard, Snapshots,
+};
 
 /// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
 /// the org graph watcher and the context graph sweeper.
@@ -239,46 +241,86 @@ fn answer(
 /// its words.
 const PASSAGE_CANDIDATES: usize = 20;
 
-/// Whether an answer as of `as_of` sees the pages as they are now (no page changed after it).
-fn answers_now(as_of: Option<prost_types::Timestamp>, snapshot: &Snapshot) -> Result<bool, Status> {
-    let now = chrono::Utc::now();
-    let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", now)?;
-    Ok(as_of >= snapshot.latest_change)
+/// The instant an answer is as of: `as_of`, or now.
+fn instant(as_of: Option<prost_types::Timestamp>) -> Result<chrono::DateTime<chrono::Utc>, Status> {
+    ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())
 }
 
-/// The passages of current pages `caller` may read that best answer `text`, best first, by
-/// `ranking` ([`Hybrid::search`]: BM25 over its key words, the sentence encoder's nearest
-/// passages, or both fused by reciprocal rank; permission applied before ranking).
+/// Pages an answer as of an earlier instant indexes for its passages at most: the index of the
+/// pages as they were is built for the one question, so a larger tenant abstains instead.
+const MAX_PAST_PASSAGE_PAGES: usize = 5_000;
+
+/// The passages `caller` may read that best answer `text` as of `at`, best first: from the
+/// current pages by `ranking` ([`Hybrid::search`]: BM25 over its key words, the sentence
+/// encoder's nearest passages, or both fused by reciprocal rank) when no page changed since;
+/// else by BM25 over the page versions current at `at` (a deleted page still there before its
+/// deletion), indexed for this question, at most [`MAX_PAST_PASSAGE_PAGES`]. Permission is
+/// today's and is applied before ranking.
 fn passages(
     snapshot: &Snapshot,
     text: &str,
     caller: &Caller,
     ranking: Ranking,
+    at: chrono::DateTime<chrono::Utc>,
 ) -> Vec<ask::Passage> {
     let access = Access::new(caller, &snapshot.current);
-    let hybrid = Hybrid {
-        lexical: snapshot.passages(),
-        dense: snapshot.dense(),
+    let readable = |id: &str| {
+        snapshot
+            .current
+            .get(id)
+            .is_some_and(|page| access.page(page))
     };
+    let then: BTreeMap<String, PageVersion>;
+    let index: PassageIndex;
+    let (hybrid, ranking, pages) = if at >= snapshot.latest_change {
+        let hybrid = Hybrid {
+            lexical: snapshot.passages(),
+            dense: snapshot.dense(),
+        };
+        (hybrid, ranking, &*snapshot.current)
+    } else {
+        then = snapshot.current_at(at);
+        if then.len() > MAX_PAST_PASSAGE_PAGES {
+            tracing::debug!(
+                pages = then.len(),
+                "too many pages to index passages as of then"
+            );
+            return Vec::new();
+        }
+        let shown = then.values().filter(|p| readable(&p.source_id));
+        index = match PassageIndex::build(shown) {
+            Ok(index) => index,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot index the passages as of then");
+                return Vec::new();
+            }
+        };
+        let hybrid = Hybrid {
+            lexical: Some(&index),
+            dense: None,
+        };
+        (hybrid, Ranking::Bm25, &then)
+    };
+    let key_words = ask::key_words(text).join(" ");
     let ranked = hybrid.search(
         text,
-        &ask::key_words(text).join(" "),
+        &key_words,
         PASSAGE_CANDIDATES,
         caller,
-        |id| {
-            snapshot
-                .current
-                .get(id)
-                .is_some_and(|page| access.page(page))
-        },
+        readable,
         ranking,
     );
+    cited(ranked, pages)
+}
+
+/// Ranked passages as answers' passages, cut from `pages` (the versions they were found in).
+fn cited(ranked: Vec<Ranked>, pages: &BTreeMap<String, PageVersion>) -> Vec<ask::Passage> {
     // Several hits are often passages of one page: each page is cut once.
     let mut cut: HashMap<String, Vec<Chunk>> = HashMap::new();
     ranked
         .into_iter()
         .filter_map(|hit| {
-            let page = snapshot.current.get(&hit.source_id)?;
+            let page = pages.get(&hit.source_id)?;
             let chunks = cut
                 .entry(hit.source_id)
                 .or_insert_with(|| chunk_page(&page.source_id, page.version, &page.body));
@@ -367,13 +409,13 @@ impl RetrievalService for Retrieval {
                     Some(&found),
                 )?,
                 Err(why) => {
-                    let found =
-                        if design == Design::Ontoloop && answers_now(request.as_of, &snapshot)? {
-                            let ranking = passage_ranking(asked_ranking, &snapshot)?;
-                            passages(&snapshot, &request.text, &who, ranking)
-                        } else {
-                            Vec::new()
-                        };
+                    let found = if design == Design::Ontoloop {
+                        let ranking = passage_ranking(asked_ranking, &snapshot)?;
+                        let at = instant(request.as_of)?;
+                        passages(&snapshot, &request.text, &who, ranking, at)
+                    } else {
+                        Vec::new()
+                    };
                     ask::unlinked(request.text, &why, design, found)
                 }
             };
