@@ -4,8 +4,9 @@
 //! and patched page by page as versions move. Permission is the caller's filter applied before
 //! ranking ([`ExactIndex::nearest`]).
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use ontoloop_core::knowledge::PageVersion;
 use ontoloop_core::knowledge::encoder::{EncodeError, SentenceEncoder};
@@ -135,6 +136,177 @@ impl DenseIndex {
     }
 }
 
+/// Passages a tenant may hold for its dense index to be built: the exact index scores every
+/// one per question, so a larger tenant is searched by BM25 alone (logged).
+pub const MAX_DENSE_PASSAGES: usize = 20_000;
+
+/// Passages encoded inline at a tenant's first question that wants them (a fraction of a
+/// second); more are encoded by a thread of their own while BM25 alone answers, so neither the
+/// question nor the tenant's updates wait for the model.
+pub const INLINE_DENSE_PASSAGES: usize = 256;
+
+/// Dense indexes being built in the background at once, process-wide; a tenant whose build
+/// finds none free starts it at a later question.
+const MAX_BUILDERS: usize = 2;
+
+/// Background builds running now.
+static BUILDERS: AtomicUsize = AtomicUsize::new(0);
+
+/// A tenant's dense index as its read model holds it: built at the first question that wants
+/// it (inline when small, else by a thread of its own), patched with each change after, ready
+/// or off.
+pub struct LazyDense {
+    encoder: Option<Arc<dyn SentenceEncoder>>,
+    state: Arc<RwLock<State>>,
+}
+
+enum State {
+    /// Not asked for yet (or to be built again after a patch failed).
+    Idle,
+    /// A thread is encoding the pages; the versions written meanwhile, to patch in after.
+    Building(Vec<PageVersion>),
+    Ready(DenseIndex),
+    /// No encoder, too many passages, or the model failed: BM25 alone ranks.
+    Off,
+}
+
+impl LazyDense {
+    /// Not built yet; made with `encoder` when there is one.
+    pub fn new(encoder: Option<Arc<dyn SentenceEncoder>>) -> Self {
+        let state = if encoder.is_some() {
+            State::Idle
+        } else {
+            State::Off
+        };
+        Self {
+            encoder,
+            state: Arc::new(RwLock::new(state)),
+        }
+    }
+
+    /// Runs `f` with the index of `pages` (a tenant's current versions) when it is ready, else
+    /// with `None`. The first call starts the build: inline up to [`INLINE_DENSE_PASSAGES`],
+    /// else in the background (`None` until it is done).
+    pub fn with<R>(
+        &self,
+        pages: &Arc<BTreeMap<String, PageVersion>>,
+        f: impl FnOnce(Option<&DenseIndex>) -> R,
+    ) -> R {
+        if matches!(*read(&self.state), State::Idle) {
+            self.start(pages);
+        }
+        match &*read(&self.state) {
+            State::Ready(index) => f(Some(index)),
+            _ => f(None),
+        }
+    }
+
+    fn start(&self, pages: &Arc<BTreeMap<String, PageVersion>>) {
+        let Some(encoder) = self.encoder.clone() else {
+            return;
+        };
+        let passages: usize = pages
+            .values()
+            .filter(|p| !p.deleted)
+            .map(|p| chunk_page(&p.source_id, p.version, &p.body).len())
+            .sum();
+        let mut state = write(&self.state);
+        if !matches!(*state, State::Idle) {
+            return;
+        }
+        if passages > MAX_DENSE_PASSAGES {
+            tracing::warn!(
+                passages,
+                limit = MAX_DENSE_PASSAGES,
+                "too many passages for the exact dense index: BM25 alone ranks them"
+            );
+            *state = State::Off;
+            return;
+        }
+        if passages <= INLINE_DENSE_PASSAGES {
+            *state = built(DenseIndex::build(encoder, pages.values()));
+            return;
+        }
+        if BUILDERS.fetch_add(1, Ordering::SeqCst) >= MAX_BUILDERS {
+            BUILDERS.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        *state = State::Building(Vec::new());
+        drop(state);
+        let shared = Arc::clone(&self.state);
+        let pages = Arc::clone(pages);
+        let spawned = std::thread::Builder::new()
+            .name("dense-index".into())
+            .spawn(move || {
+                tracing::info!(passages, "building the dense passage index");
+                let result = DenseIndex::build(encoder, pages.values());
+                let mut state = write(&shared);
+                let pending = match std::mem::replace(&mut *state, State::Off) {
+                    State::Building(pending) => pending,
+                    _ => Vec::new(),
+                };
+                *state = built(result.and_then(|mut index| {
+                    index.update(pending.iter().map(|page| (None, page)))?;
+                    Ok(index)
+                }));
+                BUILDERS.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(err) = spawned {
+            BUILDERS.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(error = %err, "cannot start the dense index's builder");
+            *write(&self.state) = State::Idle;
+        }
+    }
+
+    /// Brings the index to the new versions of `pages`: patched when ready, kept for the
+    /// builder when building. A failed patch leaves it to be built again at the next question.
+    pub fn update<'a>(&self, pages: impl IntoIterator<Item = &'a PageVersion>) {
+        let mut state = write(&self.state);
+        match &mut *state {
+            State::Ready(index) => {
+                if let Err(err) = index.update(pages.into_iter().map(|page| (None, page))) {
+                    tracing::warn!(error = %err, "cannot patch the dense passage index; built again at the next question");
+                    *state = State::Idle;
+                }
+            }
+            State::Building(pending) => pending.extend(pages.into_iter().cloned()),
+            State::Idle | State::Off => {}
+        }
+    }
+
+    /// Whether the index is ready.
+    pub fn is_ready(&self) -> bool {
+        matches!(*read(&self.state), State::Ready(_))
+    }
+
+    /// Approximate memory of the vectors, once built.
+    pub fn approx_bytes(&self) -> usize {
+        match &*read(&self.state) {
+            State::Ready(index) => index.approx_bytes(),
+            _ => 0,
+        }
+    }
+}
+
+/// The state a build ends in.
+fn built(result: Result<DenseIndex, DenseError>) -> State {
+    match result {
+        Ok(index) => State::Ready(index),
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot build the dense passage index");
+            State::Off
+        }
+    }
+}
+
+fn read(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
+    state.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write(state: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
+    state.write().unwrap_or_else(PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +416,77 @@ mod tests {
             .expect("delete");
         assert_eq!(index.len(), 1);
         assert!(index.encode("  ").expect("encode").is_none());
+    }
+
+    /// [`Words`] that waits until its gate opens.
+    struct Gated(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+    impl SentenceEncoder for Gated {
+        fn id(&self) -> &str {
+            "gated"
+        }
+
+        fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+            let (open, opened) = &*self.0;
+            let mut open = open.lock().expect("gate");
+            while !*open {
+                open = opened.wait(open).expect("gate");
+            }
+            Words.encode(texts)
+        }
+    }
+
+    fn pages(n: usize) -> Arc<BTreeMap<String, PageVersion>> {
+        Arc::new(
+            (0..n)
+                .map(|k| {
+                    let id = format!("p{k}");
+                    (id.clone(), page(&id, &format!("Note number {k}."), &[]))
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_large_tenant_is_embedded_in_the_background_with_what_changed_meanwhile() {
+        let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let lazy = LazyDense::new(Some(Arc::new(Gated(Arc::clone(&gate)))));
+        let current = pages(INLINE_DENSE_PASSAGES + 44);
+        // The first question starts the build and is answered without vectors.
+        assert!(lazy.with(&current, |dense| dense.is_none()));
+        assert!(!lazy.is_ready());
+        // A page written while the model works is kept and patched in after.
+        let late = page("late", "The harbour crane lifts forty tonnes.", &[]);
+        lazy.update([&late]);
+        let (open, opened) = &*gate;
+        *open.lock().expect("gate") = true;
+        opened.notify_all();
+        let started = std::time::Instant::now();
+        while !lazy.is_ready() && started.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(lazy.is_ready());
+        let found = lazy.with(&current, |dense| {
+            let index = dense.expect("ready");
+            assert_eq!(index.len(), INLINE_DENSE_PASSAGES + 45);
+            nearest(index, "harbour crane tonnes", &["late"])
+        });
+        assert_eq!(found, [("late".to_owned(), 0)]);
+        assert!(lazy.approx_bytes() > 0);
+    }
+
+    #[test]
+    fn a_small_tenant_is_embedded_at_once_and_none_without_a_model_or_above_the_limit() {
+        let small = pages(3);
+        let lazy = LazyDense::new(Some(Arc::new(Words)));
+        assert_eq!(
+            lazy.with(&small, |dense| dense.map(DenseIndex::len)),
+            Some(3)
+        );
+        let without = LazyDense::new(None);
+        assert!(without.with(&small, |dense| dense.is_none()));
+        let huge = LazyDense::new(Some(Arc::new(Words)));
+        assert!(huge.with(&pages(MAX_DENSE_PASSAGES + 1), |dense| dense.is_none()));
+        assert!(!huge.is_ready());
     }
 }

@@ -12,10 +12,12 @@ mod hybrid;
 mod search;
 mod snapshot;
 
-pub use dense::{DenseError, DenseIndex, PassageKey};
+pub use dense::{
+    DenseError, DenseIndex, INLINE_DENSE_PASSAGES, LazyDense, MAX_DENSE_PASSAGES, PassageKey,
+};
 pub use hybrid::{FUSION_K, Hybrid, Ranked, Ranking};
 pub use search::{PageIndex, PassageHit, PassageIndex};
 pub use snapshot::{
-    CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, MAX_DENSE_PASSAGES, ReadableHistory, Snapshot,
-    SnapshotError, SnapshotGuard, Snapshots,
+    CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, ReadableHistory, Snapshot, SnapshotError, SnapshotGuard,
+    Snapshots,
 };

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ontoloop_core::knowledge::encoder::SentenceEncoder;
 use ontoloop_core::knowledge::passage::{PageHistory, chunk_page};
 use ontoloop_core::knowledge::{
     Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
@@ -22,7 +21,7 @@ use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{KnowledgeChanges, Store, StoreError};
 use tokio::sync::{Mutex, OwnedRwLockReadGuard, RwLock};
 
-use crate::dense::DenseIndex;
+use crate::dense::{DenseIndex, LazyDense};
 use crate::search::{PageIndex, PassageIndex};
 
 /// What retrieval answers from, for one tenant at one knowledge version.
@@ -45,11 +44,8 @@ pub struct Snapshot {
     /// build failed.
     passages: std::sync::OnceLock<Option<PassageIndex>>,
     /// The passages' vectors by the process's sentence encoder, built when first asked for
-    /// ([`Snapshot::dense`]) and patched like `passages`; `None` inside without an encoder,
-    /// above [`MAX_DENSE_PASSAGES`] or when the build failed.
-    dense: std::sync::OnceLock<Option<DenseIndex>>,
-    /// The encoder `dense` is made with.
-    encoder: Option<Arc<dyn SentenceEncoder>>,
+    /// ([`Snapshot::with_dense`]) and patched like `passages`.
+    dense: LazyDense,
     /// Chunk hash → the versions (positions in `versions`) holding a chunk with it, built when a
     /// citation is first followed off its page ([`ReadableHistory`]) and extended with every
     /// version patched in from then on.
@@ -127,11 +123,6 @@ impl PageHistory for ReadableHistory<'_> {
     }
 }
 
-/// Passages a tenant may hold for its dense index to be built: the exact index scores every
-/// one per question, and the first build encodes them all while the model's readers wait, so a
-/// larger tenant is searched by BM25 alone (logged).
-pub const MAX_DENSE_PASSAGES: usize = 20_000;
-
 /// Caller views of one snapshot's graph kept at most.
 const MAX_VIEWS: usize = 16;
 
@@ -151,37 +142,12 @@ impl Snapshot {
             .as_ref()
     }
 
-    /// The passages' vectors: built at the first call, then kept up to date with the pages.
-    /// `None` when the process has no sentence encoder, when the tenant holds more than
-    /// [`MAX_DENSE_PASSAGES`] passages, or when the model failed (logged): passages are then
-    /// ranked by BM25 alone.
-    pub fn dense(&self) -> Option<&DenseIndex> {
-        self.dense
-            .get_or_init(|| {
-                let encoder = self.encoder.clone()?;
-                let passages: usize = self
-                    .current
-                    .values()
-                    .filter(|p| !p.deleted)
-                    .map(|p| chunk_page(&p.source_id, p.version, &p.body).len())
-                    .sum();
-                if passages > MAX_DENSE_PASSAGES {
-                    tracing::warn!(
-                        passages,
-                        limit = MAX_DENSE_PASSAGES,
-                        "too many passages for the exact dense index: BM25 alone ranks them"
-                    );
-                    return None;
-                }
-                match DenseIndex::build(encoder, self.current.values()) {
-                    Ok(index) => Some(index),
-                    Err(err) => {
-                        tracing::warn!(error = %err, "cannot build the dense passage index");
-                        None
-                    }
-                }
-            })
-            .as_ref()
+    /// Runs `f` with the passages' vectors when they are ready ([`LazyDense::with`]: the first
+    /// call builds them, inline for a small tenant, else in the background while BM25 alone
+    /// ranks), else with `None`: no sentence encoder in the process, a tenant above
+    /// [`MAX_DENSE_PASSAGES`](crate::MAX_DENSE_PASSAGES) passages, a build under way or failed.
+    pub fn with_dense<R>(&self, f: impl FnOnce(Option<&DenseIndex>) -> R) -> R {
+        self.dense.with(&self.current, f)
     }
 
     /// Every version of the pages `access` lets its caller read, as a citation's resolution
@@ -302,11 +268,7 @@ impl Snapshot {
         let text = |p: &PageVersion| p.body.len() + p.title.len() + p.source_id.len();
         let versions: usize = self.versions.iter().map(text).sum();
         let indexed: usize = self.current.values().map(text).sum();
-        let dense = self
-            .dense
-            .get()
-            .and_then(Option::as_ref)
-            .map_or(0, DenseIndex::approx_bytes);
+        let dense = self.dense.approx_bytes();
         versions + 2 * indexed + self.graph.facts().len() * FACT_BYTES + dense
     }
 }
@@ -478,8 +440,7 @@ impl Snapshots {
             log: rows.extraction_log,
             index,
             passages: std::sync::OnceLock::new(),
-            dense: std::sync::OnceLock::new(),
-            encoder: self.extraction.encoder().cloned(),
+            dense: LazyDense::new(self.extraction.encoder().cloned()),
             chunk_index: std::sync::OnceLock::new(),
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
@@ -518,14 +479,7 @@ impl Snapshot {
         if let Some(Some(passages)) = self.passages.get_mut() {
             passages.update(pairs())?;
         }
-        if let Some(dense) = self.dense.get_mut()
-            && let Some(index) = dense
-            && let Err(err) = index.update(pairs())
-        {
-            // Half patched: dropped, so the next question builds it again from the pages.
-            tracing::warn!(error = %err, "cannot patch the dense passage index; rebuilt on next use");
-            self.dense = std::sync::OnceLock::new();
-        }
+        self.dense.update(pairs().map(|(_, page)| page));
         if let Some(index) = self.chunk_index.get_mut() {
             index_chunks(index, &self.versions, held);
         }

@@ -31,7 +31,8 @@ use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
 use ontoloop_readmodel::{
-    Hybrid, MAX_DENSE_PASSAGES, PassageIndex, Ranked, Ranking, Snapshot, SnapshotGuard, Snapshots,
+    Hybrid, INLINE_DENSE_PASSAGES, MAX_DENSE_PASSAGES, PassageIndex, Ranked, Ranking, Snapshot,
+    SnapshotGuard, Snapshots,
 };
 
 /// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
@@ -251,18 +252,18 @@ fn instant(as_of: Option<prost_types::Timestamp>) -> Result<chrono::DateTime<chr
 const MAX_PAST_PASSAGE_PAGES: usize = 5_000;
 
 /// The passages `caller` may read that best answer `text` as of `at`, best first: from the
-/// current pages by `ranking` ([`Hybrid::search`]: BM25 over its key words, the sentence
-/// encoder's nearest passages, or both fused by reciprocal rank) when no page changed since;
-/// else by BM25 over the page versions current at `at` (a deleted page still there before its
-/// deletion), indexed for this question, at most [`MAX_PAST_PASSAGE_PAGES`]. Permission is
-/// today's and is applied before ranking.
+/// current pages by the ranking asked for ([`passage_ranking`]; [`Hybrid::search`]: BM25 over
+/// its key words, the sentence encoder's nearest passages, or both fused by reciprocal rank)
+/// when no page changed since; else by BM25 over the page versions current at `at` (a deleted
+/// page still there before its deletion), indexed for this question, at most
+/// [`MAX_PAST_PASSAGE_PAGES`]. Permission is today's and is applied before ranking.
 fn passages(
     snapshot: &Snapshot,
     text: &str,
     caller: &Caller,
-    ranking: Ranking,
+    asked: Option<Ranking>,
     at: chrono::DateTime<chrono::Utc>,
-) -> Vec<ask::Passage> {
+) -> Result<Vec<ask::Passage>, Status> {
     let access = Access::new(caller, &snapshot.current);
     let readable = |id: &str| {
         snapshot
@@ -270,47 +271,49 @@ fn passages(
             .get(id)
             .is_some_and(|page| access.page(page))
     };
-    let then: BTreeMap<String, PageVersion>;
-    let index: PassageIndex;
-    let (hybrid, ranking, pages) = if at >= snapshot.latest_change {
-        let hybrid = Hybrid {
-            lexical: snapshot.passages(),
-            dense: snapshot.dense(),
-        };
-        (hybrid, ranking, &*snapshot.current)
-    } else {
-        then = snapshot.current_at(at);
-        if then.len() > MAX_PAST_PASSAGE_PAGES {
-            tracing::debug!(
-                pages = then.len(),
-                "too many pages to index passages as of then"
-            );
-            return Vec::new();
-        }
-        let shown = then.values().filter(|p| readable(&p.source_id));
-        index = match PassageIndex::build(shown) {
-            Ok(index) => index,
-            Err(err) => {
-                tracing::warn!(error = %err, "cannot index the passages as of then");
-                return Vec::new();
-            }
-        };
-        let hybrid = Hybrid {
-            lexical: Some(&index),
-            dense: None,
-        };
-        (hybrid, Ranking::Bm25, &then)
-    };
     let key_words = ask::key_words(text).join(" ");
-    let ranked = hybrid.search(
-        text,
-        &key_words,
-        PASSAGE_CANDIDATES,
-        caller,
-        readable,
-        ranking,
-    );
-    cited(ranked, pages)
+    let search = |hybrid: Hybrid<'_>, ranking, pages: &BTreeMap<String, PageVersion>| {
+        let ranked = hybrid.search(
+            text,
+            &key_words,
+            PASSAGE_CANDIDATES,
+            caller,
+            readable,
+            ranking,
+        );
+        cited(ranked, pages)
+    };
+    if at >= snapshot.latest_change {
+        return snapshot.with_dense(|dense| {
+            let ranking = passage_ranking(asked, dense.is_some())?;
+            let hybrid = Hybrid {
+                lexical: snapshot.passages(),
+                dense,
+            };
+            Ok(search(hybrid, ranking, &snapshot.current))
+        });
+    }
+    let then = snapshot.current_at(at);
+    if then.len() > MAX_PAST_PASSAGE_PAGES {
+        tracing::debug!(
+            pages = then.len(),
+            "too many pages to index passages as of then"
+        );
+        return Ok(Vec::new());
+    }
+    let shown = then.values().filter(|p| readable(&p.source_id));
+    let index = match PassageIndex::build(shown) {
+        Ok(index) => index,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot index the passages as of then");
+            return Ok(Vec::new());
+        }
+    };
+    let hybrid = Hybrid {
+        lexical: Some(&index),
+        dense: None,
+    };
+    Ok(search(hybrid, Ranking::Bm25, &then))
 }
 
 /// Ranked passages as answers' passages, cut from `pages` (the versions they were found in).
@@ -337,15 +340,16 @@ fn cited(ranked: Vec<Ranked>, pages: &BTreeMap<String, PageVersion>) -> Vec<ask:
 }
 
 /// The ranking a request gets: the one it asked for, else fused when the tenant's passages
-/// have vectors and BM25 when not. Dense alone without vectors is refused.
-fn passage_ranking(asked: Option<Ranking>, snapshot: &Snapshot) -> Result<Ranking, Status> {
-    let dense = snapshot.dense().is_some();
+/// have their vectors (`dense`) and BM25 when not. Dense alone without vectors is refused.
+fn passage_ranking(asked: Option<Ranking>, dense: bool) -> Result<Ranking, Status> {
     match asked {
         Some(Ranking::Dense) if !dense => Err(status_from(DomainError::new(
             ErrorCode::FailedPrecondition,
             format!(
                 "passage_ranking DENSE needs the sentence-encoder model (make model) and a \
-                 tenant of at most {MAX_DENSE_PASSAGES} passages"
+                 tenant of at most {MAX_DENSE_PASSAGES} passages whose vectors are built (a \
+                 tenant of more than {INLINE_DENSE_PASSAGES} passages has them built in the \
+                 background after its first such question)"
             ),
         ))),
         Some(ranking) => Ok(ranking),
@@ -410,9 +414,8 @@ impl RetrievalService for Retrieval {
                 )?,
                 Err(why) => {
                     let found = if design == Design::Ontoloop {
-                        let ranking = passage_ranking(asked_ranking, &snapshot)?;
                         let at = instant(request.as_of)?;
-                        passages(&snapshot, &request.text, &who, ranking, at)
+                        passages(&snapshot, &request.text, &who, asked_ranking, at)?
                     } else {
                         Vec::new()
                     };
