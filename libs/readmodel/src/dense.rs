@@ -233,6 +233,9 @@ impl LazyDense {
         }
         *state = State::Building(Vec::new());
         drop(state);
+        // The builder reads the pages as they were when it started (the read model copies its
+        // map on its next patch while the builder holds this one); later versions are patched
+        // in from `Building`'s list.
         let shared = Arc::clone(&self.state);
         let pages = Arc::clone(pages);
         let spawned = std::thread::Builder::new()
@@ -267,6 +270,13 @@ impl LazyDense {
                 if let Err(err) = index.update(pages.into_iter().map(|page| (None, page))) {
                     tracing::warn!(error = %err, "cannot patch the dense passage index; built again at the next question");
                     *state = State::Idle;
+                } else if index.len() > MAX_DENSE_PASSAGES {
+                    tracing::warn!(
+                        passages = index.len(),
+                        limit = MAX_DENSE_PASSAGES,
+                        "the tenant outgrew the exact dense index: BM25 alone ranks its passages"
+                    );
+                    *state = State::Off;
                 }
             }
             State::Building(pending) => pending.extend(pages.into_iter().cloned()),
@@ -485,8 +495,13 @@ mod tests {
         );
         let without = LazyDense::new(None);
         assert!(without.with(&small, |dense| dense.is_none()));
+        let many = pages(MAX_DENSE_PASSAGES + 1);
         let huge = LazyDense::new(Some(Arc::new(Words)));
-        assert!(huge.with(&pages(MAX_DENSE_PASSAGES + 1), |dense| dense.is_none()));
+        assert!(huge.with(&many, |dense| dense.is_none()));
         assert!(!huge.is_ready());
+        // A tenant that outgrows the exact index while it is ready goes to BM25 alone.
+        lazy.update(many.values());
+        assert!(!lazy.is_ready());
+        assert!(lazy.with(&many, |dense| dense.is_none()));
     }
 }
