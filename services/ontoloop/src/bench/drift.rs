@@ -69,7 +69,7 @@ pub struct PassageRow {
     /// The same with passages ranked by BM25 alone.
     pub found_in_top3_bm25: u64,
     /// The same with passages ranked by sentence-embedding similarity alone; `None` when the
-    /// service has no model (the dense ranking is refused).
+    /// service ranked none of the asks so (no model, or the vectors not built yet).
     pub found_in_top3_dense: Option<u64>,
     /// The same with both fused by reciprocal rank; `None` without the model.
     pub found_in_top3_fused: Option<u64>,
@@ -561,8 +561,12 @@ fn record_rankings(report: &mut Report, asked: &Asked<'_>, found: &[Option<bool>
         return;
     };
     row.found_in_top3_bm25 += u64::from(bm25.unwrap_or(false));
+    // A ranking that answered any ask counts (an ask it could not rank counts as a miss); one
+    // that answered none stays n/a.
     let add = |held: &mut Option<u64>, found: &Option<bool>| {
-        *held = found.map(|f| held.unwrap_or(0) + u64::from(f));
+        if let Some(found) = found {
+            *held = Some(held.unwrap_or(0) + u64::from(*found));
+        }
     };
     add(&mut row.found_in_top3_dense, dense);
     add(&mut row.found_in_top3_fused, fused);
@@ -965,7 +969,7 @@ impl Report {
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "questions no slot answers (ontoloop; recall@3 of the default ranking, then of BM25, dense and fused alone; n/a: no sentence-encoder model)"
+                "questions no slot answers (ontoloop; recall@3 of the default ranking, then of BM25, dense and fused alone; n/a: no sentence-encoder model, or the vectors not built yet)"
             );
             let _ = writeln!(
                 out,
