@@ -181,7 +181,8 @@ async fn questions_naming_a_middle_relation_by_a_verb_phrase_map_every_hop() {
 }
 
 /// A world of our own whose pages have a lifecycle (a page deleted and its text moved into the
-/// handbook, a source listing dropping a stale FAQ) and whose off-ontology questions are graded
+/// handbook, a source listing dropping a stale FAQ, a price the system of record announces for
+/// later) and whose off-ontology questions are graded
 /// by the passage that answers them: slot answers stay right, no answer of any design cites a
 /// page deleted by then, and the passages offered hold the expected one among the first three
 /// for at least three questions in four (BM25 alone; a paraphrase that shares too few words
@@ -194,7 +195,23 @@ async fn deleted_pages_are_never_cited_and_off_ontology_questions_get_their_pass
         assert_ontoloop_holds(&report, &world);
         for row in &report.rows {
             assert_eq!(row.cited_deleted, 0, "{row:?}");
+            if row.design == "ontoloop" {
+                // The price announced in March for May: noted beside the value in effect in
+                // April, in effect in May, and no other answer notes a change.
+                assert_eq!(
+                    (row.upcoming_expected, row.upcoming_noted),
+                    (1, 1),
+                    "{row:?}"
+                );
+                assert_eq!(row.upcoming_unexpected, 0, "{row:?}");
+            }
         }
+        assert!(
+            report
+                .to_text(&world, mode)
+                .contains("changes announced for later, noted beside the value in effect: "),
+            "the report prints the upcoming changes noted"
+        );
         if mode == Mode::Structured {
             assert!(
                 report.passages.is_empty(),

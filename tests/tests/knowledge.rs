@@ -131,6 +131,7 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
             entity: "pro plan".into(),
             predicate: "price".into(),
             value: "64".into(),
+            effective_from: None,
         }),
     )
     .await
@@ -191,6 +192,7 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
             entity: "Pro".into(),
             predicate: "colour".into(),
             value: "red".into(),
+            effective_from: None,
         }),
     )
     .await

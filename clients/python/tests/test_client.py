@@ -1,11 +1,12 @@
 """The client against a running system (see conftest.py): answers with value, status, hedges and
 provenance per hop; validation passing and blocking with reasons; a signal reported; an event
-pushed and read back with min_sequence; a question no fact answers gets a cited passage whose
+pushed and read back with min_sequence; a value announced for later noted beside the one in
+effect; a question no fact answers gets a cited passage whose
 citation resolves; refused tokens and callers as exceptions with the reason; the caller named explicitly when authentication is off."""
 
 import dataclasses
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import grpc
 import pytest
@@ -20,6 +21,7 @@ from ontoloop_client import (
     NotFound,
     OntoloopError,
     PermissionDenied,
+    RecordSet,
     Severity,
     SignalType,
     Unauthenticated,
@@ -186,6 +188,23 @@ def test_push_an_event_and_read_it_back_with_min_sequence(client):
     answer = client.lookup("Team plan", ["price"], min_sequence=second.sequence)
     assert answer.value == "21", answer
     assert answer.evidence[0].source_version == 2
+
+
+def test_a_value_announced_for_later_is_noted_beside_the_value_in_effect(client):
+    now = datetime.now(timezone.utc)
+    client.push_event(RecordSet("record:billing", "Scale plan", "price", "79"))
+    later = now + timedelta(days=30)
+    ack = client.push_event(
+        RecordSet("record:billing", "Scale plan", "price", "89", effective_from=later)
+    )
+    answer = client.lookup("Scale plan", ["price"], min_sequence=ack.sequence)
+    assert answer.value == "79", answer
+    [upcoming] = answer.upcoming
+    assert upcoming.value == "89", answer
+    assert abs((upcoming.valid_from - later).total_seconds()) < 1, upcoming
+    # Asked as of a day after it takes effect, the announced value is the one in effect.
+    after = client.lookup("Scale plan", ["price"], as_of=later + timedelta(days=1))
+    assert (after.value, after.upcoming) == ("89", []), after
 
 
 def test_a_bad_token_is_unauthenticated_with_the_reason(secured, forged_token):

@@ -90,7 +90,7 @@ pub enum Event {
         /// Every page id the source holds now; at most [`MAX_LISTED_DOCS`].
         doc_ids: Vec<String>,
     },
-    /// The system of record states the current value of a slot.
+    /// The system of record states the value of a slot, now or from a later instant.
     #[serde(rename = "record.set")]
     RecordSet {
         /// Record system id.
@@ -101,6 +101,11 @@ pub enum Event {
         predicate: String,
         /// Value.
         value: String,
+        /// When the value takes effect, if later than the event (a price announced today for
+        /// next month): until then the slot keeps its value and answers note the change to
+        /// come; `as_of` reads effective time. Absent, or not after the event's time: at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effective_from: Option<DateTime<Utc>>,
     },
     /// The system of record renames an entity.
     #[serde(rename = "record.rename")]
@@ -315,6 +320,7 @@ impl Event {
                 entity,
                 predicate,
                 value,
+                ..
             } => {
                 required("source", source)?;
                 required("entity", entity)?;
@@ -463,6 +469,7 @@ mod tests {
             entity: "Pro".into(),
             predicate: "price".into(),
             value: "9".repeat(MAX_NAME_BYTES * 2),
+            effective_from: None,
         };
         assert!(record.validate().is_ok());
     }

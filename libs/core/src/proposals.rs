@@ -237,6 +237,7 @@ mod tests {
             "owner",
             "Atlas",
             at,
+            None,
         );
         let docs = [doc("a", "Project Kite is owned by the Atlas team.")];
         assert!(

@@ -187,6 +187,16 @@ pub fn instant_or(
     }
 }
 
+/// An optional wire instant as an optional time; a value out of range is INVALID_ARGUMENT
+/// naming `field`.
+pub fn instant(
+    ts: Option<prost_types::Timestamp>,
+    field: &str,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, Status> {
+    ts.map(|ts| instant_or(Some(ts), field, chrono::DateTime::UNIX_EPOCH))
+        .transpose()
+}
+
 impl From<ontoloop_core::Severity> for v1::Severity {
     fn from(severity: ontoloop_core::Severity) -> Self {
         match severity {
@@ -226,6 +236,7 @@ pub fn event_from(
             doc_ids: l.doc_ids,
         },
         Kind::RecordSet(r) => Event::RecordSet {
+            effective_from: instant(r.effective_from, "record_set.effective_from")?,
             source: r.source,
             entity: r.entity,
             predicate: r.predicate,
@@ -297,11 +308,13 @@ pub fn event_to_wire(
             entity,
             predicate,
             value,
+            effective_from,
         } => Kind::RecordSet(v1::RecordSet {
             source: source.clone(),
             entity: entity.clone(),
             predicate: predicate.clone(),
             value: value.clone(),
+            effective_from: effective_from.map(timestamp),
         }),
         Event::RecordRename { source, old, new } => Kind::RecordRename(v1::RecordRename {
             source: source.clone(),

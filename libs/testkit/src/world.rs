@@ -123,6 +123,9 @@ pub enum TimelineKind {
         predicate: String,
         /// Value.
         value: String,
+        /// When the value takes effect, if later than the entry's `at` (an extension).
+        #[serde(default)]
+        effective_from: Option<DateTime<Utc>>,
     },
     /// A system-of-record rename.
     #[serde(rename = "record.rename")]
@@ -182,11 +185,13 @@ impl TimelineKind {
                 entity,
                 predicate,
                 value,
+                effective_from,
             } => Some(Event::RecordSet {
                 source: source.clone(),
                 entity: entity.clone(),
                 predicate: predicate.clone(),
                 value: value.clone(),
+                effective_from: *effective_from,
             }),
             TimelineKind::RecordRename { source, old, new } => Some(Event::RecordRename {
                 source: source.clone(),
@@ -230,6 +235,10 @@ pub struct Ask {
     /// The passage that answers a question no slot answers (an extension of the shared format).
     #[serde(default)]
     pub passage: Option<ExpectedPassage>,
+    /// A value announced to take effect after this ask's checkpoint, which the answer must note
+    /// beside `expected` (an extension of the shared format).
+    #[serde(default)]
+    pub upcoming: Option<String>,
 }
 
 /// The passage an ask of a question no slot answers must be offered among the first three.

@@ -496,6 +496,7 @@ fn step(
             entity,
             predicate,
             value,
+            effective_from,
         } => {
             if ontology.predicate(predicate).is_none() {
                 return Err(Refusal::Invalid(format!(
@@ -510,6 +511,7 @@ fn step(
                 predicate,
                 value,
                 at,
+                *effective_from,
             ));
             (MaintenanceMode::RecordPatch, MaintenanceReport::default())
         }

@@ -302,6 +302,7 @@ impl Reviews {
                     entity: update.entity.clone(),
                     predicate: update.predicate.clone(),
                     value,
+                    effective_from: None,
                 },
             };
             self.writer

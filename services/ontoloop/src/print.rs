@@ -3,6 +3,7 @@
 
 use ontoloop::bench::plate::PlateReport;
 use ontoloop::bench::signals::SignalsReport;
+use ontoloop::mcp::wire::instant;
 use ontoloop::org::GenReport;
 use ontoloop::status::ServiceStatus;
 use ontoloop_proto::v1;
@@ -35,6 +36,10 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
                 "chunk_hash": p.chunk_hash, "start": p.start, "end": p.end, "score": p.score,
                 "similarity": p.similarity,
             })).collect::<Vec<_>>(),
+            "upcoming": answer.upcoming.iter().map(|e| serde_json::json!({
+                "value": e.value, "effective_from": instant(e.valid_from.as_ref()),
+                "source": format!("{}@{}", e.source_id, e.source_version), "origin": e.origin,
+            })).collect::<Vec<_>>(),
         });
         println!("{value}");
         return Ok(());
@@ -64,6 +69,13 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
     }
     for hedge in &answer.hedges {
         println!("  possibly stale ({}): {}", hedge.code, hedge.message);
+    }
+    for e in &answer.upcoming {
+        let from = instant(e.valid_from.as_ref()).unwrap_or_default();
+        println!(
+            "  changes to {:?} from {from} (announced by {}@{}, {})",
+            e.value, e.source_id, e.source_version, e.origin
+        );
     }
     for hop in &answer.hops {
         println!("  {} —{}→ {}", hop.entity, hop.predicate, hop.value);

@@ -106,6 +106,7 @@ fn events(i: usize, round: usize) -> [v1::Event; 2] {
                 entity: format!("Service{i}"),
                 predicate: "runs_in".into(),
                 value: zone.into(),
+                effective_from: None,
             }),
         ),
     ]

@@ -80,6 +80,7 @@ pub fn answer(asked: &Asked, graph: &Graph, applied: u64) -> pb::Answer {
         predicate_path: question.path.clone(),
         applied_sequence: applied,
         passages: asked.passages.iter().map(passage).collect(),
+        upcoming: result.upcoming().iter().map(evidence).collect(),
     }
 }
 

@@ -245,6 +245,9 @@ class Answer:
     predicate_path: list[str]
     applied_sequence: int
     passages: list[Passage] = field(default_factory=list)
+    #: Values announced to take effect later (``valid_from`` is when), soonest first; ``value``
+    #: stays the value in effect until then.
+    upcoming: list[Evidence] = field(default_factory=list)
 
     @property
     def answered(self) -> bool:
@@ -265,6 +268,7 @@ class Answer:
             predicate_path=list(a.predicate_path),
             applied_sequence=a.applied_sequence,
             passages=[Passage._from_pb(p) for p in a.passages],
+            upcoming=[Evidence._from_pb(e) for e in a.upcoming],
         )
 
 
@@ -419,16 +423,23 @@ class DocUpsert:
 
 @dataclass(frozen=True)
 class RecordSet:
-    """The system of record states the current value of a slot."""
+    """The system of record states the value of a slot: current from the event's time, or from
+    ``effective_from`` when the change is announced for later (the value in effect until then
+    stays current, and answers note the announced one beside it)."""
 
     source: str
     entity: str
     predicate: str
     value: str
+    effective_from: Optional[datetime] = None
 
     def _to_pb(self):
         return "record_set", telemetry_pb2.RecordSet(
-            source=self.source, entity=self.entity, predicate=self.predicate, value=self.value
+            source=self.source,
+            entity=self.entity,
+            predicate=self.predicate,
+            value=self.value,
+            effective_from=_timestamp(self.effective_from),
         )
 
 

@@ -122,6 +122,9 @@ pub struct SlotDecision {
     pub hedges: Vec<Hedge>,
     /// Findings for the analyst.
     pub findings: Vec<Finding>,
+    /// Values of the slot announced to take effect after the instant asked about, soonest
+    /// first (`valid_from` is when): a note beside the value, neither a hedge nor a conflict.
+    pub upcoming: Vec<Candidate>,
 }
 
 /// What the policy is told besides the candidates.
@@ -179,6 +182,7 @@ pub fn decide(candidates: Vec<Candidate>, ctx: &SlotContext) -> SlotDecision {
             evidence: Vec::new(),
             hedges: Vec::new(),
             findings,
+            upcoming: Vec::new(),
         };
     };
     let (top, lower): (Vec<Candidate>, Vec<Candidate>) =
@@ -286,6 +290,7 @@ pub fn decide(candidates: Vec<Candidate>, ctx: &SlotContext) -> SlotDecision {
         evidence,
         hedges,
         findings,
+        upcoming: Vec::new(),
     }
 }
 
@@ -364,6 +369,15 @@ impl Answer {
     /// Every hedge of every hop.
     pub fn hedges(&self) -> impl Iterator<Item = &Hedge> {
         self.hops.iter().flat_map(|(_, _, d)| d.hedges.iter())
+    }
+
+    /// Values announced for the final slot after the instant asked about, soonest first; none
+    /// when the answer abstained.
+    pub fn upcoming(&self) -> &[Candidate] {
+        match (self.status, self.hops.last()) {
+            (AnswerStatus::Abstained, _) | (_, None) => &[],
+            (_, Some((_, _, decision))) => &decision.upcoming,
+        }
     }
 }
 

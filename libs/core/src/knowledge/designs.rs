@@ -12,7 +12,7 @@ use super::answer::{
     Answer, AnswerStatus, Candidate, SlotContext, SlotDecision, decide, same_value,
 };
 use super::extract::{Claim, claims_in_sentence, split_sentences};
-use super::graph::{Access, Graph, PageVersion, SourceRef};
+use super::graph::{Access, Fact, Graph, PageVersion, SourceRef};
 use super::ontology::{Ontology, PredicateKind};
 
 /// Which design answers.
@@ -220,33 +220,26 @@ fn ontoloop_slot(
         .filter_map(|n| graph.resolve(n))
         .map(|e| e.id.clone())
         .collect();
-    // Graph facts of the slot the caller may read, and the current versions of their sources.
+    // Graph facts of the slot the caller may read, and the current versions of their sources;
+    // values announced for later are kept aside as the slot's upcoming changes.
     let mut candidates = Vec::new();
+    let mut upcoming: Vec<Candidate> = Vec::new();
     for fact in graph.facts().iter().filter(|f| {
-        entity_ids.contains(&f.entity)
-            && f.predicate == predicate
-            && f.valid_at(view.as_of)
-            && view.access.fact(f)
+        entity_ids.contains(&f.entity) && f.predicate == predicate && view.access.fact(f)
     }) {
+        if fact.valid_from > view.as_of && fact.valid_to.is_none_or(|to| to > fact.valid_from) {
+            upcoming.push(fact_candidate(fact));
+        }
+        if !fact.valid_at(view.as_of) {
+            continue;
+        }
         if !read.contains_key(&fact.source.source_id)
             && let Some(page) = view.readable_page(&fact.source.source_id)
         {
             read.insert(fact.source.source_id.clone(), page);
             page_claims.insert(fact.source.source_id.clone(), claims_of(page));
         }
-        candidates.push(Candidate {
-            value: fact.object.clone(),
-            source: SourceRef {
-                version: fact.seen_version.max(fact.source.version),
-                ..fact.source.clone()
-            },
-            authority: fact.authority,
-            valid_from: fact.valid_from,
-            extracted_at: Some(fact.extracted_at),
-            extractor: fact.extractor.clone(),
-            confidence: fact.confidence,
-            excerpt: String::new(),
-        });
+        candidates.push(fact_candidate(fact));
     }
     for (id, claims) in &page_claims {
         let Some(page) = read.get(id) else { continue };
@@ -284,7 +277,32 @@ fn ontoloop_slot(
             .collect(),
         hedge_below_authority: view.hedge_below_authority,
     };
-    decide(candidates, &ctx)
+    upcoming.sort_by(|a, b| {
+        a.valid_from
+            .cmp(&b.valid_from)
+            .then(b.authority.cmp(&a.authority))
+    });
+    SlotDecision {
+        upcoming,
+        ..decide(candidates, &ctx)
+    }
+}
+
+/// A graph fact as a candidate: cited at the newest version of its source known to state it.
+fn fact_candidate(fact: &Fact) -> Candidate {
+    Candidate {
+        value: fact.object.clone(),
+        source: SourceRef {
+            version: fact.seen_version.max(fact.source.version),
+            ..fact.source.clone()
+        },
+        authority: fact.authority,
+        valid_from: fact.valid_from,
+        extracted_at: Some(fact.extracted_at),
+        extractor: fact.extractor.clone(),
+        confidence: fact.confidence,
+        excerpt: String::new(),
+    }
 }
 
 /// One piece of evidence a baseline reader sees.
@@ -505,6 +523,7 @@ fn read_baseline(
             evidence: Vec::new(),
             hedges: Vec::new(),
             findings: Vec::new(),
+            upcoming: Vec::new(),
         };
     }
     let (winner, hedged) = if design == Design::HybridVersioned {
@@ -554,6 +573,7 @@ fn read_baseline(
         evidence: vec![to_candidate(winner.1, winner.2)],
         hedges,
         findings: Vec::new(),
+        upcoming: Vec::new(),
     }
 }
 
@@ -658,6 +678,63 @@ mod tests {
             ask_gold(&bob, &["finance"])[0].1.status,
             AnswerStatus::Abstained
         );
+    }
+
+    #[test]
+    fn a_value_announced_for_later_is_noted_beside_the_value_in_effect() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        graph.apply_page(&ontology, &gold(1, 80, 1, &[]), at(1));
+        graph.apply_record(
+            &ontology,
+            "record:billing",
+            1,
+            "Gold",
+            "price",
+            "99",
+            at(3),
+            Some(at(20)),
+        );
+        let current = BTreeMap::from([("d09".to_owned(), gold(1, 80, 1, &[]))]);
+        let log = BTreeMap::from([("d09".to_owned(), 1)]);
+        let search = |_: &str, _: usize| vec!["d09".to_owned()];
+        let caller = Caller::new("t", "bob").expect("caller");
+        let ask = |as_of| {
+            let view = KnowledgeView {
+                ontology: &ontology,
+                graph: &graph,
+                current: &current,
+                log: &log,
+                search: &search,
+                access: Access::new(&caller, &current),
+                as_of,
+                hedge_below_authority: 0,
+                top_k: 3,
+            };
+            answer(
+                &view,
+                Design::Ontoloop,
+                "Gold",
+                &["price".to_owned()],
+                "How much is the Gold plan?",
+            )
+        };
+        let before = ask(at(10));
+        assert_eq!(
+            (before.status, before.value.as_str()),
+            (AnswerStatus::Answered, "80"),
+            "{before:?}"
+        );
+        let [upcoming] = before.upcoming() else {
+            panic!("one upcoming change: {before:?}");
+        };
+        assert_eq!(
+            (upcoming.value.as_str(), upcoming.valid_from),
+            ("99", at(20))
+        );
+        let after = ask(at(21));
+        assert_eq!(after.value, "99", "{after:?}");
+        assert!(after.upcoming().is_empty(), "{after:?}");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! or more reasons when the graph does not support it. Each rule is its own function; thresholds
 //! come from [`FirewallPolicy`], never from literals here.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
@@ -233,6 +235,8 @@ struct Slot<'a> {
     readable_current: Vec<&'a Fact>,
     supporting: Vec<&'a Fact>,
     expired: Vec<&'a Fact>,
+    /// Facts stating the claimed value that take effect only after the request time.
+    announced: Vec<&'a Fact>,
 }
 
 fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
@@ -242,12 +246,26 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
         readable_current: Vec::new(),
         supporting: Vec::new(),
         expired: Vec::new(),
+        announced: Vec::new(),
     };
     let Some(entity) = entity else { return s };
-    for fact in view.graph.facts().iter().filter(|f| {
-        f.entity == entity && f.predicate == triple.predicate && f.valid_from <= view.as_of
-    }) {
+    for fact in view
+        .graph
+        .facts()
+        .iter()
+        .filter(|f| f.entity == entity && f.predicate == triple.predicate)
+    {
         let agrees = same_value(&fact.object, &triple.object);
+        if fact.valid_from > view.as_of {
+            // Announced for later: it supports nothing now, but a contradiction names it.
+            if agrees
+                && fact.valid_to.is_none_or(|to| to > fact.valid_from)
+                && view.access.fact(fact)
+            {
+                s.announced.push(fact);
+            }
+            continue;
+        }
         let current = fact.valid_at(view.as_of);
         // A fact the caller may not read counts as none: the verdict is the one it would be
         // if the fact did not exist, so it tells nothing of a hidden value, not even that there
@@ -332,17 +350,25 @@ fn contradicted(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
         return None;
     }
     let winner = decision.evidence.first()?;
-    Some(Reason::new(
-        ReasonCode::Contradicted,
-        format!(
-            "the graph says {:?} ({}@{}, {}, authority {})",
-            decision.value,
-            winner.source.source_id,
-            winner.source.version,
-            winner.source.origin,
-            winner.authority
-        ),
-    ))
+    let mut message = format!(
+        "the graph says {:?} ({}@{}, {}, authority {})",
+        decision.value,
+        winner.source.source_id,
+        winner.source.version,
+        winner.source.origin,
+        winner.authority
+    );
+    if let Some(next) = s.announced.iter().min_by_key(|f| f.valid_from) {
+        let _ = write!(
+            message,
+            "; {:?} is announced to take effect on {} ({}@{})",
+            next.object,
+            next.valid_from.format("%Y-%m-%d %H:%M UTC"),
+            next.source.source_id,
+            next.source.version
+        );
+    }
+    Some(Reason::new(ReasonCode::Contradicted, message))
 }
 
 /// Rule `not_in_graph`: the entity exists but nothing states this slot.
@@ -768,6 +794,62 @@ mod tests {
             vec![Vec::<ReasonCode>::new()],
             "an authoritative source suffices"
         );
+    }
+
+    #[test]
+    fn a_value_announced_for_later_is_not_current_and_the_contradiction_names_it() {
+        let (o, mut g) = world();
+        // Recorded on day 22 for day 28; the check is as of day 25.
+        g.apply_record(
+            &o,
+            "record:billing",
+            1,
+            "Pro",
+            "price",
+            "69",
+            day(22),
+            Some(day(28)),
+        );
+        assert_eq!(
+            check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7),
+            vec![Vec::<ReasonCode>::new()],
+            "the value in effect still passes"
+        );
+        let policy = policy();
+        let caller = Caller::new("t", "alice").expect("caller");
+        let view = FirewallView {
+            ontology: &o,
+            graph: &g,
+            access: Access::new(&caller, &NO_PAGES),
+            as_of: day(25),
+            policy: &policy,
+            threshold: 0.7,
+        };
+        let claim = ClaimToCheck {
+            triple: Triple {
+                subject: "Pro".into(),
+                predicate: "price".into(),
+                object: "69".into(),
+            },
+            chain: Vec::new(),
+        };
+        let reasons = check_answer(&view, std::slice::from_ref(&claim)).remove(0);
+        let contradicted = reasons
+            .iter()
+            .find(|r| r.code == ReasonCode::Contradicted)
+            .expect("contradicted");
+        assert!(
+            contradicted
+                .message
+                .contains("\"69\" is announced to take effect on 2026-09-28"),
+            "{contradicted:?}"
+        );
+        // From day 28 the announced value is the one in effect.
+        let later = FirewallView {
+            as_of: day(29),
+            ..view
+        };
+        assert_eq!(check_answer(&later, &[claim]), vec![Vec::new()]);
     }
 
     #[test]

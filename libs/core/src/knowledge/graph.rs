@@ -18,6 +18,10 @@ use crate::Caller;
 /// any origin's.
 pub const RECORD_ORIGIN: &str = "record";
 
+/// What a record fact's extractor starts with (`record:billing`): how a fact stated by a system
+/// of record is told from one read from a page, whatever origin its source names.
+pub const RECORD_EXTRACTOR_PREFIX: &str = "record:";
+
 /// The origin of a record source: the part before the first `:`.
 pub fn record_origin(source: &str) -> String {
     match source.split_once(':') {
@@ -196,6 +200,11 @@ impl Fact {
     /// Whether the fact has not been superseded.
     pub fn is_current(&self) -> bool {
         self.valid_to.is_none()
+    }
+
+    /// Whether a system of record stated it (`record.set`), rather than a page.
+    pub fn is_record(&self) -> bool {
+        self.extractor.starts_with(RECORD_EXTRACTOR_PREFIX)
     }
 }
 
@@ -904,8 +913,12 @@ impl Graph {
         changes
     }
 
-    /// A system-of-record value: supersedes every current value of the slot on the canonical
-    /// entity, whatever spelling the pages used, and becomes the slot's record fact.
+    /// A system-of-record value, recorded at `at` and in effect from `effective_from` (`at` when
+    /// absent or earlier: a value is never made retroactive). It ends every value of the slot on
+    /// the canonical entity that holds at that instant, whatever spelling the pages used, and
+    /// becomes the slot's record fact until the next value already scheduled after it, if any.
+    /// A value announced for the future is therefore not valid before its time
+    /// ([`Fact::valid_at`]), and a value recorded meanwhile does not cancel it.
     #[allow(clippy::too_many_arguments)]
     pub fn apply_record(
         &mut self,
@@ -916,20 +929,28 @@ impl Graph {
         predicate: &str,
         value: &str,
         at: DateTime<Utc>,
+        effective_from: Option<DateTime<Utc>>,
     ) -> Changes {
         let mut changes = Changes::default();
+        let from = effective_from.map_or(at, |e| e.max(at));
         let entity_type = ontology
             .predicate(predicate)
             .and_then(|p| (p.subject_types.len() == 1).then(|| p.subject_types[0].clone()));
         let id = self.ensure_entity(entity, entity_type.as_deref(), &mut changes);
+        let mut until: Option<DateTime<Utc>> = None;
         for fact in self
             .facts
             .iter_mut()
-            .filter(|f| f.entity == id && f.predicate == predicate && f.is_current())
+            .filter(|f| f.entity == id && f.predicate == predicate)
         {
-            fact.valid_to = Some(at);
-            changes.facts.insert(fact.id);
-            changes.writes += 1;
+            let scheduled = fact.valid_from > from && fact.is_record();
+            if scheduled {
+                until = Some(until.map_or(fact.valid_from, |u| u.min(fact.valid_from)));
+            } else if fact.valid_at(from) || fact.is_current() {
+                fact.valid_to = Some(from);
+                changes.facts.insert(fact.id);
+                changes.writes += 1;
+            }
         }
         let origin = record_origin(source);
         let fact_id = self.push_fact(Fact {
@@ -945,9 +966,9 @@ impl Graph {
             seen_version: sequence,
             authority: ontology.authority(&origin),
             extracted_at: at,
-            valid_from: at,
-            valid_to: None,
-            extractor: format!("record:{source}"),
+            valid_from: from,
+            valid_to: until,
+            extractor: format!("{RECORD_EXTRACTOR_PREFIX}{source}"),
             confidence: 1.0,
             acl: Vec::new(),
         });
@@ -957,15 +978,16 @@ impl Graph {
         changes
     }
 
-    /// Supersedes every current page fact (a full rebuild starts from here and re-reads every
-    /// current page); record facts stay, since no page is their source of truth.
+    /// Supersedes every page fact still valid at `at` or set to end later (a full rebuild starts
+    /// from here and re-reads every current page); record facts stay, whatever their source's
+    /// origin, since no page is their source of truth.
     pub fn retire_page_facts(&mut self, at: DateTime<Utc>) -> Changes {
         self.derived.clear();
         let mut changes = Changes::default();
         for fact in self
             .facts
             .iter_mut()
-            .filter(|f| f.is_current() && f.source.origin != RECORD_ORIGIN)
+            .filter(|f| f.valid_to.is_none_or(|to| to > at) && !f.is_record())
         {
             fact.valid_to = Some(at);
             changes.facts.insert(fact.id);
@@ -1304,7 +1326,16 @@ mod tests {
             ),
             at(1),
         );
-        graph.apply_record(&ontology, "record:billing", 7, "Pro", "price", "59", at(22));
+        graph.apply_record(
+            &ontology,
+            "record:billing",
+            7,
+            "Pro",
+            "price",
+            "59",
+            at(22),
+            None,
+        );
         assert_eq!(current(&graph, "PRO plan", "price"), vec!["59"]);
         let record = graph
             .facts()
@@ -1315,6 +1346,69 @@ mod tests {
         assert_eq!(record.source.origin, RECORD_ORIGIN);
         assert_eq!(record_origin("registry:missions"), "registry");
         assert_eq!(record_origin("cmdb"), RECORD_ORIGIN);
+    }
+
+    fn valid_values(graph: &Graph, day: u32) -> Vec<&str> {
+        let mut values: Vec<&str> = graph
+            .facts()
+            .iter()
+            .filter(|f| f.predicate == "price" && f.valid_at(at(day)))
+            .map(|f| f.object.as_str())
+            .collect();
+        values.sort();
+        values
+    }
+
+    #[test]
+    fn a_record_value_announced_for_later_holds_from_its_time_and_is_not_cancelled_meanwhile() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let set = |graph: &mut Graph, seq, value, day, effective: Option<u32>| {
+            graph.apply_record(
+                &ontology,
+                "record:billing",
+                seq,
+                "Pro",
+                "price",
+                value,
+                at(day),
+                effective.map(at),
+            );
+        };
+        set(&mut graph, 1, "59", 2, None);
+        // Announced on day 3 for day 10.
+        set(&mut graph, 2, "69", 3, Some(10));
+        assert_eq!(valid_values(&graph, 4), vec!["59"]);
+        assert_eq!(valid_values(&graph, 10), vec!["69"]);
+        // A value recorded on day 5 for now holds until the announced one takes over.
+        set(&mut graph, 3, "64", 5, None);
+        assert_eq!(valid_values(&graph, 4), vec!["59"]);
+        assert_eq!(valid_values(&graph, 6), vec!["64"]);
+        assert_eq!(valid_values(&graph, 12), vec!["69"]);
+        // An effective time before the event's own is the event's time: never retroactive.
+        set(&mut graph, 4, "61", 14, Some(1));
+        assert_eq!(valid_values(&graph, 12), vec!["69"]);
+        assert_eq!(valid_values(&graph, 14), vec!["61"]);
+        // A second announcement for the same instant replaces the first.
+        set(&mut graph, 5, "70", 15, Some(20));
+        set(&mut graph, 6, "72", 16, Some(20));
+        assert_eq!(valid_values(&graph, 19), vec!["61"]);
+        assert_eq!(valid_values(&graph, 21), vec!["72"]);
+        // A rebuild retires page facts only: a record of a system whose source names its own
+        // origin stays, and so does the schedule.
+        graph.apply_record(
+            &ontology,
+            "registry:plans",
+            7,
+            "Team",
+            "price",
+            "30",
+            at(17),
+            None,
+        );
+        graph.retire_page_facts(at(18));
+        assert_eq!(valid_values(&graph, 19), vec!["30", "61"]);
+        assert_eq!(valid_values(&graph, 21), vec!["30", "72"]);
     }
 
     /// Every name and the types the lexicon gives it, shared and added parts together.
@@ -1378,6 +1472,7 @@ mod tests {
                         "owned_by",
                         teams[next(3)],
                         at(day),
+                        None,
                     );
                 }
                 8 => {

@@ -206,7 +206,28 @@ fn linked_names(
             .iter()
             .any(|needle| !needle.is_empty() && haystack.contains(&format!(" {needle} ")))
     }));
-    found.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    // Ordered by what each name covers of the question, not by its own length: "Which team
+    // maintains Anchor?" finds "Team plan" by its key, one word and the type noun the question
+    // asks for, and "Anchor" by its own word. A bare type noun comes last, then the longest
+    // span, a name's own words before its key's, the longest name.
+    let type_nouns = ontology.type_nouns();
+    let rank = |name: &String| {
+        let own = words_plain(name);
+        let written = !own.is_empty() && haystack.contains(&format!(" {} ", own.join(" ")));
+        let span = if written {
+            own
+        } else {
+            words_plain(&normaliser.key(name))
+        };
+        let bare_type_noun = span.len() == 1 && type_nouns.contains(&span[0]);
+        (
+            bare_type_noun,
+            std::cmp::Reverse(span.len()),
+            !written,
+            std::cmp::Reverse(name.len()),
+        )
+    };
+    found.sort_by_cached_key(|name| (rank(name), name.clone()));
     found.dedup();
     found
 }
@@ -675,6 +696,40 @@ mod tests {
         assert_eq!(
             mapped("How many days do customers have to request a refund?"),
             ("Refund policy".into(), vec!["refund_days".into()])
+        );
+    }
+
+    #[test]
+    fn a_name_found_only_by_the_type_noun_asked_for_is_not_the_subject() {
+        let (ontology, mut graph) = graph();
+        let page = PageVersion {
+            source_id: "q".into(),
+            version: 1,
+            title: "q".into(),
+            origin: "faq".into(),
+            body: "Kite is owned by the Atlas team.".into(),
+            updated_at: Utc::now(),
+            acl: Vec::new(),
+            confidence: 1.0,
+            deleted: false,
+        };
+        graph.apply_page(&ontology, &page, Utc::now());
+        // A record names a plan in full; "Team plan" is then found by its key, "team", the noun
+        // "Which team" asks for, and is longer than "Kite".
+        graph.apply_record(
+            &ontology,
+            "record:billing",
+            1,
+            "Team plan",
+            "price",
+            "99",
+            Utc::now(),
+            None,
+        );
+        let m = map_question("Which team owns Kite?", &graph, &ontology, &[]).expect("maps");
+        assert_eq!(
+            (m.entity.as_str(), m.path.as_slice()),
+            ("Kite", &["owned_by".to_owned()][..])
         );
     }
 

@@ -52,6 +52,12 @@ pub struct Row {
     pub right_total: u64,
     /// Answers citing (in evidence or passages) a page deleted by then.
     pub cited_deleted: u64,
+    /// Asks that name a value announced for after their checkpoint.
+    pub upcoming_expected: u64,
+    /// Of those, answers that noted it (`Answer.upcoming`).
+    pub upcoming_noted: u64,
+    /// Answers that noted an upcoming change where the ask names none.
+    pub upcoming_unexpected: u64,
 }
 
 /// Questions no slot answers, graded by the passages ontoloop offered (natural-language mode).
@@ -666,6 +672,18 @@ fn record(
     );
     row.all_total += 1;
     row.cited_deleted += u64::from(cites_deleted(answer, deleted));
+    match &ask.upcoming {
+        Some(announced) => {
+            row.upcoming_expected += 1;
+            row.upcoming_noted += u64::from(
+                answer
+                    .upcoming
+                    .iter()
+                    .any(|e| grade(announced, Some(&e.value)) == Grade::Correct),
+            );
+        }
+        None => row.upcoming_unexpected += u64::from(!answer.upcoming.is_empty()),
+    }
     if ask.drifted {
         row.drifted_total += 1;
     }
@@ -963,6 +981,27 @@ impl Report {
                 out,
                 "answers citing a page deleted by then: {}",
                 cited.join(", ")
+            );
+        }
+        if self.rows.iter().any(|r| r.upcoming_expected > 0) {
+            let noted: Vec<String> = self
+                .rows
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ({}) {} of {}, {} unexpected",
+                        r.design,
+                        r.scenario,
+                        r.upcoming_noted,
+                        r.upcoming_expected,
+                        r.upcoming_unexpected
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "changes announced for later, noted beside the value in effect: {}",
+                noted.join(", ")
             );
         }
         if !self.passages.is_empty() {

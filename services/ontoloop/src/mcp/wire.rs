@@ -37,6 +37,9 @@ pub struct Answer {
     pub applied_sequence: u64,
     /// ANSWER_STATUS_ANSWERED_PASSAGES: the passages, best first.
     pub passages: Vec<Passage>,
+    /// Values announced to take effect later (`valid_from` is when), soonest first; `value`
+    /// stays the value in effect until then.
+    pub upcoming: Vec<Evidence>,
 }
 
 /// A passage of a page given as an answer, with its citation.
@@ -326,7 +329,8 @@ pub struct Pattern {
     pub signal_to_heal_ms: i64,
 }
 
-fn instant(ts: Option<&prost_types::Timestamp>) -> Option<String> {
+/// A wire instant in RFC 3339; none when absent or out of range.
+pub fn instant(ts: Option<&prost_types::Timestamp>) -> Option<String> {
     let ts = ts?;
     chrono::DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or_default())
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
@@ -395,6 +399,7 @@ impl From<v1::Answer> for Answer {
             predicate_path: a.predicate_path,
             applied_sequence: a.applied_sequence,
             passages: a.passages.into_iter().map(Passage::from).collect(),
+            upcoming: a.upcoming.into_iter().map(Evidence::from).collect(),
         }
     }
 }
@@ -528,6 +533,17 @@ impl Render for Answer {
         }
         for hedge in &self.hedges {
             let _ = write!(text, "\nhedge {}: {}", hedge.code, hedge.message);
+        }
+        for e in &self.upcoming {
+            let _ = write!(
+                text,
+                "\nchanges to {} from {} (announced by {}@{}, {})",
+                e.value,
+                e.valid_from.as_deref().unwrap_or("?"),
+                e.source_id,
+                e.source_version,
+                e.origin
+            );
         }
         let source = |text: &mut String, e: &Evidence| {
             let _ = write!(

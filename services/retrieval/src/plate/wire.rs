@@ -142,6 +142,7 @@ pub fn org_answer(answer: &OrgAnswer, view: &TenantView, applied: u64) -> pb::An
             predicate_path: vec![path.to_owned()],
             applied_sequence: applied,
             passages: Vec::new(),
+            upcoming: Vec::new(),
         };
     match answer {
         OrgAnswer::Manager {
