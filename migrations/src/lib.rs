@@ -19,6 +19,7 @@ mod m20261201_090000_retention;
 mod m20261201_130000_knowledge_changes;
 mod m20261201_160000_outbox_trace;
 mod m20261201_210000_page_tombstone;
+mod m20261203_070000_fact_scope;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_130000_knowledge_changes::Migration),
             Box::new(m20261201_160000_outbox_trace::Migration),
             Box::new(m20261201_210000_page_tombstone::Migration),
+            Box::new(m20261203_070000_fact_scope::Migration),
         ]
     }
 }

@@ -573,6 +573,7 @@ async fn six_service_processes_survive_a_killed_analyst_and_retrieval() {
                 predicate: "owned_by".into(),
                 object: value.into(),
                 chain: Vec::new(),
+                scope: String::new(),
             };
             // The firewall rebuilds its read model when the knowledge version moves; give it a
             // moment rather than none.

@@ -182,7 +182,7 @@ async fn questions_naming_a_middle_relation_by_a_verb_phrase_map_every_hop() {
 
 /// A world of our own whose pages have a lifecycle (a page deleted and its text moved into the
 /// handbook, a source listing dropping a stale FAQ, a price the system of record announces for
-/// later) and whose off-ontology questions are graded
+/// later, a price that differs by region) and whose off-ontology questions are graded
 /// by the passage that answers them: slot answers stay right, no answer of any design cites a
 /// page deleted by then, and the passages offered hold the expected one among the first three
 /// for at least three questions in four (BM25 alone; a paraphrase that shares too few words
@@ -204,6 +204,14 @@ async fn deleted_pages_are_never_cited_and_off_ontology_questions_get_their_pass
                     "{row:?}"
                 );
                 assert_eq!(row.upcoming_unexpected, 0, "{row:?}");
+                // The Solo plan's price differs by region: NEEDS_SCOPE with each region's value
+                // where the ask names none, and nowhere else.
+                assert_eq!(
+                    (row.needs_scope_expected, row.needs_scope_exact),
+                    (2, 2),
+                    "{row:?}"
+                );
+                assert_eq!(row.needs_scope_unexpected, 0, "{row:?}");
             }
         }
         assert!(
@@ -211,6 +219,12 @@ async fn deleted_pages_are_never_cited_and_off_ontology_questions_get_their_pass
                 .to_text(&world, mode)
                 .contains("changes announced for later, noted beside the value in effect: "),
             "the report prints the upcoming changes noted"
+        );
+        assert!(
+            report.to_text(&world, mode).contains(
+                "values that differ by scope, NEEDS_SCOPE with exactly each scope's value: "
+            ),
+            "the report prints the scoped answers"
         );
         if mode == Mode::Structured {
             assert!(

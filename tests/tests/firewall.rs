@@ -357,6 +357,7 @@ async fn garbage_in_gets_a_clear_status() {
             predicate: String::new(),
             object: "59".into(),
             chain: Vec::new(),
+            scope: String::new(),
         }))
         .await
         .expect_err("no predicate");
@@ -371,6 +372,7 @@ async fn garbage_in_gets_a_clear_status() {
             predicate: "colour".into(),
             object: "red".into(),
             chain: Vec::new(),
+            scope: String::new(),
         }))
         .await
         .expect_err("unknown predicate");

@@ -98,6 +98,7 @@ fn event(rng: &mut StdRng, names: &mut Vec<String>, renamed: &mut usize) -> v1::
             predicate: "owned_by".into(),
             value: team.into(),
             effective_from: None,
+            scope: String::new(),
         }),
         // A rename: the old name stays an alias; now and then to another service's name, which
         // merges the two.

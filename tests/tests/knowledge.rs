@@ -132,6 +132,7 @@ async fn an_event_pushed_is_answered_with_provenance_right_after() {
             predicate: "price".into(),
             value: "64".into(),
             effective_from: None,
+            scope: String::new(),
         }),
     )
     .await
@@ -193,6 +194,7 @@ async fn a_bad_event_is_refused_with_its_reason_and_the_next_one_applies() {
             predicate: "colour".into(),
             value: "red".into(),
             effective_from: None,
+            scope: String::new(),
         }),
     )
     .await
@@ -601,4 +603,126 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
         ("59", 3)
     );
     sandbox.shutdown().await.expect("clean shutdown");
+}
+
+/// Values that differ by scope, through the intake, the analyst, retrieval and the firewall: a
+/// page states a general price and a US one, the system of record sets the EU one; an Ask or
+/// Lookup naming no scope is NEEDS_SCOPE with each scope's value, one naming a scope (in its
+/// request or its words) gets that scope's value; a bad scope is INVALID_ARGUMENT naming the
+/// field; the firewall checks a claim against its scope's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_that_differs_by_scope_needs_a_scope_end_to_end() {
+    let t = "scoped";
+    let sandbox = Sandbox::embedded(&[]).await;
+    let c = sandbox.clients();
+    let scoped = ONTOLOGY.replacen(
+        r#""authority":"#,
+        r#""scopes":{"region":["EU","US"]},"authority":"#,
+        1,
+    );
+    push(&c, t, ontology(&scoped)).await.expect("ontology");
+    push(
+        &c,
+        t,
+        doc(
+            "pricing",
+            "pricing-page",
+            "The Pro plan costs €49 per month. In the US, the Pro plan costs €55 per month.",
+            &[],
+        ),
+    )
+    .await
+    .expect("doc");
+    let seq = push(
+        &c,
+        t,
+        v1::event::Kind::RecordSet(v1::RecordSet {
+            source: "record:billing".into(),
+            entity: "Pro plan".into(),
+            predicate: "price".into(),
+            value: "45".into(),
+            effective_from: None,
+            scope: "region=EU".into(),
+        }),
+    )
+    .await
+    .expect("record");
+    let general = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!(
+        general.status,
+        v1::AnswerStatus::NeedsScope as i32,
+        "{general:?}"
+    );
+    let listed: Vec<(&str, &str)> = general
+        .scoped
+        .iter()
+        .map(|v| (v.scope.as_str(), v.value.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![("", "49"), ("region=EU", "45"), ("region=US", "55")]
+    );
+    assert_eq!(general.scoped[1].evidence[0].source_id, "record:billing");
+    let in_scope = |scope: &str| {
+        let mut retrieval = c.retrieval.clone();
+        let scope = scope.to_owned();
+        async move {
+            retrieval
+                .lookup(v1::LookupRequest {
+                    caller: caller(t, "alice"),
+                    entity: "Pro plan".into(),
+                    predicate_path: vec!["price".into()],
+                    min_sequence: seq,
+                    scope,
+                    ..Default::default()
+                })
+                .await
+        }
+    };
+    let us = in_scope("region=US").await.expect("answer").into_inner();
+    assert_eq!(
+        (us.status, us.value.as_str()),
+        (v1::AnswerStatus::Answered as i32, "55")
+    );
+    let err = in_scope("region").await.expect_err("refused");
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("scope"), "{}", err.message());
+    // The question's own words name the scope.
+    let asked = c
+        .retrieval
+        .clone()
+        .ask(v1::AskRequest {
+            caller: caller(t, "alice"),
+            text: "How much does the Pro plan cost in the EU?".into(),
+            min_sequence: seq,
+            ..Default::default()
+        })
+        .await
+        .expect("ask")
+        .into_inner();
+    assert_eq!(asked.value, "45", "{asked:?}");
+    // The firewall: each value in its own scope passes, one in another scope is contradicted.
+    let passed = verdict_on(
+        &c,
+        t,
+        "In the US, the Pro plan costs €55 per month.",
+        v1::Verdict::Pass,
+    )
+    .await;
+    assert_eq!(passed.overall, v1::Verdict::Pass as i32, "{passed:?}");
+    assert_eq!(
+        passed.verdicts[0].claim.as_ref().map(|c| c.scope.as_str()),
+        Some("region=US")
+    );
+    let blocked = verdict_on(
+        &c,
+        t,
+        "In the EU, the Pro plan costs €55 per month.",
+        v1::Verdict::Block,
+    )
+    .await;
+    assert_eq!(blocked.overall, v1::Verdict::Block as i32, "{blocked:?}");
+    drop(sandbox);
 }

@@ -44,6 +44,7 @@ fn claims(n: usize) -> v1::validate_request::Input {
                 predicate: "price".into(),
                 object: i.to_string(),
                 chain: Vec::new(),
+                scope: String::new(),
             })
             .collect(),
     })

@@ -1,7 +1,7 @@
 """The client against a running system (see conftest.py): answers with value, status, hedges and
 provenance per hop; validation passing and blocking with reasons; a signal reported; an event
 pushed and read back with min_sequence; a value announced for later noted beside the one in
-effect; a question no fact answers gets a cited passage whose
+effect; a value that differs by scope answered NEEDS_SCOPE, and in a scope; a question no fact answers gets a cited passage whose
 citation resolves; refused tokens and callers as exceptions with the reason; the caller named explicitly when authentication is off."""
 
 import dataclasses
@@ -205,6 +205,24 @@ def test_a_value_announced_for_later_is_noted_beside_the_value_in_effect(client)
     # Asked as of a day after it takes effect, the announced value is the one in effect.
     after = client.lookup("Scale plan", ["price"], as_of=later + timedelta(days=1))
     assert (after.value, after.upcoming) == ("89", []), after
+
+
+def test_a_value_that_differs_by_scope_needs_a_scope(client):
+    client.push_event(RecordSet("record:billing", "Metro plan", "price", "30"))
+    ack = client.push_event(
+        RecordSet("record:billing", "Metro plan", "price", "25", scope="region=EU")
+    )
+    answer = client.lookup("Metro plan", ["price"], min_sequence=ack.sequence)
+    assert answer.status is AnswerStatus.NEEDS_SCOPE, answer
+    assert [(v.scope, v.value) for v in answer.scoped] == [("", "30"), ("region=EU", "25")]
+    assert answer.scoped[1].evidence[0].source_id == "record:billing"
+    eu = client.lookup("Metro plan", ["price"], scope="region=EU")
+    # One value (hedged: this ontology gives the record origin the lowest authority).
+    assert (eu.value, eu.scoped) == ("25", []), eu
+    assert eu.status is not AnswerStatus.NEEDS_SCOPE
+    with pytest.raises(InvalidArgument) as refused:
+        client.lookup("Metro plan", ["price"], scope="region")
+    assert "scope" in str(refused.value), refused.value
 
 
 def test_a_bad_token_is_unauthenticated_with_the_reason(secured, forged_token):

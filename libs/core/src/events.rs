@@ -106,6 +106,13 @@ pub enum Event {
         /// come; `as_of` reads effective time. Absent, or not after the event's time: at once.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         effective_from: Option<DateTime<Utc>>,
+        /// Where the value holds (`{"region": "EU"}`); everywhere when absent. A value ends only
+        /// the values of its own scope.
+        #[serde(
+            default,
+            skip_serializing_if = "crate::knowledge::Scope::is_everywhere"
+        )]
+        scope: crate::knowledge::Scope,
     },
     /// The system of record renames an entity.
     #[serde(rename = "record.rename")]
@@ -320,11 +327,15 @@ impl Event {
                 entity,
                 predicate,
                 value,
+                scope,
                 ..
             } => {
                 required("source", source)?;
                 required("entity", entity)?;
                 required("predicate", predicate)?;
+                scope
+                    .check()
+                    .map_err(|err| DomainError::invalid("scope", err.to_string()))?;
                 present("value", value)
             }
             Event::RecordRename { source, old, new } => {
@@ -470,6 +481,7 @@ mod tests {
             predicate: "price".into(),
             value: "9".repeat(MAX_NAME_BYTES * 2),
             effective_from: None,
+            scope: crate::knowledge::Scope::everywhere(),
         };
         assert!(record.validate().is_ok());
     }

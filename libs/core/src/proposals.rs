@@ -160,6 +160,8 @@ pub fn draft_updates(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knowledge::graph::RecordValue;
+    use crate::knowledge::scope::Scope;
 
     fn ontology() -> Ontology {
         Ontology::from_value(serde_json::json!({
@@ -231,13 +233,16 @@ mod tests {
         let at = Utc::now() - chrono::Duration::seconds(5);
         graph.apply_record(
             &ontology,
-            "record:hr",
-            1,
-            "Project Kite",
-            "owner",
-            "Atlas",
-            at,
-            None,
+            &RecordValue {
+                source: "record:hr",
+                sequence: 1,
+                entity: "Project Kite",
+                predicate: "owner",
+                value: "Atlas",
+                at,
+                effective_from: None,
+                scope: &Scope::everywhere(),
+            },
         );
         let docs = [doc("a", "Project Kite is owned by the Atlas team.")];
         assert!(

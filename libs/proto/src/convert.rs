@@ -187,6 +187,13 @@ pub fn instant_or(
     }
 }
 
+/// A wire scope (`region=EU, plan=Pro`; empty: everywhere); one that cannot be read is
+/// INVALID_ARGUMENT naming `field` and why.
+pub fn scope(text: &str, field: &str) -> Result<ontoloop_core::knowledge::Scope, Status> {
+    ontoloop_core::knowledge::Scope::parse(text)
+        .map_err(|err| status_from(DomainError::invalid(field, err)))
+}
+
 /// An optional wire instant as an optional time; a value out of range is INVALID_ARGUMENT
 /// naming `field`.
 pub fn instant(
@@ -237,6 +244,7 @@ pub fn event_from(
         },
         Kind::RecordSet(r) => Event::RecordSet {
             effective_from: instant(r.effective_from, "record_set.effective_from")?,
+            scope: scope(&r.scope, "record_set.scope")?,
             source: r.source,
             entity: r.entity,
             predicate: r.predicate,
@@ -309,12 +317,14 @@ pub fn event_to_wire(
             predicate,
             value,
             effective_from,
+            scope,
         } => Kind::RecordSet(v1::RecordSet {
             source: source.clone(),
             entity: entity.clone(),
             predicate: predicate.clone(),
             value: value.clone(),
             effective_from: effective_from.map(timestamp),
+            scope: scope.encode(),
         }),
         Event::RecordRename { source, old, new } => Kind::RecordRename(v1::RecordRename {
             source: source.clone(),

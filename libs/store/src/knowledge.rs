@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use ontoloop_core::knowledge::{
-    Entity, Fact, MaintenanceReport, ModelCost, ModelUsage, PageVersion, SourceRef,
+    Entity, Fact, MaintenanceReport, ModelCost, ModelUsage, PageVersion, Scope, SourceRef,
 };
 use sea_orm::sea_query::{Expr, Func, OnConflict};
 use sea_orm::{
@@ -579,6 +579,7 @@ impl Store {
                 confidence: Set(f.confidence),
                 acl: Set(encode_list(&f.acl)),
                 changed_in: Set(next),
+                scope: Set(f.scope.encode()),
             });
             fact::Entity::insert_many(rows)
                 .on_conflict(
@@ -825,6 +826,8 @@ fn fact_from(row: fact::Model) -> Fact {
         extractor: row.extractor,
         confidence: row.confidence,
         acl: decode_list(&row.acl),
+        // Written by `Scope::encode`; a row that cannot be read back holds everywhere.
+        scope: Scope::parse(&row.scope).unwrap_or_default(),
     }
 }
 

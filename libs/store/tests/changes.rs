@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use chrono::Utc;
-use ontoloop_core::knowledge::{Entity, Fact, PageVersion, SourceRef};
+use ontoloop_core::knowledge::{Entity, Fact, PageVersion, Scope, SourceRef};
 use ontoloop_settings::Loader;
 use ontoloop_store::{KnowledgeCommit, Store};
 use ontoloop_testkit::servers::PgDatabase;
@@ -67,6 +67,7 @@ fn fact(id: u64, entity: &str, object: &str) -> Fact {
         extractor: "patterns".into(),
         confidence: 1.0,
         acl: Vec::new(),
+        scope: Default::default(),
     }
 }
 
@@ -113,7 +114,14 @@ async fn every_case(store: &Store) {
             v2,
             KnowledgeCommit {
                 pages: vec![page("p", 2)],
-                facts: vec![superseded.clone(), fact(2, "ent:a", "Borealis")],
+                facts: vec![
+                    superseded.clone(),
+                    Fact {
+                        // A value that holds in one scope keeps it through the store.
+                        scope: Scope::parse("region=EU, plan=Pro").expect("scope"),
+                        ..fact(2, "ent:a", "Borealis")
+                    },
+                ],
                 removed_entities: vec!["ent:b".into()],
                 extraction_log: vec![("p".into(), 2, Utc::now())],
                 ..Default::default()
@@ -168,6 +176,11 @@ async fn every_case(store: &Store) {
     assert_eq!(rows.version, v3);
     assert_eq!(rows.facts.len(), 2);
     assert_eq!(rows.entities.len(), 1);
+    let scopes: Vec<String> = rows.facts.iter().map(|f| f.scope.encode()).collect();
+    assert!(
+        scopes.contains(&String::new()) && scopes.contains(&"plan=Pro, region=EU".to_owned()),
+        "{scopes:?}"
+    );
 }
 
 #[tokio::test]

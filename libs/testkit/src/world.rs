@@ -126,6 +126,9 @@ pub enum TimelineKind {
         /// When the value takes effect, if later than the entry's `at` (an extension).
         #[serde(default)]
         effective_from: Option<DateTime<Utc>>,
+        /// Where the value holds (`{"region": "EU"}`; an extension); absent: everywhere.
+        #[serde(default)]
+        scope: ontoloop_core::knowledge::Scope,
     },
     /// A system-of-record rename.
     #[serde(rename = "record.rename")]
@@ -186,12 +189,14 @@ impl TimelineKind {
                 predicate,
                 value,
                 effective_from,
+                scope,
             } => Some(Event::RecordSet {
                 source: source.clone(),
                 entity: entity.clone(),
                 predicate: predicate.clone(),
                 value: value.clone(),
                 effective_from: *effective_from,
+                scope: scope.clone(),
             }),
             TimelineKind::RecordRename { source, old, new } => Some(Event::RecordRename {
                 source: source.clone(),
@@ -239,6 +244,15 @@ pub struct Ask {
     /// beside `expected` (an extension of the shared format).
     #[serde(default)]
     pub upcoming: Option<String>,
+    /// Where the ask wants the answer to hold (`region=EU`), given as the request's scope; the
+    /// answer must then be `expected` (an extension of the shared format).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The values differ by scope and the ask names none: the answer must be NEEDS_SCOPE
+    /// listing exactly these scopes (`""` for everywhere, else `key=value` pairs) with these
+    /// values (an extension of the shared format; `expected` stays empty).
+    #[serde(default)]
+    pub needs_scope: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The passage an ask of a question no slot answers must be offered among the first three.
@@ -352,11 +366,24 @@ impl World {
                             .into(),
                     ));
                 }
-                if !question.wants_passages() && ask.expected.trim().is_empty() {
+                if !question.wants_passages()
+                    && ask.expected.trim().is_empty()
+                    && ask.needs_scope.is_none()
+                {
                     return Err(fail(
                         format!("questions[{i}].asks[{j}].expected"),
-                        "an ask of a predicate path needs its expected value".into(),
+                        "an ask of a predicate path needs its expected value (or `needs_scope`)"
+                            .into(),
                     ));
+                }
+                let scopes = ask
+                    .scope
+                    .iter()
+                    .chain(ask.needs_scope.iter().flat_map(|m| m.keys()));
+                for scope in scopes {
+                    if let Err(err) = ontoloop_core::knowledge::Scope::parse(scope) {
+                        return Err(fail(format!("questions[{i}].asks[{j}]"), err.to_string()));
+                    }
                 }
             }
             for (j, hop) in question.hops.iter().enumerate() {

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{
     Changes, ExtractionSetup, Graph, MaintenanceMode, MaintenanceReport, Ontology, PageVersion,
-    estimate_tokens, pages_to_read,
+    RecordValue, estimate_tokens, pages_to_read,
 };
 use ontoloop_core::topics;
 use ontoloop_core::{CacheBudget, Lru};
@@ -497,6 +497,7 @@ fn step(
             predicate,
             value,
             effective_from,
+            scope,
         } => {
             if ontology.predicate(predicate).is_none() {
                 return Err(Refusal::Invalid(format!(
@@ -505,13 +506,16 @@ fn step(
             }
             changes.absorb(knowledge.graph.apply_record(
                 &ontology,
-                source,
-                u64::try_from(seq).unwrap_or_default(),
-                entity,
-                predicate,
-                value,
-                at,
-                *effective_from,
+                &RecordValue {
+                    source,
+                    sequence: u64::try_from(seq).unwrap_or_default(),
+                    entity,
+                    predicate,
+                    value,
+                    at,
+                    effective_from: *effective_from,
+                    scope,
+                },
             ));
             (MaintenanceMode::RecordPatch, MaintenanceReport::default())
         }

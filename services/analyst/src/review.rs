@@ -303,6 +303,7 @@ impl Reviews {
                     predicate: update.predicate.clone(),
                     value,
                     effective_from: None,
+                    scope: ontoloop_core::knowledge::Scope::everywhere(),
                 },
             };
             self.writer

@@ -4,7 +4,7 @@
 use ontoloop_core::knowledge::firewall::{
     ClaimToCheck, FirewallPolicy, FirewallView, Reason, ReasonCode, Risk, Triple, check_answer,
 };
-use ontoloop_core::knowledge::{Access, Claim, Ontology, split_sentences};
+use ontoloop_core::knowledge::{Access, Claim, Ontology, Scope, split_sentences};
 use ontoloop_core::{Caller, DomainError, SignalType};
 use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
@@ -165,9 +165,11 @@ impl Validator {
                     let (ontology, text) = (std::sync::Arc::clone(&ontology), text.clone());
                     let graph = std::sync::Arc::clone(&graph);
                     tokio::task::spawn_blocking(move || {
-                        ontology
-                            .extraction()
-                            .claims(&ontology, &text, &graph.lexicon(&ontology))
+                        ontology.extraction().scoped_claims(
+                            &ontology,
+                            &text,
+                            &graph.lexicon(&ontology),
+                        )
                     })
                     .await
                 };
@@ -235,10 +237,14 @@ impl Validator {
         &self,
         ontology: &Ontology,
         text: &str,
-        claims: Vec<Claim>,
+        scoped: Vec<(Scope, Claim)>,
     ) -> (Vec<Checked>, pb::Coverage) {
         let sentences = split_sentences(text);
-        let mut checked: Vec<Checked> = claims.iter().map(from_claim).collect();
+        let mut checked: Vec<Checked> = scoped
+            .iter()
+            .map(|(scope, claim)| from_claim(claim, scope))
+            .collect();
+        let claims: Vec<&Claim> = scoped.iter().map(|(_, claim)| claim).collect();
         // Most claims carry their sentence as split: found by a set lookup, so only the others
         // (a claim read across sentences) are looked for by containment.
         let read: std::collections::HashSet<&str> =
@@ -265,7 +271,7 @@ impl Validator {
                     let recognised: std::collections::BTreeSet<&str> =
                         kept.iter().map(|c| c.sentence.as_str()).collect();
                     unrecognised.retain(|s| !recognised.iter().any(|r| r.trim() == s.trim()));
-                    checked.extend(kept.iter().map(from_claim));
+                    checked.extend(kept.iter().map(|c| from_claim(c, &Scope::everywhere())));
                 }
                 // The model is an aid to coverage, not to the verdict: its failure leaves the
                 // sentences unrecognised (and counted), it never passes or blocks anything.
@@ -333,6 +339,7 @@ fn signal_type(code: ReasonCode) -> Option<SignalType> {
 }
 
 fn validate_claim_shape(i: usize, claim: &pb::Claim) -> Result<(), Status> {
+    ontoloop_proto::convert::scope(&claim.scope, &format!("claims[{i}].scope"))?;
     let steps: Vec<(String, &str, &str, &str)> = if claim.chain.is_empty() {
         vec![(
             format!("claims[{i}]"),
@@ -371,13 +378,14 @@ fn validate_claim_shape(i: usize, claim: &pb::Claim) -> Result<(), Status> {
     Ok(())
 }
 
-fn from_claim(claim: &Claim) -> Checked {
+fn from_claim(claim: &Claim, scope: &Scope) -> Checked {
     Checked {
         claim: pb::Claim {
             subject: claim.subject.name().to_owned(),
             predicate: claim.predicate.clone(),
             object: claim.object.clone(),
             chain: Vec::new(),
+            scope: scope.encode(),
         },
         sentence: echoed(&claim.sentence),
         reasons: Vec::new(),
@@ -418,7 +426,13 @@ fn to_check(claim: &pb::Claim) -> ClaimToCheck {
             object: claim.object.clone(),
         },
     };
-    ClaimToCheck { triple, chain }
+    ClaimToCheck {
+        triple,
+        chain,
+        // Checked when the request was read (validate_claim_shape); a claim read from text
+        // carries a scope the pipeline wrote.
+        scope: Scope::parse(&claim.scope).unwrap_or_default(),
+    }
 }
 
 fn response(checked: Vec<Checked>, coverage: pb::Coverage) -> ValidateResponse {
@@ -517,6 +531,7 @@ mod tests {
                 predicate: "p".into(),
                 object: "b".into(),
                 chain: Vec::new(),
+                scope: String::new(),
             }],
         });
         assert_eq!(
@@ -534,6 +549,7 @@ mod tests {
                 predicate: String::new(),
                 object: "b".into(),
                 chain: Vec::new(),
+                scope: String::new(),
             },
         )
         .expect_err("no predicate");

@@ -40,6 +40,10 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
                 "value": e.value, "effective_from": instant(e.valid_from.as_ref()),
                 "source": format!("{}@{}", e.source_id, e.source_version), "origin": e.origin,
             })).collect::<Vec<_>>(),
+            "scoped": answer.scoped.iter().map(|v| serde_json::json!({
+                "scope": v.scope, "value": v.value,
+                "evidence": v.evidence.iter().map(|e| format!("{}@{}", e.source_id, e.source_version)).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
         });
         println!("{value}");
         return Ok(());
@@ -60,6 +64,23 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
                 "    later: ontoloop cite {}@{} {} --span {}..{}",
                 p.source_id, p.source_version, p.chunk_hash, p.start, p.end
             );
+        }
+        return Ok(());
+    }
+    if answer.status == v1::AnswerStatus::NeedsScope as i32 {
+        println!("the value depends on the scope; ask with --scope  [{status}]");
+        for v in &answer.scoped {
+            let scope = if v.scope.is_empty() {
+                "everywhere else"
+            } else {
+                v.scope.as_str()
+            };
+            let cited: Vec<String> = v
+                .evidence
+                .iter()
+                .map(|e| format!("{}@{}", e.source_id, e.source_version))
+                .collect();
+            println!("  {scope}: {}  ({})", v.value, cited.join(", "));
         }
         return Ok(());
     }

@@ -491,6 +491,7 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
                 predicate: "price".into(),
                 object: "49".into(),
                 chain: Vec::new(),
+                scope: String::new(),
             }],
         }),
     ] {

@@ -107,6 +107,7 @@ fn events(i: usize, round: usize) -> [v1::Event; 2] {
                 predicate: "runs_in".into(),
                 value: zone.into(),
                 effective_from: None,
+                scope: String::new(),
             }),
         ),
     ]

@@ -18,7 +18,7 @@ use ontoloop_core::events::MAX_NAME_BYTES;
 use ontoloop_core::knowledge::ask::{self, Asked, Question};
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
 use ontoloop_core::knowledge::passage::{Anchor, Chunk, chunk_page, resolve};
-use ontoloop_core::knowledge::{Access, Graph, PageVersion};
+use ontoloop_core::knowledge::{Access, Graph, PageVersion, Scope};
 use ontoloop_core::{Caller, DomainError, ErrorCode, ServiceKind, SignalType};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
@@ -234,6 +234,8 @@ fn answer(
         as_of,
         hedge_below_authority: settings.hedge_below_authority,
         top_k: settings.top_k,
+        // ask::answer answers in the question's scope.
+        scope: &Scope::everywhere(),
     };
     Ok(ask::answer(&view, design, question, searched))
 }
@@ -383,6 +385,7 @@ impl RetrievalService for Retrieval {
         }
         let design = wire::design(&request.design)?;
         let asked_ranking = wire::ranking(request.passage_ranking)?;
+        let scope = ontoloop_proto::convert::scope(&request.scope, "scope")?;
         let applied = self.wait_for(&caller, request.min_sequence).await?;
         if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
             return Ok(Response::new(answer));
@@ -402,16 +405,22 @@ impl RetrievalService for Retrieval {
             // is as unknown as a name that names nothing.
             let graph = snapshot.graph_for(&Access::new(&who, &snapshot.current));
             let asked = match ask::link(&request.text, &snapshot.ontology, &graph, &pages) {
-                Ok(question) => answer(
-                    &settings,
-                    &who,
-                    &snapshot,
-                    &graph,
-                    question,
-                    design,
-                    request.as_of,
-                    Some(&found),
-                )?,
+                Ok(mut question) => {
+                    // A scope the caller gives is the one asked about, whatever the words say.
+                    if !scope.is_everywhere() {
+                        question.scope = scope;
+                    }
+                    answer(
+                        &settings,
+                        &who,
+                        &snapshot,
+                        &graph,
+                        question,
+                        design,
+                        request.as_of,
+                        Some(&found),
+                    )?
+                }
                 Err(why) => {
                     let found = if design == Design::Ontoloop {
                         let at = instant(request.as_of)?;
@@ -460,7 +469,11 @@ impl RetrievalService for Retrieval {
                 format!("a query is at most {MAX_QUESTION_BYTES} bytes"),
             )));
         }
-        let question = Question::lookup(request.entity, request.predicate_path, request.query);
+        let scope = ontoloop_proto::convert::scope(&request.scope, "scope")?;
+        let question = Question {
+            scope,
+            ..Question::lookup(request.entity, request.predicate_path, request.query)
+        };
         let settings = self.ctx.settings.retrieval.clone();
         let who = caller.clone();
         let (asked, response) = blocking(move || {

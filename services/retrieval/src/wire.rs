@@ -81,6 +81,15 @@ pub fn answer(asked: &Asked, graph: &Graph, applied: u64) -> pb::Answer {
         applied_sequence: applied,
         passages: asked.passages.iter().map(passage).collect(),
         upcoming: result.upcoming().iter().map(evidence).collect(),
+        scoped: result
+            .scoped()
+            .iter()
+            .map(|scoped| pb::ScopedValue {
+                scope: scoped.scope.encode(),
+                value: scoped.value.clone(),
+                evidence: scoped.evidence.iter().map(evidence).collect(),
+            })
+            .collect(),
     }
 }
 
@@ -143,6 +152,7 @@ fn status(status: AnswerStatus) -> pb::AnswerStatus {
         AnswerStatus::ConflictOpen => pb::AnswerStatus::ConflictOpen,
         AnswerStatus::Abstained => pb::AnswerStatus::Abstained,
         AnswerStatus::AnsweredPassages => pb::AnswerStatus::AnsweredPassages,
+        AnswerStatus::NeedsScope => pb::AnswerStatus::NeedsScope,
     }
 }
 

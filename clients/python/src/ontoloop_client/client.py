@@ -136,15 +136,19 @@ class Client:
         min_sequence: int = 0,
         as_of: Optional[datetime] = None,
         design: str = "",
+        scope: str = "",
     ) -> Answer:
         """Asks a natural-language question. ``min_sequence`` (an ``EventAck.sequence``) waits
-        until the graph has applied that event: read your own write."""
+        until the graph has applied that event: read your own write. ``scope``
+        (``region=EU``) names where the answer should hold; empty: the scope the question
+        names, else everywhere (``NEEDS_SCOPE`` when the value differs by scope)."""
         request = retrieval_pb2.AskRequest(
             caller=self._caller,
             text=text,
             min_sequence=min_sequence,
             as_of=_timestamp(as_of),
             design=design,
+            scope=scope,
         )
         return Answer._from_pb(self._call("Ask", self.retrieval.Ask, request))
 
@@ -156,8 +160,10 @@ class Client:
         min_sequence: int = 0,
         as_of: Optional[datetime] = None,
         query: str = "",
+        scope: str = "",
     ) -> Answer:
-        """Follows ``predicate_path`` from ``entity`` (canonical id, name or alias)."""
+        """Follows ``predicate_path`` from ``entity`` (canonical id, name or alias), in
+        ``scope`` (``region=EU``; empty: everywhere)."""
         request = retrieval_pb2.LookupRequest(
             caller=self._caller,
             entity=entity,
@@ -165,6 +171,7 @@ class Client:
             min_sequence=min_sequence,
             as_of=_timestamp(as_of),
             query=query,
+            scope=scope,
         )
         return Answer._from_pb(self._call("Lookup", self.retrieval.Lookup, request))
 

@@ -26,6 +26,9 @@ class AnswerStatus(str, enum.Enum):
     ABSTAINED = "ABSTAINED"
     #: No slot of the ontology answers the question; ``passages`` holds text to read, cited.
     ANSWERED_PASSAGES = "ANSWERED_PASSAGES"
+    #: The value differs by scope (region, plan...) and none was named; ``scoped`` lists each
+    #: scope with its value: ask again with ``scope``.
+    NEEDS_SCOPE = "NEEDS_SCOPE"
 
 
 class CitationStatus(str, enum.Enum):
@@ -248,6 +251,8 @@ class Answer:
     #: Values announced to take effect later (``valid_from`` is when), soonest first; ``value``
     #: stays the value in effect until then.
     upcoming: list[Evidence] = field(default_factory=list)
+    #: ``NEEDS_SCOPE``: each scope with its value, the widest first.
+    scoped: list["ScopedValue"] = field(default_factory=list)
 
     @property
     def answered(self) -> bool:
@@ -269,6 +274,23 @@ class Answer:
             applied_sequence=a.applied_sequence,
             passages=[Passage._from_pb(p) for p in a.passages],
             upcoming=[Evidence._from_pb(e) for e in a.upcoming],
+            scoped=[ScopedValue._from_pb(v) for v in a.scoped],
+        )
+
+
+@dataclass(frozen=True)
+class ScopedValue:
+    """A value that holds in one scope: ``scope`` is ``key=value`` pairs joined by ``, ``
+    (``region=EU``), empty for everywhere no narrower scope says otherwise."""
+
+    scope: str
+    value: str
+    evidence: list[Evidence]
+
+    @classmethod
+    def _from_pb(cls, v) -> "ScopedValue":
+        return cls(
+            scope=v.scope, value=v.value, evidence=[Evidence._from_pb(e) for e in v.evidence]
         )
 
 
@@ -289,6 +311,8 @@ class Claim:
     predicate: str = ""
     object: str = ""
     chain: Sequence[ClaimStep] = ()
+    #: Where the claim holds (``region=EU``); empty: everywhere.
+    scope: str = ""
 
     def _to_pb(self) -> firewall_pb2.Claim:
         return firewall_pb2.Claim(
@@ -299,6 +323,7 @@ class Claim:
                 firewall_pb2.ClaimStep(subject=s.subject, predicate=s.predicate, object=s.object)
                 for s in self.chain
             ],
+            scope=self.scope,
         )
 
     @classmethod
@@ -308,6 +333,7 @@ class Claim:
             predicate=c.predicate,
             object=c.object,
             chain=tuple(ClaimStep(s.subject, s.predicate, s.object) for s in c.chain),
+            scope=c.scope,
         )
 
 
@@ -432,6 +458,8 @@ class RecordSet:
     predicate: str
     value: str
     effective_from: Optional[datetime] = None
+    #: Where the value holds (``region=EU``); empty: everywhere.
+    scope: str = ""
 
     def _to_pb(self):
         return "record_set", telemetry_pb2.RecordSet(
@@ -440,6 +468,7 @@ class RecordSet:
             predicate=self.predicate,
             value=self.value,
             effective_from=_timestamp(self.effective_from),
+            scope=self.scope,
         )
 
 

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::graph::SourceRef;
+use super::scope::Scope;
 
 /// One candidate value of a slot.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +84,20 @@ pub enum AnswerStatus {
     /// No slot of the ontology answers the question; passages that match its words are given
     /// instead, each with its citation (the question's [`super::ask::Asked::passages`]).
     AnsweredPassages,
+    /// The slot's values differ by scope and the question names none (or a wider one): each
+    /// scope with its value is listed ([`SlotDecision::scoped`]). Neither a conflict nor a hedge.
+    NeedsScope,
+}
+
+/// A value that holds in one scope, with what supports it, winner first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScopedValue {
+    /// Where it holds.
+    pub scope: Scope,
+    /// The value there.
+    pub value: String,
+    /// Candidates that support it, winner first.
+    pub evidence: Vec<Candidate>,
 }
 
 /// Something the analyst should hear about, found while deciding.
@@ -125,6 +140,8 @@ pub struct SlotDecision {
     /// Values of the slot announced to take effect after the instant asked about, soonest
     /// first (`valid_from` is when): a note beside the value, neither a hedge nor a conflict.
     pub upcoming: Vec<Candidate>,
+    /// [`AnswerStatus::NeedsScope`]: each scope with its value, the widest first.
+    pub scoped: Vec<ScopedValue>,
 }
 
 /// What the policy is told besides the candidates.
@@ -183,6 +200,7 @@ pub fn decide(candidates: Vec<Candidate>, ctx: &SlotContext) -> SlotDecision {
             hedges: Vec::new(),
             findings,
             upcoming: Vec::new(),
+            scoped: Vec::new(),
         };
     };
     let (top, lower): (Vec<Candidate>, Vec<Candidate>) =
@@ -291,6 +309,7 @@ pub fn decide(candidates: Vec<Candidate>, ctx: &SlotContext) -> SlotDecision {
         hedges,
         findings,
         upcoming: Vec::new(),
+        scoped: Vec::new(),
     }
 }
 
@@ -337,6 +356,7 @@ impl Answer {
         let last = hops.last().map(|(_, _, d)| d);
         let status = match last.map(|d| d.status) {
             None | Some(AnswerStatus::Abstained) => AnswerStatus::Abstained,
+            Some(AnswerStatus::NeedsScope) => AnswerStatus::NeedsScope,
             Some(AnswerStatus::ConflictOpen) => AnswerStatus::ConflictOpen,
             Some(_) if hops.iter().any(|(_, _, d)| !d.hedges.is_empty()) => {
                 AnswerStatus::AnsweredPossiblyStale
@@ -363,6 +383,15 @@ impl Answer {
         if let Some((_, _, decision)) = self.hops.last_mut() {
             decision.hedges.push(hedge);
             self.status = AnswerStatus::AnsweredPossiblyStale;
+        }
+    }
+
+    /// [`AnswerStatus::NeedsScope`]: each scope of the last hop followed with its value, the
+    /// widest first; none otherwise.
+    pub fn scoped(&self) -> &[ScopedValue] {
+        match (self.status, self.hops.last()) {
+            (AnswerStatus::NeedsScope, Some((_, _, decision))) => &decision.scoped,
+            _ => &[],
         }
     }
 

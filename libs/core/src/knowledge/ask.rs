@@ -16,6 +16,7 @@ use super::passage::Chunk;
 use super::question::{
     QUESTION_WORDS, STOPWORDS, Unmapped, content_words, map_question, names_in_claims, words_plain,
 };
+use super::scope::Scope;
 use crate::SignalType;
 
 /// Passages an answer offers at most.
@@ -46,6 +47,9 @@ pub struct Question {
     /// Words of the text that name a relation the path does not follow: the answer is hedged
     /// naming them.
     pub unexplained: Vec<String>,
+    /// Where the answer should hold: the scope the caller gave, else the one the question names
+    /// ("... in the EU?"), else everywhere.
+    pub scope: Scope,
 }
 
 impl Question {
@@ -62,6 +66,7 @@ impl Question {
             path,
             text,
             unexplained: Vec::new(),
+            scope: Scope::everywhere(),
         }
     }
 }
@@ -204,12 +209,26 @@ pub fn link(
             extra.push((claim.subject.name().to_owned(), Some(kind)));
         }
     }
+    // A scope the question names in a phrase of its own ("How long do refunds take in the
+    // EU?") is read off, and the rest mapped; when the rest does not map, the whole question is.
+    if let Some((scope, rest)) = ontology.scope_vocabulary().scope_of(text)
+        && let Ok(mapped) = map_question(&rest, graph, ontology, &extra)
+    {
+        return Ok(Question {
+            entity: mapped.entity,
+            path: mapped.path,
+            text: text.to_owned(),
+            unexplained: mapped.unexplained,
+            scope,
+        });
+    }
     let mapped = map_question(text, graph, ontology, &extra)?;
     Ok(Question {
         entity: mapped.entity,
         path: mapped.path,
         text: text.to_owned(),
         unexplained: mapped.unexplained,
+        scope: Scope::everywhere(),
     })
 }
 
@@ -237,6 +256,7 @@ pub fn answer(
     };
     let view = KnowledgeView {
         search: &search,
+        scope: &question.scope,
         ..*view
     };
     let mut answer = designs::answer(
@@ -295,6 +315,7 @@ pub fn unlinked(text: String, why: &Unmapped, design: Design, found: Vec<Passage
         path: Vec::new(),
         text,
         unexplained: Vec::new(),
+        scope: Scope::everywhere(),
     };
     let reason = format!("cannot map the question onto the graph: {why}");
     let mut asked = if passages.is_empty() {
@@ -436,6 +457,51 @@ mod tests {
     }
 
     #[test]
+    fn a_question_that_names_a_scope_is_answered_in_it() {
+        let ontology = crate::knowledge::ontology::tests::scoped_sample();
+        let mut graph = Graph::new(&ontology);
+        let stated = page(
+            "refunds",
+            "Customers can request a refund within 30 days of purchase. In the EU, customers \
+             can request a refund within 14 days of purchase.",
+        );
+        graph.apply_page(&ontology, &stated, Utc::now());
+        let current = BTreeMap::from([("refunds".to_owned(), stated)]);
+        let log = BTreeMap::from([("refunds".to_owned(), 1)]);
+        let agent = Caller::new("t", "agent").expect("caller");
+        let search = |_: &str, _: usize| vec!["refunds".to_owned()];
+        let view = KnowledgeView {
+            ontology: &ontology,
+            graph: &graph,
+            current: &current,
+            log: &log,
+            search: &search,
+            access: Access::new(&agent, &current),
+            as_of: Utc::now(),
+            hedge_below_authority: 0,
+            top_k: 5,
+            scope: &Scope::everywhere(),
+        };
+        let asked = |text: &str| {
+            let question = link(text, &ontology, &graph, &[]).expect("links");
+            (
+                question.scope.to_string(),
+                answer(&view, Design::Ontoloop, question, None).answer,
+            )
+        };
+        let (scope, eu) = asked("How many days do customers have to request a refund in the EU?");
+        assert_eq!(
+            (scope.as_str(), eu.value.as_str()),
+            ("region=EU", "14"),
+            "{eu:?}"
+        );
+        let (scope, any) = asked("How many days do customers have to request a refund?");
+        assert_eq!(scope, "everywhere");
+        assert_eq!(any.status, AnswerStatus::NeedsScope, "{any:?}");
+        assert_eq!(any.scoped().len(), 2);
+    }
+
+    #[test]
     fn the_first_hop_reuses_the_search_already_run() {
         let ontology = sample();
         let mut graph = Graph::new(&ontology);
@@ -459,6 +525,7 @@ mod tests {
             as_of: Utc::now(),
             hedge_below_authority: 0,
             top_k: 5,
+            scope: &Scope::everywhere(),
         };
         let question =
             link("How much does the Pro plan cost?", &ontology, &graph, &[]).expect("links");
@@ -500,6 +567,7 @@ mod tests {
             as_of: Utc::now(),
             hedge_below_authority: 0,
             top_k: 5,
+            scope: &Scope::everywhere(),
         };
         // Understood: owned_by then led_by, no hedge.
         let question = link(
@@ -705,6 +773,7 @@ mod tests {
             path: vec!["owned_by".into()],
             text: "Who owns the Ledger API?".into(),
             unexplained: Vec::new(),
+            scope: Scope::everywhere(),
         };
         let asked = Asked::abstained(
             question,

@@ -9,11 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::answer::{
-    Answer, AnswerStatus, Candidate, SlotContext, SlotDecision, decide, same_value,
+    Answer, AnswerStatus, Candidate, ScopedValue, SlotContext, SlotDecision, decide, same_value,
 };
 use super::extract::{Claim, claims_in_sentence, split_sentences};
 use super::graph::{Access, Fact, Graph, PageVersion, SourceRef};
 use super::ontology::{Ontology, PredicateKind};
+use super::scope::{Applicable, Scope, by_scope};
 
 /// Which design answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +84,9 @@ pub struct KnowledgeView<'a> {
     pub hedge_below_authority: i32,
     /// Pages ontoloop's policy reads besides the sources the graph cites.
     pub top_k: usize,
+    /// Where the answer should hold; everywhere asks for the value that holds everywhere, and
+    /// values that differ by scope then need one ([`AnswerStatus::NeedsScope`]).
+    pub scope: &'a Scope,
 }
 
 impl KnowledgeView<'_> {
@@ -130,6 +134,8 @@ pub fn answer(
             other => baseline_slot(view, other, &current, predicate, &query),
         };
         let abstained = decision.status == AnswerStatus::Abstained;
+        // Values that differ by scope leave no one entity to follow further.
+        let needs_scope = decision.status == AnswerStatus::NeedsScope;
         let entity_id = view
             .graph
             .resolve(&current)
@@ -139,6 +145,9 @@ pub fn answer(
         if abstained {
             let reason = format!("nothing the caller may read states {predicate} of {current:?}");
             return Answer::combine(decisions, Some(reason));
+        }
+        if needs_scope {
+            return Answer::combine(decisions, None);
         }
         current = next;
     }
@@ -202,17 +211,17 @@ fn ontoloop_slot(
     let claims_of = |page: &PageVersion| {
         view.ontology
             .extraction()
-            .claims(view.ontology, &page.body, &lexicon)
+            .scoped_claims(view.ontology, &page.body, &lexicon)
     };
-    let mut page_claims: BTreeMap<String, Vec<Claim>> = read
+    let mut page_claims: BTreeMap<String, Vec<(Scope, Claim)>> = read
         .iter()
         .map(|(id, p)| (id.clone(), claims_of(p)))
         .collect();
     let renames: Vec<Claim> = page_claims
         .values()
         .flatten()
-        .filter(|c| c.kind == PredicateKind::Rename)
-        .cloned()
+        .filter(|(_, c)| c.kind == PredicateKind::Rename)
+        .map(|(_, c)| c.clone())
         .collect();
     let names = name_closure(graph, entity, &renames.iter().collect::<Vec<_>>());
     let entity_ids: BTreeSet<String> = names
@@ -222,12 +231,15 @@ fn ontoloop_slot(
         .collect();
     // Graph facts of the slot the caller may read, and the current versions of their sources;
     // values announced for later are kept aside as the slot's upcoming changes.
-    let mut candidates = Vec::new();
+    let mut candidates: Vec<(Scope, Candidate)> = Vec::new();
     let mut upcoming: Vec<Candidate> = Vec::new();
     for fact in graph.facts().iter().filter(|f| {
         entity_ids.contains(&f.entity) && f.predicate == predicate && view.access.fact(f)
     }) {
-        if fact.valid_from > view.as_of && fact.valid_to.is_none_or(|to| to > fact.valid_from) {
+        if fact.valid_from > view.as_of
+            && fact.valid_to.is_none_or(|to| to > fact.valid_from)
+            && fact.scope.within(view.scope)
+        {
             upcoming.push(fact_candidate(fact));
         }
         if !fact.valid_at(view.as_of) {
@@ -239,31 +251,34 @@ fn ontoloop_slot(
             read.insert(fact.source.source_id.clone(), page);
             page_claims.insert(fact.source.source_id.clone(), claims_of(page));
         }
-        candidates.push(fact_candidate(fact));
+        candidates.push((fact.scope.clone(), fact_candidate(fact)));
     }
     for (id, claims) in &page_claims {
         let Some(page) = read.get(id) else { continue };
-        for claim in claims
+        for (scope, claim) in claims
             .iter()
-            .filter(|c| c.kind == PredicateKind::Slot && c.predicate == predicate)
+            .filter(|(_, c)| c.kind == PredicateKind::Slot && c.predicate == predicate)
         {
             if !names.contains(&graph.normaliser().key(claim.subject.name())) {
                 continue;
             }
-            candidates.push(Candidate {
-                value: claim.object.clone(),
-                source: SourceRef {
-                    source_id: id.clone(),
-                    version: page.version,
-                    origin: page.origin.clone(),
+            candidates.push((
+                scope.clone(),
+                Candidate {
+                    value: claim.object.clone(),
+                    source: SourceRef {
+                        source_id: id.clone(),
+                        version: page.version,
+                        origin: page.origin.clone(),
+                    },
+                    authority: view.ontology.authority(&page.origin),
+                    valid_from: page.updated_at,
+                    extracted_at: None,
+                    extractor: claim.extractor.clone(),
+                    confidence: claim.confidence,
+                    excerpt: claim.sentence.clone(),
                 },
-                authority: view.ontology.authority(&page.origin),
-                valid_from: page.updated_at,
-                extracted_at: None,
-                extractor: claim.extractor.clone(),
-                confidence: claim.confidence,
-                excerpt: claim.sentence.clone(),
-            });
+            ));
         }
     }
     let ctx = SlotContext {
@@ -282,9 +297,43 @@ fn ontoloop_slot(
             .cmp(&b.valid_from)
             .then(b.authority.cmp(&a.authority))
     });
+    // Values in different scopes are weighed apart: one value for the scope asked about, or
+    // each scope's value when they differ (the policy decides inside each scope).
+    let decision = match by_scope(
+        candidates,
+        view.scope,
+        |group| Some(decide(group, &ctx)),
+        |a, b| same_value(&a.value, &b.value),
+    ) {
+        Applicable::One(decision) => decision,
+        Applicable::Nothing => decide(Vec::new(), &ctx),
+        Applicable::NeedsScope(split) => {
+            let findings = split
+                .iter()
+                .flat_map(|(_, d)| d.findings.iter().cloned())
+                .collect();
+            SlotDecision {
+                status: AnswerStatus::NeedsScope,
+                value: String::new(),
+                values: Vec::new(),
+                evidence: Vec::new(),
+                hedges: Vec::new(),
+                findings,
+                upcoming: Vec::new(),
+                scoped: split
+                    .into_iter()
+                    .map(|(scope, d)| ScopedValue {
+                        scope,
+                        value: d.value,
+                        evidence: d.evidence,
+                    })
+                    .collect(),
+            }
+        }
+    };
     SlotDecision {
         upcoming,
-        ..decide(candidates, &ctx)
+        ..decision
     }
 }
 
@@ -524,6 +573,7 @@ fn read_baseline(
             hedges: Vec::new(),
             findings: Vec::new(),
             upcoming: Vec::new(),
+            scoped: Vec::new(),
         };
     }
     let (winner, hedged) = if design == Design::HybridVersioned {
@@ -574,6 +624,7 @@ fn read_baseline(
         hedges,
         findings: Vec::new(),
         upcoming: Vec::new(),
+        scoped: Vec::new(),
     }
 }
 
@@ -591,6 +642,7 @@ impl SourceRef {
 mod tests {
     use super::*;
     use crate::Caller;
+    use crate::knowledge::graph::RecordValue;
     use crate::knowledge::ontology::tests::sample;
     use chrono::TimeZone;
 
@@ -634,6 +686,7 @@ mod tests {
             as_of: at(10),
             hedge_below_authority: 0,
             top_k: 3,
+            scope: &Scope::everywhere(),
         };
         let hops = ["price".to_owned()];
         Design::ALL
@@ -687,13 +740,16 @@ mod tests {
         graph.apply_page(&ontology, &gold(1, 80, 1, &[]), at(1));
         graph.apply_record(
             &ontology,
-            "record:billing",
-            1,
-            "Gold",
-            "price",
-            "99",
-            at(3),
-            Some(at(20)),
+            &RecordValue {
+                source: "record:billing",
+                sequence: 1,
+                entity: "Gold",
+                predicate: "price",
+                value: "99",
+                at: at(3),
+                effective_from: Some(at(20)),
+                scope: &Scope::everywhere(),
+            },
         );
         let current = BTreeMap::from([("d09".to_owned(), gold(1, 80, 1, &[]))]);
         let log = BTreeMap::from([("d09".to_owned(), 1)]);
@@ -710,6 +766,7 @@ mod tests {
                 as_of,
                 hedge_below_authority: 0,
                 top_k: 3,
+                scope: &Scope::everywhere(),
             };
             answer(
                 &view,
@@ -735,6 +792,113 @@ mod tests {
         let after = ask(at(21));
         assert_eq!(after.value, "99", "{after:?}");
         assert!(after.upcoming().is_empty(), "{after:?}");
+    }
+
+    #[test]
+    fn values_that_differ_by_scope_need_a_scope_and_a_scope_gets_its_value() {
+        let ontology = crate::knowledge::ontology::tests::scoped_sample();
+        let mut graph = Graph::new(&ontology);
+        let refunds = PageVersion {
+            source_id: "refunds".into(),
+            version: 1,
+            title: "Refunds".into(),
+            origin: "pricing-page".into(),
+            body: "Customers can request a refund within 30 days of purchase. In the EU, \
+                   customers can request a refund within 14 days of purchase."
+                .into(),
+            updated_at: at(1),
+            acl: Vec::new(),
+            confidence: 1.0,
+            deleted: false,
+        };
+        graph.apply_page(&ontology, &refunds, at(1));
+        let mut scopes: Vec<(String, String)> = graph
+            .facts()
+            .iter()
+            .map(|f| (f.scope.to_string(), f.object.clone()))
+            .collect();
+        scopes.sort();
+        assert_eq!(
+            scopes,
+            vec![
+                ("everywhere".to_owned(), "30".to_owned()),
+                ("region=EU".to_owned(), "14".to_owned())
+            ]
+        );
+        // The system of record sets the US value: the general one stands.
+        let us = Scope::parse("region=US").expect("scope");
+        graph.apply_record(
+            &ontology,
+            &RecordValue {
+                source: "record:policies",
+                sequence: 2,
+                entity: "Refund policy",
+                predicate: "refund_days",
+                value: "21",
+                at: at(2),
+                effective_from: None,
+                scope: &us,
+            },
+        );
+        let current = BTreeMap::from([("refunds".to_owned(), refunds)]);
+        let log = BTreeMap::from([("refunds".to_owned(), 1)]);
+        let search = |_: &str, _: usize| vec!["refunds".to_owned()];
+        let caller = Caller::new("t", "bob").expect("caller");
+        let ask = |scope: &str| {
+            let scope = Scope::parse(scope).expect("scope");
+            let view = KnowledgeView {
+                ontology: &ontology,
+                graph: &graph,
+                current: &current,
+                log: &log,
+                search: &search,
+                access: Access::new(&caller, &current),
+                as_of: at(5),
+                hedge_below_authority: 0,
+                top_k: 3,
+                scope: &scope,
+            };
+            answer(
+                &view,
+                Design::Ontoloop,
+                "Refund policy",
+                &["refund_days".to_owned()],
+                "How many days do customers have to request a refund?",
+            )
+        };
+        let general = ask("");
+        assert_eq!(general.status, AnswerStatus::NeedsScope, "{general:?}");
+        assert!(general.value.is_empty());
+        let listed: Vec<(String, &str)> = general
+            .scoped()
+            .iter()
+            .map(|v| (v.scope.encode(), v.value.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                (String::new(), "30"),
+                ("region=EU".to_owned(), "14"),
+                ("region=US".to_owned(), "21")
+            ]
+        );
+        for (scope, value) in [
+            ("region=EU", "14"),
+            ("region=US", "21"),
+            // No statement for that region: the general value holds there.
+            ("region=APAC", "30"),
+            ("region=EU, segment=Enterprise", "14"),
+        ] {
+            let one = ask(scope);
+            assert_eq!(
+                (one.status, one.value.as_str()),
+                (AnswerStatus::Answered, value),
+                "{scope}: {one:?}"
+            );
+            assert!(one.scoped().is_empty());
+        }
+        // A segment the regions' values do not name still depends on the region.
+        assert_eq!(ask("segment=Enterprise").status, AnswerStatus::NeedsScope);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::answer::{Candidate, SlotContext, decide, same_value};
 use super::graph::{Access, Fact, Graph};
 use super::ontology::Ontology;
+use super::scope::Scope;
 use crate::settings::{InvalidSetting, share};
 
 /// Why a claim was blocked.
@@ -211,6 +212,9 @@ pub struct ClaimToCheck {
     pub triple: Triple,
     /// The steps of a multi-hop claim; empty for a single triple.
     pub chain: Vec<Triple>,
+    /// Where the claim says it holds ("In the EU, ..."); everywhere when empty. It is checked
+    /// against the values that hold throughout that scope, the narrowest first.
+    pub scope: Scope,
 }
 
 /// What the rules see of the tenant.
@@ -237,9 +241,13 @@ struct Slot<'a> {
     expired: Vec<&'a Fact>,
     /// Facts stating the claimed value that take effect only after the request time.
     announced: Vec<&'a Fact>,
+    /// Current facts of the slot that hold only in scopes narrower than the claim's.
+    narrower: Vec<&'a Fact>,
 }
 
-fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
+/// The facts of the claim's slot that hold throughout `scope` (a fact of a narrower or another
+/// scope says nothing of the claim), a value of a wider scope giving way to a narrower one.
+fn slot<'a>(view: &FirewallView<'a>, triple: &Triple, scope: &Scope) -> Slot<'a> {
     let entity = view.graph.resolve(&triple.subject).map(|e| e.id.clone());
     let mut s = Slot {
         entity: entity.clone(),
@@ -247,6 +255,7 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
         supporting: Vec::new(),
         expired: Vec::new(),
         announced: Vec::new(),
+        narrower: Vec::new(),
     };
     let Some(entity) = entity else { return s };
     for fact in view
@@ -255,6 +264,12 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
         .iter()
         .filter(|f| f.entity == entity && f.predicate == triple.predicate)
     {
+        if !fact.scope.within(scope) {
+            if fact.scope.meets(scope) && fact.valid_at(view.as_of) && view.access.fact(fact) {
+                s.narrower.push(fact);
+            }
+            continue;
+        }
         let agrees = same_value(&fact.object, &triple.object);
         if fact.valid_from > view.as_of {
             // Announced for later: it supports nothing now, but a contradiction names it.
@@ -282,6 +297,15 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple) -> Slot<'a> {
             s.expired.push(fact);
         }
     }
+    // The narrowest scope that holds wins over a wider one ("in the EU" over a general value).
+    let overridden = |fact: &Fact, current: &[&Fact]| {
+        current
+            .iter()
+            .any(|other| other.scope.narrower_than(&fact.scope))
+    };
+    let current = s.readable_current.clone();
+    s.readable_current.retain(|f| !overridden(f, &current));
+    s.supporting.retain(|f| !overridden(f, &current));
     s
 }
 
@@ -374,14 +398,28 @@ fn contradicted(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
 /// Rule `not_in_graph`: the entity exists but nothing states this slot.
 fn not_in_graph(s: &Slot<'_>, triple: &Triple) -> Option<Reason> {
     (s.entity.is_some() && s.readable_current.is_empty() && s.expired.is_empty()).then(|| {
-        Reason::new(
-            ReasonCode::NotInGraph,
-            format!(
-                "no fact states {} of {:?}",
-                shown(&triple.predicate),
-                shown(&triple.subject)
-            ),
-        )
+        let mut message = format!(
+            "no fact states {} of {:?}",
+            shown(&triple.predicate),
+            shown(&triple.subject)
+        );
+        // Values known only for narrower scopes: the claim needs one of them.
+        let mut scoped: Vec<String> = s
+            .narrower
+            .iter()
+            .map(|f| format!("{:?} in {}", shown(&f.object), f.scope))
+            .collect();
+        scoped.sort();
+        scoped.dedup();
+        if !scoped.is_empty() {
+            let named: Vec<String> = scoped.iter().take(MAX_CONFLICTS_NAMED).cloned().collect();
+            let _ = write!(
+                message,
+                " for every scope; the graph states {} (name the scope)",
+                named.join(", ")
+            );
+        }
+        Reason::new(ReasonCode::NotInGraph, message)
     })
 }
 
@@ -439,7 +477,7 @@ fn low_confidence(view: &FirewallView<'_>, s: &Slot<'_>) -> Option<Reason> {
 }
 
 /// Every rule on one triple.
-pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
+pub fn check_triple(view: &FirewallView<'_>, triple: &Triple, scope: &Scope) -> Vec<Reason> {
     if view.ontology.predicate(&triple.predicate).is_none() {
         return vec![Reason::new(
             ReasonCode::NotInGraph,
@@ -473,7 +511,7 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
             )]
         };
     }
-    let s = slot(view, triple);
+    let s = slot(view, triple, scope);
     let mut reasons: Vec<Reason> = [
         expired_relationship(&s),
         contradicted(&s, triple),
@@ -492,7 +530,7 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple) -> Vec<Reason> {
 
 /// Rule `broken_chain`: steps must connect (each subject is the previous object) and each step
 /// must pass on its own.
-pub fn broken_chain(view: &FirewallView<'_>, chain: &[Triple]) -> Option<Reason> {
+pub fn broken_chain(view: &FirewallView<'_>, chain: &[Triple], scope: &Scope) -> Option<Reason> {
     let key = |name: &str| view.graph.normaliser().key(name);
     for (i, step) in chain.iter().enumerate() {
         if i > 0 && key(&chain[i - 1].object) != key(&step.subject) {
@@ -506,7 +544,7 @@ pub fn broken_chain(view: &FirewallView<'_>, chain: &[Triple]) -> Option<Reason>
                 ),
             ));
         }
-        let failed = check_triple(view, step);
+        let failed = check_triple(view, step, scope);
         if let Some(first) = failed.first() {
             return Some(Reason::new(
                 ReasonCode::BrokenChain,
@@ -528,9 +566,11 @@ pub fn check_answer(view: &FirewallView<'_>, claims: &[ClaimToCheck]) -> Vec<Vec
         .iter()
         .map(|claim| {
             if claim.chain.is_empty() {
-                check_triple(view, &claim.triple)
+                check_triple(view, &claim.triple, &claim.scope)
             } else {
-                broken_chain(view, &claim.chain).into_iter().collect()
+                broken_chain(view, &claim.chain, &claim.scope)
+                    .into_iter()
+                    .collect()
             }
         })
         .collect();
@@ -563,7 +603,7 @@ fn temporal_inconsistency(
         index: HashMap<String, usize>,
         stated: Vec<(&'c str, Vec<usize>)>,
     }
-    let mut slots: HashMap<(String, &str), Values<'_>> = HashMap::new();
+    let mut slots: HashMap<(String, &str, &Scope), Values<'_>> = HashMap::new();
     for (i, claim) in claims.iter().enumerate() {
         let t = &claim.triple;
         if !claim.chain.is_empty() || view.policy.multi_valued_predicates.contains(&t.predicate) {
@@ -573,7 +613,10 @@ fn temporal_inconsistency(
             Some(entity) => format!("entity:{}", entity.id),
             None => format!("name:{}", view.graph.normaliser().key(&t.subject)),
         };
-        let values = slots.entry((subject, t.predicate.as_str())).or_default();
+        // Values stated for different scopes ("in the EU", "in the US") do not conflict.
+        let values = slots
+            .entry((subject, t.predicate.as_str(), &claim.scope))
+            .or_default();
         let key = super::answer::normalise_value(&t.object);
         match values.index.get(&key) {
             Some(&n) => values.stated[n].1.push(i),
@@ -629,7 +672,7 @@ mod tests {
 
     use super::*;
     use crate::Caller;
-    use crate::knowledge::graph::PageVersion;
+    use crate::knowledge::graph::{PageVersion, RecordValue};
     use crate::knowledge::ontology::tests::sample;
     use chrono::TimeZone;
 
@@ -749,6 +792,21 @@ mod tests {
         claims: &[(&str, &str, &str)],
         threshold: f64,
     ) -> Vec<Vec<ReasonCode>> {
+        let everywhere: Vec<_> = claims.iter().map(|&(s, p, o)| (s, p, o, "")).collect();
+        check_scoped(graph, ontology, principal, &everywhere, threshold)
+            .into_iter()
+            .map(|r| r.into_iter().map(|x| x.code).collect())
+            .collect()
+    }
+
+    /// Claims `(subject, predicate, object, scope)` checked as of day 25; every reason.
+    fn check_scoped(
+        graph: &Graph,
+        ontology: &Ontology,
+        principal: &str,
+        claims: &[(&str, &str, &str, &str)],
+        threshold: f64,
+    ) -> Vec<Vec<Reason>> {
         let policy = policy();
         let caller = Caller::new("t", principal).expect("caller");
         let view = FirewallView {
@@ -761,19 +819,102 @@ mod tests {
         };
         let claims: Vec<ClaimToCheck> = claims
             .iter()
-            .map(|(s, p, o)| ClaimToCheck {
+            .map(|(s, p, o, scope)| ClaimToCheck {
                 triple: Triple {
                     subject: s.to_string(),
                     predicate: p.to_string(),
                     object: o.to_string(),
                 },
                 chain: Vec::new(),
+                scope: Scope::parse(scope).expect("scope"),
             })
             .collect();
         check_answer(&view, &claims)
-            .into_iter()
-            .map(|r| r.into_iter().map(|x| x.code).collect())
-            .collect()
+    }
+
+    #[test]
+    fn a_scoped_claim_is_checked_against_the_value_of_its_scope() {
+        let ontology = crate::knowledge::ontology::tests::scoped_sample();
+        let mut graph = Graph::new(&ontology);
+        for id in ["refunds-a", "refunds-b"] {
+            graph.apply_page(
+                &ontology,
+                &page(
+                    id,
+                    1,
+                    "wiki",
+                    "Customers can request a refund within 30 days of purchase. In the EU, \
+                     customers can request a refund within 14 days of purchase.",
+                    1,
+                    &[],
+                ),
+                day(1),
+            );
+        }
+        let codes = |graph: &Graph, claims: &[(&str, &str, &str, &str)]| -> Vec<Vec<ReasonCode>> {
+            check_scoped(graph, &ontology, "alice", claims, 0.7)
+                .into_iter()
+                .map(|r| r.into_iter().map(|x| x.code).collect())
+                .collect()
+        };
+        let policy = "Refund policy";
+        assert_eq!(
+            codes(
+                &graph,
+                &[
+                    (policy, "refund_days", "14", "region=EU"),
+                    (policy, "refund_days", "30", ""),
+                    // No statement for the US: the general value holds there.
+                    (policy, "refund_days", "30", "region=US"),
+                ]
+            ),
+            vec![Vec::<ReasonCode>::new(); 3],
+            "each value in its own scope passes, and they are not inconsistent"
+        );
+        assert_eq!(
+            codes(
+                &graph,
+                &[
+                    (policy, "refund_days", "30", "region=EU"),
+                    (policy, "refund_days", "14", ""),
+                ]
+            ),
+            vec![
+                vec![ReasonCode::Contradicted],
+                vec![ReasonCode::Contradicted]
+            ]
+        );
+        // A value known only for the EU: a claim for everywhere is not in the graph, and the
+        // reason names the scope it holds in.
+        graph.apply_record(
+            &ontology,
+            &RecordValue {
+                source: "record:billing",
+                sequence: 1,
+                entity: "Pro",
+                predicate: "price",
+                value: "59",
+                at: day(2),
+                effective_from: None,
+                scope: &Scope::parse("region=EU").expect("scope"),
+            },
+        );
+        let general = check_scoped(
+            &graph,
+            &ontology,
+            "alice",
+            &[("Pro", "price", "59", "")],
+            0.7,
+        );
+        let [reason] = general[0].as_slice() else {
+            panic!("one reason: {general:?}");
+        };
+        assert_eq!(reason.code, ReasonCode::NotInGraph);
+        assert!(reason.message.contains("\"59\" in region=EU"), "{reason:?}");
+        assert_eq!(
+            codes(&graph, &[("Pro", "price", "59", "region=EU")]),
+            vec![Vec::<ReasonCode>::new()]
+        );
     }
 
     #[test]
@@ -802,13 +943,16 @@ mod tests {
         // Recorded on day 22 for day 28; the check is as of day 25.
         g.apply_record(
             &o,
-            "record:billing",
-            1,
-            "Pro",
-            "price",
-            "69",
-            day(22),
-            Some(day(28)),
+            &RecordValue {
+                source: "record:billing",
+                sequence: 1,
+                entity: "Pro",
+                predicate: "price",
+                value: "69",
+                at: day(22),
+                effective_from: Some(day(28)),
+                scope: &Scope::everywhere(),
+            },
         );
         assert_eq!(
             check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7),
@@ -832,6 +976,7 @@ mod tests {
                 object: "69".into(),
             },
             chain: Vec::new(),
+            scope: Scope::everywhere(),
         };
         let reasons = check_answer(&view, std::slice::from_ref(&claim)).remove(0);
         let contradicted = reasons
@@ -944,6 +1089,7 @@ mod tests {
                     predicate: "price".into(),
                     object: "999".into(),
                 },
+                &Scope::everywhere(),
             )
             .into_iter()
             .map(|r| (r.code, r.message.replace(subject, "NAME")))
@@ -1001,6 +1147,7 @@ mod tests {
                     predicate: "price".into(),
                     object: price.into(),
                 },
+                &Scope::everywhere(),
             )
         };
         let bob = Caller::new("t", "bob").expect("caller");
@@ -1063,6 +1210,7 @@ mod tests {
                     object: if n == 0 { long.clone() } else { n.to_string() },
                 },
                 chain: Vec::new(),
+                scope: Scope::everywhere(),
             })
             .collect();
         // The same value twice is one value of the slot.
@@ -1130,11 +1278,19 @@ mod tests {
                 &[
                     t("Payments service", "owned_by", "Atlas"),
                     t("Pro", "price", "59")
-                ]
+                ],
+                &Scope::everywhere(),
             )
             .is_some_and(|r| r.message.contains("starts at"))
         );
-        assert!(broken_chain(&view, &[t("Payments service", "owned_by", "Helix")]).is_some());
+        assert!(
+            broken_chain(
+                &view,
+                &[t("Payments service", "owned_by", "Helix")],
+                &Scope::everywhere()
+            )
+            .is_some()
+        );
     }
 
     #[test]

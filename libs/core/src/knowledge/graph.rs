@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use super::extract::RULE_SET;
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
+use super::scope::Scope;
 use super::semantic::Lexicon;
 use crate::Caller;
 
@@ -189,6 +190,31 @@ pub struct Fact {
     /// Who may read the version it was read from; the ACL of the source's newest version must
     /// admit a reader too ([`Access::fact`]).
     pub acl: Vec<String>,
+    /// Where the value holds (`region=EU`): from the sentence's scoping phrase or the record's
+    /// scope; everywhere when empty. Values of one slot in different scopes do not supersede
+    /// each other; answers weigh them with [`super::scope::by_scope`].
+    pub scope: Scope,
+}
+
+/// A system-of-record value as [`Graph::apply_record`] applies it.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordValue<'a> {
+    /// The record system (`record:billing`); its origin is the part before the first `:`.
+    pub source: &'a str,
+    /// The event's sequence: the fact's source version.
+    pub sequence: u64,
+    /// The entity, by any of its names.
+    pub entity: &'a str,
+    /// The predicate.
+    pub predicate: &'a str,
+    /// The value.
+    pub value: &'a str,
+    /// When it was recorded.
+    pub at: DateTime<Utc>,
+    /// When it takes effect, if later than `at`.
+    pub effective_from: Option<DateTime<Utc>>,
+    /// Where it holds.
+    pub scope: &'a Scope,
 }
 
 impl Fact {
@@ -311,6 +337,9 @@ impl NameNeedles {
         found
     }
 }
+
+/// A value a page states: entity id, predicate, object and the scope it holds in.
+type PageSlot = (String, String, String, Scope);
 
 /// What the lexicon reads of a predicate: name, whether a slot, subject types, object type and
 /// whether the object is an entity.
@@ -823,17 +852,21 @@ impl Graph {
         extracted_at: DateTime<Utc>,
     ) -> Changes {
         let mut changes = Changes::default();
-        let claims = ontology
-            .extraction()
-            .claims(ontology, &page.body, &self.lexicon(ontology));
+        let claims =
+            ontology
+                .extraction()
+                .scoped_claims(ontology, &page.body, &self.lexicon(ontology));
         // Renames first, so the page's other sentences land on the renamed entity.
-        for claim in claims.iter().filter(|c| c.kind == PredicateKind::Rename) {
+        for (_, claim) in claims
+            .iter()
+            .filter(|(_, c)| c.kind == PredicateKind::Rename)
+        {
             self.rename(&claim.object, claim.subject.name(), &mut changes);
         }
         let authority = ontology.authority(&page.origin);
         let mut stated = BTreeSet::new();
-        let mut read_by: BTreeMap<(String, String, String), (String, f64)> = BTreeMap::new();
-        for claim in claims.iter().filter(|c| c.kind == PredicateKind::Slot) {
+        let mut read_by: BTreeMap<PageSlot, (String, f64)> = BTreeMap::new();
+        for (scope, claim) in claims.iter().filter(|(_, c)| c.kind == PredicateKind::Slot) {
             let entity_type = ontology
                 .predicate(&claim.predicate)
                 .and_then(|p| (p.subject_types.len() == 1).then(|| p.subject_types[0].clone()));
@@ -846,7 +879,12 @@ impl Graph {
             {
                 self.ensure_entity(&claim.object, Some(&object_type), &mut changes);
             }
-            let slot = (entity, claim.predicate.clone(), claim.object.clone());
+            let slot = (
+                entity,
+                claim.predicate.clone(),
+                claim.object.clone(),
+                scope.clone(),
+            );
             read_by
                 .entry(slot.clone())
                 .or_insert((claim.extractor.clone(), claim.confidence));
@@ -862,6 +900,7 @@ impl Graph {
                 fact.entity.clone(),
                 fact.predicate.clone(),
                 fact.object.clone(),
+                fact.scope.clone(),
             );
             if stated.contains(&slot) {
                 fact.seen_version = page.version;
@@ -877,13 +916,14 @@ impl Graph {
                 .get(&slot)
                 .cloned()
                 .unwrap_or_else(|| (RULE_SET.to_owned(), 1.0));
-            let (entity, predicate, object) = slot;
+            let (entity, predicate, object, scope) = slot;
             if self.facts.iter().any(|f| {
                 f.is_current()
                     && f.source.source_id == page.source_id
                     && f.entity == entity
                     && f.predicate == predicate
                     && f.object == object
+                    && f.scope == scope
             }) {
                 continue;
             }
@@ -905,6 +945,7 @@ impl Graph {
                 extractor,
                 confidence: page.confidence * stage_confidence,
                 acl: page.acl.clone(),
+                scope,
             });
             changes.facts.insert(id);
             changes.writes += 1;
@@ -914,23 +955,24 @@ impl Graph {
     }
 
     /// A system-of-record value, recorded at `at` and in effect from `effective_from` (`at` when
-    /// absent or earlier: a value is never made retroactive). It ends every value of the slot on
-    /// the canonical entity that holds at that instant, whatever spelling the pages used, and
-    /// becomes the slot's record fact until the next value already scheduled after it, if any.
-    /// A value announced for the future is therefore not valid before its time
-    /// ([`Fact::valid_at`]), and a value recorded meanwhile does not cancel it.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply_record(
-        &mut self,
-        ontology: &Ontology,
-        source: &str,
-        sequence: u64,
-        entity: &str,
-        predicate: &str,
-        value: &str,
-        at: DateTime<Utc>,
-        effective_from: Option<DateTime<Utc>>,
-    ) -> Changes {
+    /// absent or earlier: a value is never made retroactive), in its scope. It ends every value
+    /// of the slot in the same scope on the canonical entity that holds at that instant,
+    /// whatever spelling the pages used (values of other scopes stand: a record for the EU does
+    /// not end the general price), and becomes the slot's record fact until the next value
+    /// already scheduled after it in that scope, if any. A value announced for the future is
+    /// therefore not valid before its time ([`Fact::valid_at`]), and a value recorded meanwhile
+    /// does not cancel it.
+    pub fn apply_record(&mut self, ontology: &Ontology, record: &RecordValue<'_>) -> Changes {
+        let RecordValue {
+            source,
+            sequence,
+            entity,
+            predicate,
+            value,
+            at,
+            effective_from,
+            scope,
+        } = *record;
         let mut changes = Changes::default();
         let from = effective_from.map_or(at, |e| e.max(at));
         let entity_type = ontology
@@ -941,7 +983,7 @@ impl Graph {
         for fact in self
             .facts
             .iter_mut()
-            .filter(|f| f.entity == id && f.predicate == predicate)
+            .filter(|f| f.entity == id && f.predicate == predicate && f.scope == *scope)
         {
             let scheduled = fact.valid_from > from && fact.is_record();
             if scheduled {
@@ -971,6 +1013,7 @@ impl Graph {
             extractor: format!("{RECORD_EXTRACTOR_PREFIX}{source}"),
             confidence: 1.0,
             acl: Vec::new(),
+            scope: scope.clone(),
         });
         changes.facts.insert(fact_id);
         changes.writes += 1;
@@ -1328,13 +1371,16 @@ mod tests {
         );
         graph.apply_record(
             &ontology,
-            "record:billing",
-            7,
-            "Pro",
-            "price",
-            "59",
-            at(22),
-            None,
+            &RecordValue {
+                source: "record:billing",
+                sequence: 7,
+                entity: "Pro",
+                predicate: "price",
+                value: "59",
+                at: at(22),
+                effective_from: None,
+                scope: &Scope::everywhere(),
+            },
         );
         assert_eq!(current(&graph, "PRO plan", "price"), vec!["59"]);
         let record = graph
@@ -1366,13 +1412,16 @@ mod tests {
         let set = |graph: &mut Graph, seq, value, day, effective: Option<u32>| {
             graph.apply_record(
                 &ontology,
-                "record:billing",
-                seq,
-                "Pro",
-                "price",
-                value,
-                at(day),
-                effective.map(at),
+                &RecordValue {
+                    source: "record:billing",
+                    sequence: seq,
+                    entity: "Pro",
+                    predicate: "price",
+                    value,
+                    at: at(day),
+                    effective_from: effective.map(at),
+                    scope: &Scope::everywhere(),
+                },
             );
         };
         set(&mut graph, 1, "59", 2, None);
@@ -1398,13 +1447,16 @@ mod tests {
         // origin stays, and so does the schedule.
         graph.apply_record(
             &ontology,
-            "registry:plans",
-            7,
-            "Team",
-            "price",
-            "30",
-            at(17),
-            None,
+            &RecordValue {
+                source: "registry:plans",
+                sequence: 7,
+                entity: "Team",
+                predicate: "price",
+                value: "30",
+                at: at(17),
+                effective_from: None,
+                scope: &Scope::everywhere(),
+            },
         );
         graph.retire_page_facts(at(18));
         assert_eq!(valid_values(&graph, 19), vec!["30", "61"]);
@@ -1466,13 +1518,16 @@ mod tests {
                 6 | 7 => {
                     graph.apply_record(
                         &ontology,
-                        "crm",
-                        u64::from(step),
-                        products[next(products.len())],
-                        "owned_by",
-                        teams[next(3)],
-                        at(day),
-                        None,
+                        &RecordValue {
+                            source: "crm",
+                            sequence: u64::from(step),
+                            entity: products[next(products.len())],
+                            predicate: "owned_by",
+                            value: teams[next(3)],
+                            at: at(day),
+                            effective_from: None,
+                            scope: &Scope::everywhere(),
+                        },
                     );
                 }
                 8 => {

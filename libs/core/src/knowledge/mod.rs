@@ -23,13 +23,13 @@ pub mod structured;
 pub mod vectors;
 
 pub use answer::{
-    Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, SlotContext, SlotDecision, decide,
-    same_value,
+    Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, ScopedValue, SlotContext,
+    SlotDecision, decide, same_value,
 };
 pub use extract::{Claim, ClaimSubject, extract_claims, pattern_claims, split_sentences};
 pub use graph::{
-    Access, Changes, Entity, Fact, Graph, NameNeedles, PageVersion, RECORD_ORIGIN, SourceRef,
-    current_versions, plain_words, readable, record_origin,
+    Access, Changes, Entity, Fact, Graph, NameNeedles, PageVersion, RECORD_ORIGIN, RecordValue,
+    SourceRef, current_versions, plain_words, readable, record_origin,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use model::{ClaimModel, ModelCost, ModelError, ModelUsage, Ungrounded, ground};
@@ -37,4 +37,5 @@ pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};
 pub use pipeline::{ExtractSettings, Extraction, ExtractionSetup, Stage, TenantExtract};
+pub use scope::{Scope, ScopeError};
 pub use semantic::Lexicon;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::encoder::SentenceEncoder;
 use super::pattern::{Pattern, PatternError};
 use super::pipeline::{ExtractSettings, Extraction};
+use super::scope::{MAX_SCOPE_PART_BYTES, ScopeVocabulary};
 
 /// An ontology document that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +86,7 @@ pub struct Ontology {
     predicates: Vec<Predicate>,
     authority: BTreeMap<String, i32>,
     default_authority: i32,
+    scopes: ScopeVocabulary,
     extraction: Arc<Extraction>,
 }
 
@@ -93,6 +95,10 @@ pub struct Ontology {
 struct RawOntology {
     predicates: Vec<RawPredicate>,
     authority: BTreeMap<String, i32>,
+    /// Scope dimensions and their values (`{"region": ["EU", "US"]}`): only these scope a
+    /// sentence ("In the EU, ...").
+    #[serde(default)]
+    scopes: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -119,6 +125,12 @@ pub const MAX_PATTERNS_PER_PREDICATE: usize = 50;
 
 /// Longest pattern, in characters.
 pub const MAX_PATTERN_CHARS: usize = 500;
+
+/// Most scope dimensions an ontology may declare.
+pub const MAX_SCOPE_DIMENSIONS: usize = 16;
+
+/// Most values one scope dimension may declare.
+pub const MAX_SCOPE_VALUES: usize = 256;
 
 /// The origin name whose authority applies to origins the map does not list.
 pub const DEFAULT_ORIGIN: &str = "default";
@@ -263,10 +275,62 @@ impl Ontology {
                 "needs at least one predicate".into(),
             ));
         }
+        if raw.scopes.len() > MAX_SCOPE_DIMENSIONS {
+            return Err(invalid(
+                "scopes".into(),
+                format!(
+                    "has {} dimensions; at most {MAX_SCOPE_DIMENSIONS} are accepted \
+                     (MAX_SCOPE_DIMENSIONS)",
+                    raw.scopes.len()
+                ),
+            ));
+        }
+        let mut scopes = BTreeMap::new();
+        for (dimension, values) in raw.scopes {
+            let key = dimension.trim().to_lowercase();
+            let path = format!("scopes.{dimension}");
+            if key.is_empty() || key.len() > MAX_SCOPE_PART_BYTES || key.contains(['=', ',', ';']) {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "a dimension is a word of at most {MAX_SCOPE_PART_BYTES} bytes without = , ;"
+                    ),
+                ));
+            }
+            if values.is_empty() || values.len() > MAX_SCOPE_VALUES {
+                return Err(invalid(
+                    path,
+                    format!("needs 1 to {MAX_SCOPE_VALUES} values (MAX_SCOPE_VALUES)"),
+                ));
+            }
+            for (j, value) in values.iter().enumerate() {
+                let value = value.trim();
+                if value.is_empty()
+                    || value.len() > MAX_SCOPE_PART_BYTES
+                    || value.contains(['=', ',', ';'])
+                {
+                    return Err(invalid(
+                        format!("scopes.{dimension}[{j}]"),
+                        format!(
+                            "a value is non-empty text of at most {MAX_SCOPE_PART_BYTES} bytes \
+                             without = , ;"
+                        ),
+                    ));
+                }
+            }
+            scopes.insert(key, values);
+        }
+        let scopes = ScopeVocabulary::new(scopes.iter().map(|(dimension, values)| {
+            (
+                dimension.as_str(),
+                values.iter().map(String::as_str).collect(),
+            )
+        }));
         let mut ontology = Self {
             predicates,
             authority: raw.authority,
             default_authority,
+            scopes,
             extraction: Arc::new(Extraction::placeholder()),
         };
         ontology.extraction =
@@ -289,6 +353,11 @@ impl Ontology {
     pub(crate) fn with_compiled_extraction(mut self, extraction: Extraction) -> Self {
         self.extraction = Arc::new(extraction);
         self
+    }
+
+    /// The scope values the ontology declares, dimension by dimension: what scopes a sentence.
+    pub fn scope_vocabulary(&self) -> &ScopeVocabulary {
+        &self.scopes
     }
 
     /// The extraction pipeline every reader of text uses with this ontology.
@@ -357,6 +426,45 @@ pub(crate) mod tests {
 
     pub(crate) fn sample() -> Ontology {
         Ontology::from_json(SAMPLE).expect("sample ontology is valid")
+    }
+
+    /// The sample with scope values declared: regions EU and US, the Enterprise segment.
+    pub(crate) fn scoped_sample() -> Ontology {
+        let mut doc: serde_json::Value = serde_json::from_str(SAMPLE).expect("sample is JSON");
+        doc["scopes"] = serde_json::json!({"region": ["EU", "US"], "segment": ["Enterprise"]});
+        Ontology::from_value(doc).expect("scoped sample is valid")
+    }
+
+    #[test]
+    fn scope_values_are_declared_per_dimension_and_refused_with_the_path() {
+        let vocabulary = scoped_sample();
+        let (scope, rest) = vocabulary
+            .scope_vocabulary()
+            .scope_of("In the EU, the Pro plan costs €59 per user per month.")
+            .expect("a scoping phrase");
+        assert_eq!(
+            (scope.to_string(), rest.as_str()),
+            (
+                "region=EU".to_owned(),
+                "The Pro plan costs €59 per user per month."
+            )
+        );
+        assert!(sample().scope_vocabulary().is_empty());
+        let mut doc: serde_json::Value = serde_json::from_str(SAMPLE).expect("sample is JSON");
+        for (scopes, path) in [
+            (serde_json::json!({"region": []}), "scopes.region"),
+            (serde_json::json!({"re=gion": ["EU"]}), "scopes.re=gion"),
+            (
+                serde_json::json!({"region": ["EU", "U,S"]}),
+                "scopes.region[1]",
+            ),
+        ] {
+            doc["scopes"] = scopes;
+            match Ontology::from_value(doc.clone()) {
+                Err(OntologyError::Invalid { path: at, .. }) => assert_eq!(at, path),
+                other => panic!("{path}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::model::{
 };
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, PredicateKind};
+use super::scope::Scope;
 use super::semantic::{self, Lexicon, Profile, Scorer};
 use super::structured;
 use crate::settings::{InvalidSetting, share};
@@ -435,6 +436,50 @@ impl Extraction {
                 })
                 .collect(),
         )
+    }
+
+    /// Every claim in `text` with the scope it holds in: a sentence whose own phrase names
+    /// scope values the ontology declares ("In the EU, refunds take 14 days.") is read without
+    /// that phrase and its claims hold in that scope; when the shortened sentence says nothing,
+    /// the whole one is read as usual (a trailing "in the EU" may be the value itself). Every
+    /// other claim holds everywhere. Same stages, bounds and order as [`Extraction::claims`].
+    pub fn scoped_claims(
+        &self,
+        ontology: &Ontology,
+        text: &str,
+        known: &Lexicon,
+    ) -> Vec<(Scope, Claim)> {
+        let vocabulary = ontology.scope_vocabulary();
+        if vocabulary.is_empty() {
+            return self
+                .claims(ontology, text, known)
+                .into_iter()
+                .map(|c| (Scope::everywhere(), c))
+                .collect();
+        }
+        let mut scoped = Vec::new();
+        let mut rest = text.to_owned();
+        for sentence in split_sentences(text) {
+            let Some((scope, shortened)) = vocabulary.scope_of(sentence) else {
+                continue;
+            };
+            let found = self.claims(ontology, &shortened, known);
+            if found.is_empty() {
+                continue;
+            }
+            rest = rest.replacen(sentence, "", 1);
+            scoped.extend(found.into_iter().map(|mut claim| {
+                claim.sentence = sentence.to_owned();
+                (scope.clone(), claim)
+            }));
+        }
+        let mut claims: Vec<(Scope, Claim)> = self
+            .claims(ontology, &rest, known)
+            .into_iter()
+            .map(|c| (Scope::everywhere(), c))
+            .collect();
+        claims.extend(scoped);
+        claims
     }
 
     /// Every claim in `text`, in stage order. `known` are names the caller knows (the graph's

@@ -644,8 +644,9 @@ fn relation_position(tokens: &[String], at: usize, named: &BTreeSet<usize>) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::knowledge::graph::PageVersion;
+    use crate::knowledge::graph::{PageVersion, RecordValue};
     use crate::knowledge::ontology::tests::sample;
+    use crate::knowledge::scope::Scope;
     use chrono::Utc;
 
     fn graph() -> (Ontology, Graph) {
@@ -718,13 +719,16 @@ mod tests {
         // "Which team" asks for, and is longer than "Kite".
         graph.apply_record(
             &ontology,
-            "record:billing",
-            1,
-            "Team plan",
-            "price",
-            "99",
-            Utc::now(),
-            None,
+            &RecordValue {
+                source: "record:billing",
+                sequence: 1,
+                entity: "Team plan",
+                predicate: "price",
+                value: "99",
+                at: Utc::now(),
+                effective_from: None,
+                scope: &Scope::everywhere(),
+            },
         );
         let m = map_question("Which team owns Kite?", &graph, &ontology, &[]).expect("maps");
         assert_eq!(

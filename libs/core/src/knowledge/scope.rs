@@ -2,11 +2,14 @@
 //! `plan=Pro`; none means everywhere), read from a sentence's scoping phrase ("In the EU, …",
 //! "…, for Enterprise customers.") with the scope values an ontology declares, and the decision
 //! over values that differ by scope: one value for the scope asked about, or `NeedsScope` with
-//! each scope and its value — neither a conflict nor a hedge. Pure; not yet used by extraction
-//! or answers.
+//! each scope and its value — neither a conflict nor a hedge. Pure: extraction
+//! ([`super::pipeline::Extraction::scoped_claims`]), the graph's facts ([`super::graph::Fact::scope`]),
+//! answers ([`super::designs`]) and the firewall use it.
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 use super::answer::same_value;
 
@@ -17,7 +20,8 @@ pub const MAX_SCOPE_KEYS: usize = 8;
 pub const MAX_SCOPE_PART_BYTES: usize = 128;
 
 /// Where a value holds: every key must match. The empty scope is everywhere.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Scope(BTreeMap<String, String>);
 
 /// A scope that cannot be read.
@@ -67,10 +71,42 @@ impl Scope {
                 }
             }
         }
-        if scope.len() > MAX_SCOPE_KEYS {
+        let scope = Scope(scope);
+        scope.check()?;
+        Ok(scope)
+    }
+
+    /// Whether the scope is within its bounds and every key and value is one `parse` reads
+    /// back (a scope deserialised from an event is checked with this).
+    pub fn check(&self) -> Result<(), ScopeError> {
+        if self.0.len() > MAX_SCOPE_KEYS {
             return Err(ScopeError::TooLarge);
         }
-        Ok(Scope(scope))
+        for (key, value) in &self.0 {
+            if key.len() > MAX_SCOPE_PART_BYTES || value.len() > MAX_SCOPE_PART_BYTES {
+                return Err(ScopeError::TooLarge);
+            }
+            let plain = |part: &str| {
+                !part.trim().is_empty()
+                    && part.trim() == part
+                    && !part.contains(['=', ',', ';'])
+                    && !part.contains(char::is_control)
+            };
+            if !plain(key) || !plain(value) || key.to_lowercase() != *key {
+                return Err(ScopeError::NotKeyValue(format!("{key}={value}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scope as [`Scope::parse`] reads it back: `key=value` pairs joined by `, `, the empty
+    /// text for everywhere (how the store and the wire keep it).
+    pub fn encode(&self) -> String {
+        if self.0.is_empty() {
+            String::new()
+        } else {
+            self.to_string()
+        }
     }
 
     /// Whether this is everywhere.
@@ -154,6 +190,11 @@ impl ScopeVocabulary {
             .collect();
         values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.cmp(b)));
         ScopeVocabulary { values }
+    }
+
+    /// Whether the ontology declares no scope value (nothing is ever scoped).
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
     }
 
     /// The scope a sentence states in a phrase of its own — leading and closed by a comma ("In

@@ -27,6 +27,10 @@ pub struct Model {
     pub acl: String,
     /// The knowledge version whose commit last wrote this row (0: before versions were kept).
     pub changed_in: i64,
+    /// Where the value holds (`region=EU`, `key=value` pairs joined by `, `); empty:
+    /// everywhere.
+    #[sea_orm(column_type = "Text")]
+    pub scope: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -58,6 +58,12 @@ pub struct Row {
     pub upcoming_noted: u64,
     /// Answers that noted an upcoming change where the ask names none.
     pub upcoming_unexpected: u64,
+    /// Asks whose values differ by scope and that name none (`needs_scope`).
+    pub needs_scope_expected: u64,
+    /// Of those, answers NEEDS_SCOPE with exactly the expected scopes and values.
+    pub needs_scope_exact: u64,
+    /// Answers NEEDS_SCOPE where the ask expects one value.
+    pub needs_scope_unexpected: u64,
 }
 
 /// Questions no slot answers, graded by the passages ontoloop offered (natural-language mode).
@@ -154,6 +160,9 @@ struct Runner<'a> {
     mode: Mode,
     run: String,
     as_of: Option<chrono::DateTime<chrono::Utc>>,
+    /// The scope the current ask names (`Ask::scope`), given as the lookup's in structured
+    /// mode (in natural-language mode the question's words name it); empty: none.
+    scope: String,
 }
 
 impl Runner<'_> {
@@ -206,6 +215,7 @@ impl Runner<'_> {
                     as_of,
                     design: design.name().to_owned(),
                     query: text.to_owned(),
+                    scope: self.scope.clone(),
                 })
                 .await
                 .context("lookup")?,
@@ -219,6 +229,8 @@ impl Runner<'_> {
                     as_of,
                     design: design.name().to_owned(),
                     passage_ranking: v1::PassageRanking::Unspecified as i32,
+                    // In natural-language mode the question's own words name the scope.
+                    scope: String::new(),
                 })
                 .await
                 .context("ask")?,
@@ -242,6 +254,7 @@ impl Runner<'_> {
             as_of: self.as_of.map(ontoloop_proto::convert::timestamp),
             design: Design::Ontoloop.name().to_owned(),
             passage_ranking: ranking as i32,
+            scope: String::new(),
         };
         match self.clients.retrieval.ask(request).await {
             Ok(answer) => Ok(Some(answer.into_inner())),
@@ -334,6 +347,7 @@ impl Runner<'_> {
                 continue;
             }
             for ask in question.asks.iter().filter(|a| a.step == step) {
+                self.scope = ask.scope.clone().unwrap_or_default();
                 if let Some(expected) = &ask.passage {
                     let answer = self
                         .ask(caller, Design::Ontoloop, "", &[], &ask.text, min_sequence)
@@ -446,6 +460,7 @@ impl Runner<'_> {
         let (mut correct, mut asks) = (0, 0);
         for question in self.world.questions.iter().filter(|q| !q.wants_passages()) {
             for ask in question.asks.iter().filter(|a| a.step == last_step) {
+                self.scope = ask.scope.clone().unwrap_or_default();
                 let answer = self
                     .ask(
                         caller,
@@ -457,13 +472,71 @@ impl Runner<'_> {
                     )
                     .await?;
                 asks += 1;
-                if grade(&ask.expected, value_of(&answer)) == Grade::Correct {
+                if grade_ask(ask, &answer) == Grade::Correct {
                     correct += 1;
                 }
             }
         }
         Ok((correct, asks))
     }
+}
+
+/// An ask graded: by its value, or for a `needs_scope` ask by the scopes listed.
+fn grade_ask(ask: &ontoloop_testkit::world::Ask, answer: &v1::Answer) -> Grade {
+    match &ask.needs_scope {
+        Some(expected) => grade_scoped(expected, answer),
+        None => grade(&ask.expected, value_of(answer)),
+    }
+}
+
+/// A `needs_scope` ask: correct when the answer is NEEDS_SCOPE listing exactly the expected
+/// scopes (compared as scopes, `""` for everywhere) each with its expected value; an
+/// abstention abstains; anything else is wrong.
+fn grade_scoped(expected: &BTreeMap<String, String>, answer: &v1::Answer) -> Grade {
+    if answer.status != v1::AnswerStatus::NeedsScope as i32 {
+        return if value_of(answer).is_some() {
+            Grade::Wrong
+        } else {
+            Grade::Abstain
+        };
+    }
+    let key = |scope: &str| {
+        ontoloop_core::knowledge::Scope::parse(scope)
+            .map_or_else(|_| scope.to_owned(), |s| s.encode())
+    };
+    let listed: BTreeMap<String, &str> = answer
+        .scoped
+        .iter()
+        .map(|v| (key(&v.scope), v.value.as_str()))
+        .collect();
+    let exact = listed.len() == answer.scoped.len()
+        && listed.len() == expected.len()
+        && expected.iter().all(|(scope, value)| {
+            listed
+                .get(&key(scope))
+                .is_some_and(|got| grade(value, Some(got)) == Grade::Correct)
+        });
+    if exact { Grade::Correct } else { Grade::Wrong }
+}
+
+/// What an answer says, for the CSV: its value, or each scope's value.
+fn shown_value(answer: &v1::Answer) -> String {
+    if answer.status == v1::AnswerStatus::NeedsScope as i32 {
+        let scoped: Vec<String> = answer
+            .scoped
+            .iter()
+            .map(|v| {
+                let scope = if v.scope.is_empty() {
+                    "everywhere"
+                } else {
+                    &v.scope
+                };
+                format!("{scope}: {}", v.value)
+            })
+            .collect();
+        return format!("NEEDS_SCOPE {}", scoped.join("; "));
+    }
+    value_of(answer).unwrap_or_default().to_owned()
 }
 
 fn value_of(answer: &v1::Answer) -> Option<&str> {
@@ -639,8 +712,7 @@ fn record(
         question,
         deleted,
     } = *asked;
-    let value = value_of(answer);
-    let graded = grade(&ask.expected, value);
+    let graded = grade_ask(ask, answer);
     let hedged = answer.status == v1::AnswerStatus::AnsweredPossiblyStale as i32
         || answer.status == v1::AnswerStatus::ConflictOpen as i32;
     let why = if graded == Grade::Abstain {
@@ -684,6 +756,13 @@ fn record(
         }
         None => row.upcoming_unexpected += u64::from(!answer.upcoming.is_empty()),
     }
+    let needs_scope = answer.status == v1::AnswerStatus::NeedsScope as i32;
+    if ask.needs_scope.is_some() {
+        row.needs_scope_expected += 1;
+        row.needs_scope_exact += u64::from(graded == Grade::Correct);
+    } else {
+        row.needs_scope_unexpected += u64::from(needs_scope);
+    }
     if ask.drifted {
         row.drifted_total += 1;
     }
@@ -709,7 +788,7 @@ fn record(
         question: question.to_owned(),
         ask: ask.text.clone(),
         expected: ask.expected.clone(),
-        answer: value.unwrap_or_default().to_owned(),
+        answer: shown_value(answer),
         grade: graded,
         hedged,
         drifted: ask.drifted,
@@ -742,6 +821,7 @@ pub async fn run(
         mode,
         run: format!("{:x}", chrono::Utc::now().timestamp_micros()),
         as_of: None,
+        scope: String::new(),
     };
     let mut report = Report::empty(world);
     for scenario in &world.parsed {
@@ -1004,6 +1084,31 @@ impl Report {
                 noted.join(", ")
             );
         }
+        if self
+            .rows
+            .iter()
+            .any(|r| r.needs_scope_expected + r.needs_scope_unexpected > 0)
+        {
+            let exact: Vec<String> = self
+                .rows
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ({}) {} of {}, {} where one value holds",
+                        r.design,
+                        r.scenario,
+                        r.needs_scope_exact,
+                        r.needs_scope_expected,
+                        r.needs_scope_unexpected
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "values that differ by scope, NEEDS_SCOPE with exactly each scope's value: {}",
+                exact.join(", ")
+            );
+        }
         if !self.passages.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(
@@ -1093,6 +1198,7 @@ pub async fn replay_only(
         mode: Mode::Structured,
         run: format!("{:x}", chrono::Utc::now().timestamp_micros()),
         as_of: None,
+        scope: String::new(),
     };
     let caller = runner.caller(&scenario.name, &format!("-{purpose}"))?;
     let mut scratch = Report::empty(world);

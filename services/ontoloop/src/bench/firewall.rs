@@ -207,6 +207,7 @@ fn claim(subject: &str, predicate: &str, object: &str) -> v1::Claim {
         predicate: predicate.to_owned(),
         object: object.to_owned(),
         chain: Vec::new(),
+        scope: String::new(),
     }
 }
 

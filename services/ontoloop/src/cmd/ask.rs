@@ -26,6 +26,10 @@ pub struct Args {
     /// model, else bm25.
     #[arg(long, value_enum)]
     ranking: Option<Ranking>,
+    /// Where the answer should hold, as `key=value` pairs joined by commas (`region=EU`).
+    /// Default: the scope the question names ("... in the EU?"), else everywhere.
+    #[arg(long, default_value = "")]
+    scope: String,
     /// Print the answer as JSON.
     #[arg(long)]
     json: bool,
@@ -62,6 +66,7 @@ impl Args {
                 .ranking
                 .map_or(v1::PassageRanking::Unspecified, Into::into)
                 as i32,
+            scope: self.scope,
         };
         let answer = session
             .call("ask", |mut c| async move { c.retrieval.ask(request).await })

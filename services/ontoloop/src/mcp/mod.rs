@@ -185,6 +185,11 @@ pub struct AskArgs {
     /// read your own writes. 0 or absent: answer now.
     #[serde(default)]
     pub min_sequence: u64,
+    /// Where the answer should hold, as `key=value` pairs (for example "region=EU"). Absent: the
+    /// scope the question names, else everywhere; a NEEDS_SCOPE answer lists the scopes to pick
+    /// from.
+    #[serde(default)]
+    pub scope: String,
 }
 
 /// Arguments of `cite`: a passage as an answer's `passages` gave it.
@@ -219,6 +224,9 @@ pub struct LookupArgs {
     /// As in `ask`: answer only once this intake sequence number is applied.
     #[serde(default)]
     pub min_sequence: u64,
+    /// As in `ask`: where the answer should hold ("region=EU"); absent: everywhere.
+    #[serde(default)]
+    pub scope: String,
 }
 
 /// Arguments of `validate`: a text, or claims.
@@ -337,7 +345,8 @@ impl Server {
         hedges (reasons to doubt the answer: mention them to the user) and the evidence (source \
         page, version, origin, authority, excerpt) for every step. A question no recorded fact \
         answers may get ANSWERED_PASSAGES instead: passages of pages to read, each with its \
-        citation (check one later with `cite`).",
+        citation (check one later with `cite`). A value that differs by scope (region, plan...) \
+        is NEEDS_SCOPE with each scope's value in `scoped`: ask again with `scope`.",
         output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Answer>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -352,6 +361,7 @@ impl Server {
             min_sequence: args.min_sequence,
             as_of: None,
             design: String::new(),
+            scope: args.scope,
             ..Default::default()
         }) {
             Ok(request) => request,
@@ -379,6 +389,7 @@ impl Server {
             entity: args.entity,
             predicate_path: args.path,
             min_sequence: args.min_sequence,
+            scope: args.scope,
             ..Default::default()
         }) {
             Ok(request) => request,
@@ -443,6 +454,7 @@ impl Server {
                         predicate: c.predicate,
                         object: c.object,
                         chain: Vec::new(),
+                        scope: String::new(),
                     })
                     .collect(),
             }),

@@ -40,6 +40,20 @@ pub struct Answer {
     /// Values announced to take effect later (`valid_from` is when), soonest first; `value`
     /// stays the value in effect until then.
     pub upcoming: Vec<Evidence>,
+    /// NEEDS_SCOPE: each scope (`region=EU`; empty: everywhere else) with its value, the
+    /// widest first. Ask again with `scope` for one value.
+    pub scoped: Vec<ScopedValue>,
+}
+
+/// A value that holds in one scope.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ScopedValue {
+    /// `key=value` pairs joined by `, `; empty: everywhere no narrower scope says otherwise.
+    pub scope: String,
+    /// The value there.
+    pub value: String,
+    /// What supports it, winner first.
+    pub evidence: Vec<Evidence>,
 }
 
 /// A passage of a page given as an answer, with its citation.
@@ -400,6 +414,15 @@ impl From<v1::Answer> for Answer {
             applied_sequence: a.applied_sequence,
             passages: a.passages.into_iter().map(Passage::from).collect(),
             upcoming: a.upcoming.into_iter().map(Evidence::from).collect(),
+            scoped: a
+                .scoped
+                .into_iter()
+                .map(|v| ScopedValue {
+                    scope: v.scope,
+                    value: v.value,
+                    evidence: v.evidence.into_iter().map(Evidence::from).collect(),
+                })
+                .collect(),
         }
     }
 }
@@ -527,6 +550,23 @@ impl Render for Answer {
             return text;
         }
         let status = self.status.trim_start_matches("ANSWER_STATUS_");
+        if self.status == v1::AnswerStatus::NeedsScope.as_str_name() {
+            let mut text = format!("the value depends on the scope; ask with `scope` [{status}]");
+            for v in &self.scoped {
+                let scope = if v.scope.is_empty() {
+                    "everywhere else"
+                } else {
+                    v.scope.as_str()
+                };
+                let _ = write!(
+                    text,
+                    "
+  {scope}: {}",
+                    v.value
+                );
+            }
+            return text;
+        }
         let mut text = format!("{} [{status}]", self.value);
         if self.values.len() > 1 {
             let _ = write!(text, "\nopen conflict between: {}", self.values.join(", "));

@@ -93,6 +93,7 @@ pub fn org_asked(
         path: vec![relationship.to_owned()],
         text: text.to_owned(),
         unexplained: Vec::new(),
+        scope: ontoloop_core::knowledge::Scope::everywhere(),
     };
     Some(Asked::abstained(question, sentence(), kind))
 }
@@ -143,6 +144,7 @@ pub fn org_answer(answer: &OrgAnswer, view: &TenantView, applied: u64) -> pb::An
             applied_sequence: applied,
             passages: Vec::new(),
             upcoming: Vec::new(),
+            scoped: Vec::new(),
         };
     match answer {
         OrgAnswer::Manager {
