@@ -89,6 +89,7 @@ bench: model
 	$(RELEASE_BIN) bench outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
 	$(RELEASE_BIN) bench plate --people 10000 --items 100000
 	$(RELEASE_BIN) bench passages --pages 10000 --questions 1000
+	$(RELEASE_BIN) bench gate --pages 10000 --questions 1000
 	$(RELEASE_BIN) bench scale --pages 10000 --events-per-second 50
 	$(RELEASE_BIN) bench scale --pages 100000 --events-per-second 50
 	$(RELEASE_BIN) bench memory --tenants 1000 --signals 1000000 --asks 100000

@@ -20,6 +20,7 @@ mod m20261201_130000_knowledge_changes;
 mod m20261201_160000_outbox_trace;
 mod m20261201_210000_page_tombstone;
 mod m20261203_070000_fact_scope;
+mod m20261203_100000_gate;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_160000_outbox_trace::Migration),
             Box::new(m20261201_210000_page_tombstone::Migration),
             Box::new(m20261203_070000_fact_scope::Migration),
+            Box::new(m20261203_100000_gate::Migration),
         ]
     }
 }

@@ -204,8 +204,9 @@ async fn deleted_pages_are_never_cited_and_off_ontology_questions_get_their_pass
                     "{row:?}"
                 );
                 assert_eq!(row.upcoming_unexpected, 0, "{row:?}");
-                // The Solo plan's price differs by region: NEEDS_SCOPE with each region's value
-                // where the ask names none, and nowhere else.
+                // The Solo plan's price differs by region (a sentence's own phrase, a record's
+                // scope, a page's front matter): NEEDS_SCOPE with each region's value where the
+                // ask names none, and nowhere else.
                 assert_eq!(
                     (row.needs_scope_expected, row.needs_scope_exact),
                     (2, 2),

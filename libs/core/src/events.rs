@@ -354,11 +354,14 @@ impl Event {
             }
             Event::GraphMaintain { mode } => match MaintenanceMode::from_name(mode) {
                 Some(
-                    MaintenanceMode::Patch | MaintenanceMode::Rebuild | MaintenanceMode::Repair,
+                    MaintenanceMode::Patch
+                    | MaintenanceMode::Rebuild
+                    | MaintenanceMode::Repair
+                    | MaintenanceMode::Rollback,
                 ) => Ok(()),
                 _ => Err(DomainError::invalid(
                     "mode",
-                    format!("{mode:?} is not patch, rebuild or repair"),
+                    format!("{mode:?} is not patch, rebuild, repair or rollback"),
                 )),
             },
             Event::Hr(hr) => hr.validate().map_err(DomainError::from),

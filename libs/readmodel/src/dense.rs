@@ -1,8 +1,10 @@
 //! The dense half of passage search: one unit vector per passage of each current page (the
 //! page's title, the passage's headings and its text, as [`PassageIndex`](crate::PassageIndex)
-//! indexes it), made by the sentence encoder the process extracts with, held in an exact index
-//! and patched page by page as versions move. Permission is the caller's filter applied before
-//! ranking ([`ExactIndex::nearest`]).
+//! indexes it), made by the sentence encoder the process extracts with, held in a
+//! [`VectorIndex`] (exact up to
+//! [`EXACT_UP_TO`](ontoloop_core::knowledge::vectors::EXACT_UP_TO) passages, an approximate
+//! HNSW graph above) and patched page by page as versions move. Permission is the caller's filter applied before
+//! ranking ([`VectorIndex::nearest`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +13,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use ontoloop_core::knowledge::PageVersion;
 use ontoloop_core::knowledge::encoder::{EncodeError, SentenceEncoder};
 use ontoloop_core::knowledge::passage::chunk_page;
-use ontoloop_core::knowledge::vectors::ExactIndex;
+use ontoloop_core::knowledge::vectors::VectorIndex;
 
 /// Passages encoded in one call to the model.
 const BATCH: usize = 32;
@@ -22,7 +24,7 @@ pub type PassageKey = (String, usize);
 /// Vectors of the passages of a tenant's current pages.
 pub struct DenseIndex {
     encoder: Arc<dyn SentenceEncoder>,
-    vectors: ExactIndex<PassageKey>,
+    vectors: VectorIndex<PassageKey>,
     /// How many passages each page holds in the index.
     chunks: HashMap<String, usize>,
 }
@@ -50,10 +52,12 @@ impl DenseIndex {
             .map_or(0, |v| v.len());
         let mut index = Self {
             encoder,
-            vectors: ExactIndex::new(dimensions),
+            vectors: VectorIndex::new(dimensions),
             chunks: HashMap::new(),
         };
         index.update(pages.into_iter().map(|page| (None, page)))?;
+        // Above the exact size, questions rank the candidates of an approximate graph.
+        index.vectors.build_approx();
         Ok(index)
     }
 
@@ -136,10 +140,12 @@ impl DenseIndex {
     }
 }
 
-/// Passages a tenant may hold for its dense index to be built: the exact index scores every
-/// one per question (at this size a few milliseconds and about 75 MB of vectors; `ontoloop bench
-/// passages` measures it), so a larger tenant is searched by BM25 alone (logged).
-pub const MAX_DENSE_PASSAGES: usize = 50_000;
+/// Passages a tenant may hold for its dense index to be built: up to
+/// [`EXACT_UP_TO`](ontoloop_core::knowledge::vectors::EXACT_UP_TO) every one
+/// is scored per question, above it the candidates of an approximate (HNSW) graph; at this size
+/// the vectors take about 300 MB (twice that with the graph's copy), so a larger tenant is
+/// searched by BM25 alone (logged). `ontoloop bench passages` measures both indexes.
+pub const MAX_DENSE_PASSAGES: usize = 200_000;
 
 /// Passages encoded inline at a tenant's first question that wants them (a fraction of a
 /// second); more are encoded by a thread of their own while BM25 alone answers, so neither the
@@ -166,7 +172,7 @@ enum State {
     Idle,
     /// A thread is encoding the pages; the versions written meanwhile, to patch in after.
     Building(Vec<PageVersion>),
-    Ready(DenseIndex),
+    Ready(Box<DenseIndex>),
     /// No encoder, too many passages, or the model failed: BM25 alone ranks.
     Off,
 }
@@ -197,7 +203,7 @@ impl LazyDense {
             self.start(pages);
         }
         match &*read(&self.state) {
-            State::Ready(index) => f(Some(index)),
+            State::Ready(index) => f(Some(index.as_ref())),
             _ => f(None),
         }
     }
@@ -302,7 +308,7 @@ impl LazyDense {
 /// The state a build ends in.
 fn built(result: Result<DenseIndex, DenseError>) -> State {
     match result {
-        Ok(index) => State::Ready(index),
+        Ok(index) => State::Ready(Box::new(index)),
         Err(err) => {
             tracing::warn!(error = %err, "cannot build the dense passage index");
             State::Off
@@ -500,7 +506,7 @@ mod tests {
         let huge = LazyDense::new(Some(Arc::new(Words)));
         assert!(huge.with(&many, |dense| dense.is_none()));
         assert!(!huge.is_ready());
-        // A tenant that outgrows the exact index while it is ready goes to BM25 alone.
+        // A tenant that outgrows the cap while it is ready goes to BM25 alone.
         lazy.update(many.values());
         assert!(!lazy.is_ready());
         assert!(lazy.with(&many, |dense| dense.is_none()));

@@ -5,10 +5,17 @@
 //! wrote whenever the tenant's knowledge version moves (built whole at first use and on an
 //! ontology change).
 //!
-//! It only reads the store; it must never write knowledge (the analyst is the one writer).
+//! `asking` answers one question from a read model (retrieval's `Ask` and `Lookup`, and the
+//! analyst's gate replaying recent questions against the live graph and a shadow); `QueryLog`
+//! keeps those recent questions.
+//!
+//! It only reads the store, but for the query log; it must never write knowledge (the analyst
+//! is the one writer).
 
+pub mod asking;
 mod dense;
 mod hybrid;
+mod query_log;
 mod search;
 mod snapshot;
 
@@ -16,6 +23,7 @@ pub use dense::{
     DenseError, DenseIndex, INLINE_DENSE_PASSAGES, LazyDense, MAX_DENSE_PASSAGES, PassageKey,
 };
 pub use hybrid::{FUSION_K, Hybrid, Ranked, Ranking};
+pub use query_log::{Asker, QUERY_LOG_BUFFER, QueryLog, RECENT_QUESTIONS};
 pub use search::{PageIndex, PassageHit, PassageIndex};
 pub use snapshot::{
     CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, ReadableHistory, Snapshot, SnapshotError, SnapshotGuard,

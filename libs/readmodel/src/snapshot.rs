@@ -415,32 +415,52 @@ impl Snapshots {
         let ontology = self
             .extraction
             .compile_for(tenant, Ontology::from_json(&text)?);
-        let current: BTreeMap<String, PageVersion> = rows
-            .current_pages()
-            .into_iter()
-            .map(|p| (p.source_id.clone(), p))
-            .collect();
-        let index = PageIndex::build(current.values())?;
         let graph = Graph::from_parts(&ontology, rows.entities, rows.facts);
-        let latest_change = rows
-            .pages
-            .iter()
-            .map(|p| p.updated_at)
-            .max()
-            .unwrap_or_default();
+        Snapshot::from_parts(
+            rows.version,
+            Arc::new(ontology),
+            graph,
+            rows.pages,
+            rows.extraction_log,
+            self.extraction.encoder().cloned(),
+        )
+    }
+}
+
+impl Snapshot {
+    /// A read model of knowledge at `version`: the ontology compiled for reading, the graph,
+    /// every version of every page and the extraction log. `encoder` embeds passages for the
+    /// dense half of passage search; without one BM25 ranks alone. Retrieval builds its models
+    /// from the store through [`Snapshots`]; the analyst's gate builds one of the live graph
+    /// and one of its shadow from what it holds.
+    pub fn from_parts(
+        version: i64,
+        ontology: Arc<Ontology>,
+        graph: Graph,
+        pages: Vec<PageVersion>,
+        log: BTreeMap<String, u64>,
+        encoder: Option<Arc<dyn ontoloop_core::knowledge::encoder::SentenceEncoder>>,
+    ) -> Result<Snapshot, SnapshotError> {
+        let current: BTreeMap<String, PageVersion> =
+            ontoloop_core::knowledge::current_versions(&pages)
+                .into_iter()
+                .map(|p| (p.source_id.clone(), p))
+                .collect();
+        let index = PageIndex::build(current.values())?;
+        let latest_change = pages.iter().map(|p| p.updated_at).max().unwrap_or_default();
         let restricted = graph.facts().iter().any(|f| !f.acl.is_empty())
             || current.values().any(|p| !p.acl.is_empty());
         Ok(Snapshot {
             latest_change,
-            versions: rows.pages,
-            version: rows.version,
-            ontology: Arc::new(ontology),
+            versions: pages,
+            version,
+            ontology,
             graph: Arc::new(graph),
             current: Arc::new(current),
-            log: rows.extraction_log,
+            log,
             index,
             passages: std::sync::OnceLock::new(),
-            dense: LazyDense::new(self.extraction.encoder().cloned()),
+            dense: LazyDense::new(encoder),
             chunk_index: std::sync::OnceLock::new(),
             views: std::sync::Mutex::new(Vec::new()),
             restricted,

@@ -152,6 +152,10 @@ pub struct KnowledgeCommit {
     /// The queue message this step processed (queue, message id, body), recorded in the inbox in
     /// the same transaction so a redelivered message is recognised and has no second effect.
     pub message: Option<(String, String, String)>,
+    /// What the gate records of this step: a change it judged (held or live), or one moved on
+    /// (approved, rolled back); in the same transaction, so a change is never applied without
+    /// its record nor recorded without being applied.
+    pub gate: Option<crate::gate::GateWrite>,
 }
 
 impl Store {
@@ -653,6 +657,12 @@ impl Store {
         })
         .exec_without_returning(&txn)
         .await?;
+        if let Some(gate) = &commit.gate
+            && let Err(err) = crate::gate::gate_write_in(&txn, tenant, gate).await
+        {
+            txn.rollback().await?;
+            return Err(err);
+        }
         settle_in(&txn, tenant, commit.message.as_ref(), &commit.settled, now).await?;
         txn.commit().await?;
         Ok(next)

@@ -5,6 +5,7 @@
 //! never decides domain policy; callers pass domain values in and get domain values out.
 
 mod entity;
+pub mod gate;
 pub mod knowledge;
 pub mod model_cache;
 pub mod org;
@@ -18,6 +19,7 @@ pub use knowledge::{
     content_hash, intake_state,
 };
 
+pub use gate::{GateMove, GateRecord, GateWrite, LoggedQuestion};
 pub use model_cache::CachedAnswer;
 pub use org::{OrgChange, OrgCommit, OrgHead, OrgRows, OrgSnapshot, change_kind};
 pub use outbox::{OutboxBacklog, OutboxKind, OutboxRow};

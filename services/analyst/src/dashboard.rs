@@ -58,7 +58,9 @@ struct Dashboard {
 
 /// The dashboard's routes: `/` (the page), `/api/session` (`GET`: who is signed in; `POST`:
 /// sign in), `/api/signout`, `/api/queue`, `/api/decide`, `/api/patterns`, `/api/freshness` and
-/// `/api/decisions` (the runtime serves `/metrics` beside them). Sign-in tokens are checked by
+/// `/api/decisions`, `/api/gate` (the changes the gate judged, held ones with the answers that
+/// differ) and `/api/gate/decide` (approve or discard a held change) (the runtime serves
+/// `/metrics` beside them). Sign-in tokens are checked by
 /// the context's authenticator.
 pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow::Result<Router> {
     let verifier = ctx.auth.clone();
@@ -80,6 +82,8 @@ pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow
         .route("/api/patterns", get(patterns))
         .route("/api/freshness", get(freshness))
         .route("/api/decisions", get(decisions))
+        .route("/api/gate", get(gate_changes))
+        .route("/api/gate/decide", post(decide_gate))
         .with_state(state))
 }
 
@@ -225,6 +229,26 @@ fn check_csrf(headers: &HeaderMap, session: &Session) -> Result<(), Refused> {
 }
 
 /// A JSON body, read after the caller was checked (so a refused call learns nothing of it).
+impl Dashboard {
+    /// A state-changing call's body and caller. With auth on, the session and CSRF token are
+    /// checked before the body is read; the tenant and reviewer it names (`who`), if any, are
+    /// then checked against the session's.
+    fn posted<T: DeserializeOwned>(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        who: impl Fn(&T) -> (&String, &String),
+    ) -> Result<(T, Caller), Refused> {
+        if self.verifier.is_some() {
+            self.caller(headers, "", "", true)?;
+        }
+        let body: T = parse(body)?;
+        let (tenant, reviewer) = who(&body);
+        let caller = self.caller(headers, tenant, reviewer, true)?;
+        Ok((body, caller))
+    }
+}
+
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refused> {
     serde_json::from_slice(body)
         .map_err(|err| Refused(StatusCode::BAD_REQUEST, format!("body: {err}")))
@@ -400,21 +424,11 @@ struct DecideBody {
 }
 
 async fn decide(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: Bytes) -> Response {
-    // With auth on, the session and CSRF token are checked before the body is read; the tenant
-    // and reviewer it names, if any, are then checked against the session's.
-    if state.verifier.is_some()
-        && let Err(refusal) = state.caller(&headers, "", "", true)
-    {
-        return refusal.into_response();
-    }
-    let body: DecideBody = match parse(&body) {
-        Ok(body) => body,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let caller = match state.caller(&headers, &body.tenant, &body.reviewer, true) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
+    let (body, caller) =
+        match state.posted::<DecideBody>(&headers, &body, |b| (&b.tenant, &b.reviewer)) {
+            Ok(posted) => posted,
+            Err(refusal) => return refusal.into_response(),
+        };
     let Some(decision) = Decision::from_name(&body.decision) else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -580,6 +594,88 @@ async fn decisions(
             })).collect::<Vec<_>>()
         }))
         .into_response(),
+        Err(err) => unavailable(err),
+    }
+}
+
+/// Changes the gate recorded that `/api/gate` lists, at most.
+const GATE_CHANGES_SHOWN: u64 = 50;
+
+async fn gate_changes(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Query(who): Query<Who>,
+) -> Response {
+    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
+    };
+    match state
+        .writer
+        .gate_changes(caller.tenant(), GATE_CHANGES_SHOWN)
+        .await
+    {
+        Ok(found) => Json(json!({
+            "changes": found.iter().map(|c| json!({
+                "id": c.id,
+                "kind": c.kind,
+                "status": c.status,
+                "replayed": c.replayed,
+                // Written by the gate as JSON; an unreadable record shows no differences.
+                "differences": serde_json::from_str::<Value>(&c.differences)
+                    .unwrap_or_else(|_| json!([])),
+                "rollback_available": c.previous.is_some()
+                    && (c.status == crate::gate::status::LIVE
+                        || c.status == crate::gate::status::APPROVED),
+                "created_at": c.created_at.to_rfc3339(),
+                "decided_at": c.decided_at.map(|at| at.to_rfc3339()),
+                "decided_by": c.decided_by,
+            })).collect::<Vec<_>>()
+        }))
+        .into_response(),
+        Err(err) => unavailable(err),
+    }
+}
+
+#[derive(Deserialize)]
+struct GateDecideBody {
+    #[serde(default)]
+    tenant: String,
+    #[serde(default)]
+    reviewer: String,
+    #[serde(default)]
+    change_id: i64,
+    #[serde(default)]
+    decision: String,
+}
+
+async fn decide_gate(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (body, caller) =
+        match state.posted::<GateDecideBody>(&headers, &body, |b| (&b.tenant, &b.reviewer)) {
+            Ok(posted) => posted,
+            Err(refusal) => return refusal.into_response(),
+        };
+    let approve = match body.decision.as_str() {
+        "approve" => true,
+        "discard" => false,
+        other => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("decision: {other:?} is not approve or discard"),
+            );
+        }
+    };
+    match state
+        .writer
+        .decide_held(caller.tenant(), body.change_id, approve, caller.principal())
+        .await
+    {
+        Ok(()) => Json(json!({ "decided": body.decision })).into_response(),
+        Err(Refusal::Invalid(reason)) => error(StatusCode::CONFLICT, reason),
         Err(err) => unavailable(err),
     }
 }

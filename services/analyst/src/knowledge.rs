@@ -16,10 +16,13 @@ use ontoloop_core::knowledge::{
 use ontoloop_core::topics;
 use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_queue::Message;
+use ontoloop_readmodel::Snapshot;
+use ontoloop_readmodel::asking::Answering;
 use ontoloop_runtime::Handled;
-use ontoloop_store::{KnowledgeCommit, RunRecord, Store};
+use ontoloop_store::{GateMove, GateRecord, GateWrite, KnowledgeCommit, RunRecord, Store};
 use tokio::sync::Mutex;
 
+use crate::gate::{self, Previous};
 use crate::org::OrgWriter;
 use crate::refusal::{Refusal, already_settled, settle};
 
@@ -37,9 +40,12 @@ const DEFAULT_BUDGET: CacheBudget = CacheBudget {
 const FACT_BYTES: usize = 256;
 
 /// A tenant's knowledge as the analyst holds it between events.
+#[derive(Clone)]
 struct TenantKnowledge {
     version: i64,
     ontology: Option<Arc<Ontology>>,
+    /// The ontology as it was set (what the store keeps and a rollback restores).
+    ontology_text: Option<String>,
     graph: Graph,
     pages: Vec<PageVersion>,
     /// Each page's newest version, as its place in `pages`: an event finds its page's latest
@@ -67,6 +73,23 @@ impl TenantKnowledge {
         ontoloop_core::knowledge::current_versions(&self.pages)
     }
 
+    /// A read model of this knowledge for the gate's replay (BM25 alone ranks passages).
+    fn snapshot(&self) -> Result<Snapshot, Refusal> {
+        let ontology = self
+            .ontology
+            .clone()
+            .ok_or_else(|| Refusal::Invalid("no ontology to answer with".to_owned()))?;
+        Snapshot::from_parts(
+            self.version,
+            ontology,
+            self.graph.clone(),
+            self.pages.clone(),
+            self.log.clone(),
+            None,
+        )
+        .map_err(|err| Refusal::Passing(format!("build a read model to replay on: {err}")))
+    }
+
     /// Approximate memory: every page version's text, and a fixed share per fact.
     fn approx_bytes(&self) -> usize {
         let text: usize = self
@@ -87,6 +110,8 @@ pub struct KnowledgeWriter {
     /// store, so an evicted tenant is loaded again on its next event or read.
     tenants: Arc<Mutex<Lru<TenantKnowledge>>>,
     org: OrgWriter,
+    /// How the gate's replay answers (retrieval's settings).
+    answering: Answering,
 }
 
 impl KnowledgeWriter {
@@ -99,7 +124,17 @@ impl KnowledgeWriter {
             org: OrgWriter::new(store.clone()),
             store,
             tenants: Arc::new(Mutex::new(Lru::new(DEFAULT_BUDGET))),
+            answering: Answering::DEFAULT,
         }
+    }
+
+    /// This writer with the gate's replay answering as retrieval answers with `settings`.
+    pub fn with_answering(mut self, settings: &ontoloop_settings::RetrievalSettings) -> Self {
+        self.answering = Answering {
+            top_k: settings.top_k,
+            hedge_below_authority: settings.hedge_below_authority,
+        };
+        self
     }
 
     /// This writer with the tenants' knowledge kept under `knowledge` and their HR records
@@ -298,6 +333,17 @@ impl KnowledgeWriter {
         envelope: &EventEnvelope,
         message: Option<&Message>,
     ) -> Result<(), Refusal> {
+        self.apply_judged(envelope, message, None).await
+    }
+
+    /// Applies one event; a change the gate judges is let through without a replay when
+    /// `approved` names its held record (moved to approved in the same commit).
+    async fn apply_judged(
+        &self,
+        envelope: &EventEnvelope,
+        message: Option<&Message>,
+        approved: Option<&Approval>,
+    ) -> Result<(), Refusal> {
         // One writer per tenant inside this process; the store's version check covers others.
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
@@ -329,7 +375,19 @@ impl KnowledgeWriter {
         // Every extraction of this writer runs under the tenants' lock, so the counters' change
         // across the step is this step's own.
         let before = self.extraction.model_usage();
-        step(&mut knowledge, envelope, &mut commit, &self.extraction)?;
+        if is_rollback(&envelope.event) {
+            self.rollback(&mut knowledge, envelope, &mut commit).await?;
+        } else if let Some(kind) = gate_kind(&knowledge, &envelope.event).or_else(|| {
+            // An approved change applies through the gate's path whatever changed meanwhile, so
+            // its record moves to approved in the same commit.
+            approved.map(|_| gate::Kind::Rebuild)
+        }) {
+            knowledge = self
+                .gate(knowledge, kind, envelope, approved, &mut commit)
+                .await?;
+        } else {
+            step(&mut knowledge, envelope, &mut commit, &self.extraction)?;
+        }
         let model = self.extraction.model_usage().since(&before);
         for run in &mut commit.runs {
             run.report.model = model;
@@ -345,6 +403,248 @@ impl KnowledgeWriter {
             .await?;
         Self::keep(&mut tenants, tenant, knowledge);
         Ok(())
+    }
+
+    /// Builds `kind` of change asked for by `envelope` in a shadow of `live` (its writes in
+    /// `commit`) and judges it: replays the tenant's recent questions against both and lets it go
+    /// live (returns the shadow, the record and what the graph held before in `commit`) when no
+    /// answer changed without a page change explaining it, or when `approved`; else holds it
+    /// (returns `live`, `commit` holding only the record with the answers that differ).
+    async fn gate(
+        &self,
+        live: TenantKnowledge,
+        kind: gate::Kind,
+        envelope: &EventEnvelope,
+        approved: Option<&Approval>,
+        commit: &mut KnowledgeCommit,
+    ) -> Result<TenantKnowledge, Refusal> {
+        let tenant = envelope.tenant.as_str();
+        let mut shadow = live.clone();
+        step(&mut shadow, envelope, commit, &self.extraction)?;
+        let previous = serde_json::to_string(&previous_of(&live, commit))
+            .map_err(|err| Refusal::Passing(format!("record what the graph held: {err}")))?;
+        let now = Utc::now();
+        if let Some(approval) = approved {
+            commit.gate = Some(GateWrite::Move(GateMove {
+                id: approval.id,
+                from: gate::status::HELD.to_owned(),
+                to: gate::status::APPROVED.to_owned(),
+                by: approval.reviewer.clone(),
+                at: now,
+                previous: Some(previous),
+            }));
+            return Ok(shadow);
+        }
+        let started = std::time::Instant::now();
+        let replay = self.replay(tenant, &live, &shadow, now).await?;
+        tracing::info!(
+            tenant,
+            kind = kind.name(),
+            replayed = replay.replayed,
+            unexplained = replay.unexplained,
+            explained = replay.explained,
+            ms = started.elapsed().as_millis() as u64,
+            "gate replayed the recent questions against the live graph and the shadow"
+        );
+        // Applied again from this when approved: as a new event, its intake entry settled now.
+        let event = serde_json::to_string(&EventEnvelope {
+            seq: None,
+            accepted: None,
+            ..envelope.clone()
+        })
+        .map_err(|err| Refusal::Passing(format!("record the held event: {err}")))?;
+        let differences = serde_json::to_string(&replay.differences)
+            .map_err(|err| Refusal::Passing(format!("record the differing answers: {err}")))?;
+        let mut record = GateRecord {
+            id: 0,
+            tenant: tenant.to_owned(),
+            kind: kind.name().to_owned(),
+            status: gate::status::LIVE.to_owned(),
+            event,
+            replayed: i32::try_from(replay.replayed).unwrap_or(i32::MAX),
+            differences,
+            previous: Some(previous),
+            created_at: now,
+            decided_at: None,
+            decided_by: String::new(),
+        };
+        if replay.passes() {
+            commit.gate = Some(GateWrite::Record(record));
+            return Ok(shadow);
+        }
+        tracing::warn!(
+            tenant,
+            kind = kind.name(),
+            unexplained = replay.unexplained,
+            "change held at the gate: answers changed that no page change explains"
+        );
+        record.status = gate::status::HELD.to_owned();
+        record.previous = None;
+        *commit = KnowledgeCommit {
+            gate: Some(GateWrite::Record(record)),
+            ..KnowledgeCommit::default()
+        };
+        Ok(live)
+    }
+
+    /// Replays the tenant's recent questions against `live` and `shadow` as of `at`, off the
+    /// async workers; nothing to replay is a pass.
+    async fn replay(
+        &self,
+        tenant: &str,
+        live: &TenantKnowledge,
+        shadow: &TenantKnowledge,
+        at: DateTime<Utc>,
+    ) -> Result<gate::Replay, Refusal> {
+        let questions = self
+            .store
+            .recent_questions(tenant, ontoloop_readmodel::RECENT_QUESTIONS)
+            .await?;
+        if questions.is_empty() {
+            return Ok(gate::Replay::default());
+        }
+        let live = live.snapshot()?;
+        let shadow = shadow.snapshot()?;
+        let answering = self.answering;
+        tokio::task::spawn_blocking(move || gate::replay(&live, &shadow, &questions, answering, at))
+            .await
+            .map_err(|err| Refusal::Passing(format!("the gate's replay failed: {err}")))
+    }
+
+    /// Restores what the graph held before the tenant's last change that went live through the
+    /// gate (its record moves to rolled back in the same commit): the facts it altered as they
+    /// were, the facts it created ended, the entities as they were, the ontology before.
+    async fn rollback(
+        &self,
+        knowledge: &mut TenantKnowledge,
+        envelope: &EventEnvelope,
+        commit: &mut KnowledgeCommit,
+    ) -> Result<(), Refusal> {
+        let tenant = envelope.tenant.as_str();
+        let Some(record) = self.store.gate_last_live(tenant).await? else {
+            return Err(Refusal::Invalid(format!(
+                "nothing to roll back: no rebuild, large repair or ontology change of tenant \
+                 {tenant} went live through the gate since the last rollback"
+            )));
+        };
+        let previous: Previous = serde_json::from_str(record.previous.as_deref().unwrap_or("{}"))
+            .map_err(|err| {
+            Refusal::Passing(format!(
+                "what the graph held before change {} is unreadable: {err}",
+                record.id
+            ))
+        })?;
+        let at = envelope.at;
+        if let Some(text) = &previous.ontology {
+            let parsed = Ontology::from_json(text).map_err(|err| {
+                Refusal::Passing(format!("the ontology before change {}: {err}", record.id))
+            })?;
+            knowledge.ontology = Some(Arc::new(self.extraction.compile_for(tenant, parsed)));
+            knowledge.ontology_text = Some(text.clone());
+            commit.ontology = Some(text.clone());
+        }
+        let mut facts = previous.facts;
+        for id in &previous.created_facts {
+            if let Some(fact) = knowledge.graph.fact(*id) {
+                let mut ended = fact.clone();
+                if ended.valid_to.is_none_or(|to| to > at) {
+                    ended.valid_to = Some(at);
+                }
+                facts.push(ended);
+            }
+        }
+        for (page, version) in &previous.log {
+            knowledge.log.insert(page.clone(), *version);
+            commit.extraction_log.push((page.clone(), *version, at));
+        }
+        let writes = (facts.len() + previous.entities.len()) as u64;
+        knowledge
+            .graph
+            .patch(&[], previous.entities.clone(), facts.clone());
+        commit.entities = previous.entities;
+        commit.facts = facts;
+        commit.runs.push(RunRecord {
+            seq: envelope.seq.unwrap_or_default(),
+            mode: MaintenanceMode::Rollback.name().to_owned(),
+            report: MaintenanceReport {
+                graph_writes: writes,
+                pages_total: knowledge.latest.len() as u64,
+                ..MaintenanceReport::default()
+            },
+            at,
+        });
+        commit.gate = Some(GateWrite::Move(GateMove {
+            id: record.id,
+            from: record.status,
+            to: gate::status::ROLLED_BACK.to_owned(),
+            by: String::new(),
+            at: Utc::now(),
+            previous: None,
+        }));
+        Ok(())
+    }
+
+    /// The tenant's changes the gate judged, newest first, at most `limit`.
+    pub async fn gate_changes(&self, tenant: &str, limit: u64) -> Result<Vec<GateRecord>, Refusal> {
+        Ok(self.store.gate_changes(tenant, limit).await?)
+    }
+
+    /// A reviewer's decision on a held change: `approve` applies it as it was asked for (no
+    /// replay; the record moves to approved in the same commit), `discard` throws it away.
+    /// Refused when the change is not held (decided already, or another tenant's).
+    pub async fn decide_held(
+        &self,
+        tenant: &str,
+        id: i64,
+        approve: bool,
+        reviewer: &str,
+    ) -> Result<(), Refusal> {
+        let held = self
+            .store
+            .gate_change(tenant, id)
+            .await?
+            .filter(|record| record.status == gate::status::HELD)
+            .ok_or_else(|| {
+                Refusal::Invalid(format!("change {id} of tenant {tenant} is not held"))
+            })?;
+        if !approve {
+            let moved = self
+                .store
+                .gate_decide(
+                    tenant,
+                    &GateMove {
+                        id,
+                        from: gate::status::HELD.to_owned(),
+                        to: gate::status::DISCARDED.to_owned(),
+                        by: reviewer.to_owned(),
+                        at: Utc::now(),
+                        previous: None,
+                    },
+                )
+                .await?;
+            return if moved {
+                Ok(())
+            } else {
+                Err(Refusal::Invalid(format!(
+                    "change {id} of tenant {tenant} is not held"
+                )))
+            };
+        }
+        let envelope: EventEnvelope = serde_json::from_str(&held.event).map_err(|err| {
+            Refusal::Passing(format!(
+                "the held event of change {id} is unreadable: {err}"
+            ))
+        })?;
+        if envelope.tenant != tenant {
+            return Err(Refusal::Invalid(format!(
+                "change {id} is not of tenant {tenant}"
+            )));
+        }
+        let approval = Approval {
+            id,
+            reviewer: reviewer.to_owned(),
+        };
+        self.apply_judged(&envelope, None, Some(&approval)).await
     }
 
     async fn load(&self, tenant: &str) -> Result<TenantKnowledge, Refusal> {
@@ -365,6 +665,7 @@ impl KnowledgeWriter {
         Ok(TenantKnowledge {
             version: rows.version,
             ontology,
+            ontology_text: rows.ontology.clone(),
             graph,
             latest: TenantKnowledge::latest_of(&rows.pages),
             pages: rows.pages,
@@ -390,6 +691,69 @@ pub(crate) fn inbox_id(tenant: &str, message: &Message) -> String {
     ontoloop_queue::scoped_id("evt", tenant, &message.id)
 }
 
+/// A held change a reviewer approved.
+pub(crate) struct Approval {
+    /// Its record.
+    id: i64,
+    /// Who approved it.
+    reviewer: String,
+}
+
+/// Whether `event` asks for the graph before the last gated change back.
+fn is_rollback(event: &Event) -> bool {
+    matches!(event, Event::GraphMaintain { mode }
+        if MaintenanceMode::from_name(mode) == Some(MaintenanceMode::Rollback))
+}
+
+/// The kind of change `event` makes of `knowledge` when it must pass the gate: a rebuild, a
+/// repair re-reading at least [`gate::LARGE_REPAIR_SHARE`] of the pages, or a new ontology
+/// for a graph that holds facts. `None` for everything else (patches go live at once).
+fn gate_kind(knowledge: &TenantKnowledge, event: &Event) -> Option<gate::Kind> {
+    knowledge.ontology.as_ref()?;
+    match event {
+        Event::OntologySet { ontology } => {
+            let text = serde_json::to_string(ontology).ok()?;
+            (knowledge.ontology_text.as_deref() != Some(text.as_str())
+                && !knowledge.graph.facts().is_empty())
+            .then_some(gate::Kind::Ontology)
+        }
+        Event::GraphMaintain { mode } => match MaintenanceMode::from_name(mode)? {
+            MaintenanceMode::Rebuild => {
+                (!knowledge.latest.is_empty()).then_some(gate::Kind::Rebuild)
+            }
+            MaintenanceMode::Repair => {
+                let current = knowledge.current_pages();
+                (gate::repair_share(&current, &knowledge.log) >= gate::LARGE_REPAIR_SHARE)
+                    .then_some(gate::Kind::Repair)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What `live` held of what `commit` writes: what a rollback of it restores.
+fn previous_of(live: &TenantKnowledge, commit: &KnowledgeCommit) -> Previous {
+    let mut previous = Previous::of(
+        commit.ontology.as_ref().and(live.ontology_text.clone()),
+        commit.facts.iter().map(|f| f.id),
+        commit
+            .entities
+            .iter()
+            .map(|e| e.id.as_str())
+            .chain(commit.removed_entities.iter().map(String::as_str)),
+        |id| live.graph.fact(id).cloned(),
+        |id| live.graph.entity(id).cloned(),
+    );
+    // A page the live graph had not read is unread again after a rollback (version 0).
+    previous.log = commit
+        .extraction_log
+        .iter()
+        .map(|(page, _, _)| (page.clone(), live.log.get(page).copied().unwrap_or(0)))
+        .collect();
+    previous
+}
+
 /// Applies one event to `knowledge`, describing the writes in `commit`.
 fn step(
     knowledge: &mut TenantKnowledge,
@@ -405,11 +769,36 @@ fn step(
         let parsed = extraction.compile_for(&envelope.tenant, parsed);
         let text =
             serde_json::to_string(ontology).map_err(|err| Refusal::Invalid(err.to_string()))?;
-        if knowledge.ontology.is_none() || knowledge.graph.facts().is_empty() {
+        if knowledge.ontology_text.as_deref() == Some(text.as_str()) {
+            // The ontology in force, set again: nothing changes.
+            return Ok(());
+        }
+        let reread = knowledge.ontology.is_some() && !knowledge.graph.facts().is_empty();
+        if !reread {
             knowledge.graph = Graph::new(&parsed);
         }
-        knowledge.ontology = Some(Arc::new(parsed));
+        let parsed = Arc::new(parsed);
+        knowledge.ontology = Some(Arc::clone(&parsed));
+        knowledge.ontology_text = Some(text.clone());
         commit.ontology = Some(text);
+        if !reread {
+            return Ok(());
+        }
+        // A new ontology for a graph read under another: every current page is read again
+        // under it (behind the gate, see `gate_kind`).
+        let mut changes = Changes::default();
+        changes.absorb(knowledge.graph.retire_page_facts(at));
+        let current = knowledge.current_pages();
+        let report = read_pages(knowledge, &parsed, &current, at, commit, &mut changes);
+        record_run(
+            knowledge,
+            commit,
+            &changes,
+            MaintenanceMode::Rebuild,
+            report,
+            seq,
+            at,
+        );
         return Ok(());
     }
     let ontology = knowledge.ontology.clone().ok_or_else(|| {
@@ -526,6 +915,12 @@ fn step(
         Event::GraphMaintain { mode } => {
             let mode = MaintenanceMode::from_name(mode)
                 .ok_or_else(|| Refusal::Invalid(format!("mode: {mode:?} is unknown")))?;
+            if mode == MaintenanceMode::Rollback {
+                // Restored from the gate's record by the writer (`KnowledgeWriter::rollback`).
+                return Err(Refusal::Invalid(
+                    "mode: rollback is not a step of the graph".to_owned(),
+                ));
+            }
             let current = knowledge.current_pages();
             if mode == MaintenanceMode::Rebuild {
                 changes.absorb(knowledge.graph.retire_page_facts(at));
@@ -545,6 +940,21 @@ fn step(
             )));
         }
     };
+    record_run(knowledge, commit, &changes, mode, report, seq, at);
+    Ok(())
+}
+
+/// Records a run of `mode` that made `changes`, and the entities and facts it wrote, in
+/// `commit`.
+fn record_run(
+    knowledge: &TenantKnowledge,
+    commit: &mut KnowledgeCommit,
+    changes: &Changes,
+    mode: MaintenanceMode,
+    report: MaintenanceReport,
+    seq: i64,
+    at: DateTime<Utc>,
+) {
     let report = MaintenanceReport {
         graph_writes: changes.writes,
         // Counted from the index of latest versions, not by reading every page per event.
@@ -570,7 +980,6 @@ fn step(
             commit.facts.push(fact.clone());
         }
     }
-    Ok(())
 }
 
 /// Deletes those of the pages `doc_ids` that are live: a tombstone version of each is stored and

@@ -8,6 +8,7 @@
 //! reason. It must never acknowledge a message it has not recorded.
 
 pub mod dashboard;
+pub mod gate;
 pub mod heal;
 mod inbox;
 pub mod knowledge;
@@ -58,7 +59,8 @@ impl ontoloop_runtime::Service for Service {
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let cache = &ctx.settings.cache;
         let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone())
-            .with_budgets(cache.knowledge, cache.hr_records);
+            .with_budgets(cache.knowledge, cache.hr_records)
+            .with_answering(&ctx.settings.retrieval);
         let supervision = supervise::Supervision::new(
             ctx.store.clone(),
             &ctx.settings.supervisor,

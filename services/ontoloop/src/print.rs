@@ -70,11 +70,7 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
     if answer.status == v1::AnswerStatus::NeedsScope as i32 {
         println!("the value depends on the scope; ask with --scope  [{status}]");
         for v in &answer.scoped {
-            let scope = if v.scope.is_empty() {
-                "everywhere else"
-            } else {
-                v.scope.as_str()
-            };
+            let scope = ontoloop::mcp::wire::scope_label(&v.scope);
             let cited: Vec<String> = v
                 .evidence
                 .iter()

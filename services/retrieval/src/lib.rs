@@ -4,21 +4,21 @@
 //! indexes of pages and passages, the passages' vectors) patched whenever the tenant's knowledge
 //! version moves, and per tenant the ephemeral
 //! org, product and context graphs that answer Plate and org questions (`plate`). It reads the
-//! store and publishes failure signals; it must never write facts (only the analyst does) and
-//! never ranks a candidate the caller may not read.
+//! store, publishes failure signals and keeps the questions it answers in the query log (which
+//! the analyst's gate replays); it must never write facts (only the analyst does) and never
+//! ranks a candidate the caller may not read.
 
 pub mod plate;
 pub mod wire;
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ontoloop_core::events::MAX_NAME_BYTES;
-use ontoloop_core::knowledge::ask::{self, Asked, Question};
-use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
-use ontoloop_core::knowledge::passage::{Anchor, Chunk, chunk_page, resolve};
-use ontoloop_core::knowledge::{Access, Graph, PageVersion, Scope};
+use ontoloop_core::knowledge::ask::{Asked, Question};
+use ontoloop_core::knowledge::designs::Design;
+use ontoloop_core::knowledge::passage::{Anchor, resolve};
+use ontoloop_core::knowledge::{Access, Scope};
 use ontoloop_core::{Caller, DomainError, ErrorCode, ServiceKind, SignalType};
 use ontoloop_proto::v1::retrieval_service_server::{RetrievalService, RetrievalServiceServer};
 use ontoloop_proto::v1::{
@@ -30,10 +30,8 @@ use ontoloop_runtime::{Context, Parts};
 use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
-use ontoloop_readmodel::{
-    Hybrid, INLINE_DENSE_PASSAGES, MAX_DENSE_PASSAGES, PassageIndex, Ranked, Ranking, Snapshot,
-    SnapshotGuard, Snapshots,
-};
+use ontoloop_readmodel::asking::{self, Answering, Asking};
+use ontoloop_readmodel::{QUERY_LOG_BUFFER, QueryLog, RECENT_QUESTIONS, SnapshotGuard, Snapshots};
 
 /// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
 /// the org graph watcher and the context graph sweeper.
@@ -57,6 +55,7 @@ impl ontoloop_runtime::Service for Service {
                 ctx.settings.cache.read_models,
             ),
             plate_settings: ctx.settings.plate.clone(),
+            questions: QueryLog::start(ctx.store.clone(), RECENT_QUESTIONS, QUERY_LOG_BUFFER),
             views: Arc::clone(&views),
             contexts: Arc::clone(&contexts),
             ctx,
@@ -85,6 +84,8 @@ struct Retrieval {
     views: Arc<plate::OrgViews>,
     contexts: Arc<plate::context::Contexts>,
     plate_settings: ontoloop_org::PlateSettings,
+    /// The tenants' recent questions, which the analyst's gate replays.
+    questions: QueryLog,
 }
 
 impl Retrieval {
@@ -143,6 +144,14 @@ impl Retrieval {
         Ok(seq)
     }
 
+    /// Keeps a question ontoloop's design answered for the gate's replay (the study's baselines
+    /// and questions as of an earlier instant are not what agents rely on now).
+    fn log_question(&self, caller: &Caller, text: &str, scope: &Scope, design: Design, now: bool) {
+        if design == Design::Ontoloop && now {
+            self.questions.record(caller, text, scope);
+        }
+    }
+
     async fn snapshot(&self, caller: &Caller) -> Result<SnapshotGuard, Status> {
         self.snapshots
             .get(caller.tenant())
@@ -196,168 +205,17 @@ impl Retrieval {
     }
 }
 
-/// Answers `question` from `snapshot` as of `as_of` (now when absent). `searched` is a search
-/// already run for the question's text, reused instead of run again. CPU work (the graph, the
-/// search, the extraction pipeline and its encoder on the pages read): callers run it on the
-/// blocking pool, never on an async worker. `graph` is what the caller may see of the snapshot's
-/// graph ([`Snapshot::graph_for`]).
-#[allow(clippy::too_many_arguments)]
-fn answer(
-    settings: &RetrievalSettings,
-    caller: &Caller,
-    snapshot: &Snapshot,
-    graph: &Graph,
-    question: Question,
-    design: Design,
-    as_of: Option<prost_types::Timestamp>,
-    searched: Option<&[String]>,
-) -> Result<Asked, Status> {
-    let as_of = ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())?;
-    // As of an earlier instant, a page is seen at the version it had then.
-    let current_then;
-    let current = if snapshot.latest_change > as_of {
-        current_then = snapshot.current_at(as_of);
-        &current_then
-    } else {
-        &snapshot.current
-    };
-    let search = |query: &str, k: usize| snapshot.index.search(query, k, caller);
-    let view = KnowledgeView {
-        ontology: &snapshot.ontology,
-        graph,
-        current,
-        log: &snapshot.log,
-        search: &search,
-        // Permission is today's: the newest version of every page decides, even as of an
-        // earlier instant.
-        access: Access::new(caller, &snapshot.current),
-        as_of,
-        hedge_below_authority: settings.hedge_below_authority,
+/// How this service's settings answer a question.
+fn answering(settings: &RetrievalSettings) -> Answering {
+    Answering {
         top_k: settings.top_k,
-        // ask::answer answers in the question's scope.
-        scope: &Scope::everywhere(),
-    };
-    Ok(ask::answer(&view, design, question, searched))
+        hedge_below_authority: settings.hedge_below_authority,
+    }
 }
-
-/// Passages searched for a question before [`ask::unlinked`] keeps those that hold enough of
-/// its words.
-const PASSAGE_CANDIDATES: usize = 20;
 
 /// The instant an answer is as of: `as_of`, or now.
 fn instant(as_of: Option<prost_types::Timestamp>) -> Result<chrono::DateTime<chrono::Utc>, Status> {
     ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())
-}
-
-/// Pages an answer as of an earlier instant indexes for its passages at most: the index of the
-/// pages as they were is built for the one question, so a larger tenant abstains instead.
-const MAX_PAST_PASSAGE_PAGES: usize = 5_000;
-
-/// The passages `caller` may read that best answer `text` as of `at`, best first: from the
-/// current pages by the ranking asked for ([`passage_ranking`]; [`Hybrid::search`]: BM25 over
-/// its key words, the sentence encoder's nearest passages, or both fused by reciprocal rank)
-/// when no page changed since; else by BM25 over the page versions current at `at` (a deleted
-/// page still there before its deletion), indexed for this question, at most
-/// [`MAX_PAST_PASSAGE_PAGES`]. Permission is today's and is applied before ranking.
-fn passages(
-    snapshot: &Snapshot,
-    text: &str,
-    caller: &Caller,
-    asked: Option<Ranking>,
-    at: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<ask::Passage>, Status> {
-    let access = Access::new(caller, &snapshot.current);
-    let readable = |id: &str| {
-        snapshot
-            .current
-            .get(id)
-            .is_some_and(|page| access.page(page))
-    };
-    let key_words = ask::key_words(text).join(" ");
-    let search = |hybrid: Hybrid<'_>, ranking, pages: &BTreeMap<String, PageVersion>| {
-        let ranked = hybrid.search(
-            text,
-            &key_words,
-            PASSAGE_CANDIDATES,
-            caller,
-            readable,
-            ranking,
-        );
-        cited(ranked, pages)
-    };
-    if at >= snapshot.latest_change {
-        return snapshot.with_dense(|dense| {
-            let ranking = passage_ranking(asked, dense.is_some())?;
-            let hybrid = Hybrid {
-                lexical: snapshot.passages(),
-                dense,
-            };
-            Ok(search(hybrid, ranking, &snapshot.current))
-        });
-    }
-    let then = snapshot.current_at(at);
-    if then.len() > MAX_PAST_PASSAGE_PAGES {
-        tracing::debug!(
-            pages = then.len(),
-            "too many pages to index passages as of then"
-        );
-        return Ok(Vec::new());
-    }
-    let shown = then.values().filter(|p| readable(&p.source_id));
-    let index = match PassageIndex::build(shown) {
-        Ok(index) => index,
-        Err(err) => {
-            tracing::warn!(error = %err, "cannot index the passages as of then");
-            return Ok(Vec::new());
-        }
-    };
-    let hybrid = Hybrid {
-        lexical: Some(&index),
-        dense: None,
-    };
-    Ok(search(hybrid, Ranking::Bm25, &then))
-}
-
-/// Ranked passages as answers' passages, cut from `pages` (the versions they were found in).
-fn cited(ranked: Vec<Ranked>, pages: &BTreeMap<String, PageVersion>) -> Vec<ask::Passage> {
-    // Several hits are often passages of one page: each page is cut once.
-    let mut cut: HashMap<String, Vec<Chunk>> = HashMap::new();
-    ranked
-        .into_iter()
-        .filter_map(|hit| {
-            let page = pages.get(&hit.source_id)?;
-            let chunks = cut
-                .entry(hit.source_id)
-                .or_insert_with(|| chunk_page(&page.source_id, page.version, &page.body));
-            let chunk = chunks.get(hit.chunk)?.clone();
-            Some(ask::Passage {
-                chunk,
-                title: page.title.clone(),
-                origin: page.origin.clone(),
-                score: hit.score,
-                similarity: hit.similarity,
-            })
-        })
-        .collect()
-}
-
-/// The ranking a request gets: the one it asked for, else fused when the tenant's passages
-/// have their vectors (`dense`) and BM25 when not. Dense alone without vectors is refused.
-fn passage_ranking(asked: Option<Ranking>, dense: bool) -> Result<Ranking, Status> {
-    match asked {
-        Some(Ranking::Dense) if !dense => Err(status_from(DomainError::new(
-            ErrorCode::FailedPrecondition,
-            format!(
-                "passage_ranking DENSE needs the sentence-encoder model (make model) and a \
-                 tenant of at most {MAX_DENSE_PASSAGES} passages whose vectors are built (a \
-                 tenant of more than {INLINE_DENSE_PASSAGES} passages has them built in the \
-                 background after its first such question)"
-            ),
-        ))),
-        Some(ranking) => Ok(ranking),
-        None if dense => Ok(Ranking::Fused),
-        None => Ok(Ranking::Bm25),
-    }
 }
 
 /// Runs `work` on the blocking pool (the answer's CPU work must not hold an async worker).
@@ -386,55 +244,31 @@ impl RetrievalService for Retrieval {
         let design = wire::design(&request.design)?;
         let asked_ranking = wire::ranking(request.passage_ranking)?;
         let scope = ontoloop_proto::convert::scope(&request.scope, "scope")?;
+        let (request_text, request_scope) = (request.text.clone(), scope.clone());
         let applied = self.wait_for(&caller, request.min_sequence).await?;
         if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
             return Ok(Response::new(answer));
         }
+        let now = request.as_of.is_none();
+        let as_of = instant(request.as_of)?;
         let snapshot = self.snapshot(&caller).await?;
-        let settings = self.ctx.settings.retrieval.clone();
+        let answering = answering(&self.ctx.settings.retrieval);
         let who = caller.clone();
         let (asked, response) = blocking(move || {
-            // Names stated in the pages the question finds help link entities the graph lacks;
-            // the same search is the first hop's, so it is handed on rather than run twice.
-            let found = snapshot.index.search(&request.text, settings.top_k, &who);
-            let pages: Vec<&PageVersion> = found
-                .iter()
-                .filter_map(|id| snapshot.current.get(id))
-                .collect();
-            // Linked and answered on what the caller may see: an entity only hidden facts name
-            // is as unknown as a name that names nothing.
-            let graph = snapshot.graph_for(&Access::new(&who, &snapshot.current));
-            let asked = match ask::link(&request.text, &snapshot.ontology, &graph, &pages) {
-                Ok(mut question) => {
-                    // A scope the caller gives is the one asked about, whatever the words say.
-                    if !scope.is_everywhere() {
-                        question.scope = scope;
-                    }
-                    answer(
-                        &settings,
-                        &who,
-                        &snapshot,
-                        &graph,
-                        question,
-                        design,
-                        request.as_of,
-                        Some(&found),
-                    )?
-                }
-                Err(why) => {
-                    let found = if design == Design::Ontoloop {
-                        let at = instant(request.as_of)?;
-                        passages(&snapshot, &request.text, &who, asked_ranking, at)?
-                    } else {
-                        Vec::new()
-                    };
-                    ask::unlinked(request.text, &why, design, found)
-                }
+            let asking = Asking {
+                text: &request.text,
+                scope,
+                design,
+                as_of,
+                ranking: asked_ranking,
             };
+            let (asked, graph) =
+                asking::ask_text(&snapshot, answering, &who, asking).map_err(status_from)?;
             let response = wire::answer(&asked, &graph, applied);
             Ok((asked, response))
         })
         .await?;
+        self.log_question(&caller, &request_text, &request_scope, design, now);
         self.report(&caller, &asked).await;
         Ok(Response::new(response))
     }
@@ -474,20 +308,14 @@ impl RetrievalService for Retrieval {
             scope,
             ..Question::lookup(request.entity, request.predicate_path, request.query)
         };
-        let settings = self.ctx.settings.retrieval.clone();
+        let as_of = instant(request.as_of)?;
+        let answering = answering(&self.ctx.settings.retrieval);
         let who = caller.clone();
         let (asked, response) = blocking(move || {
             let graph = snapshot.graph_for(&Access::new(&who, &snapshot.current));
-            let asked = answer(
-                &settings,
-                &who,
-                &snapshot,
-                &graph,
-                question,
-                design,
-                request.as_of,
-                None,
-            )?;
+            let asked = asking::answer(
+                &snapshot, answering, &who, &graph, question, design, as_of, None,
+            );
             let response = wire::answer(&asked, &graph, applied);
             Ok((asked, response))
         })

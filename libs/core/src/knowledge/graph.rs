@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 use super::extract::RULE_SET;
 use super::names::NameNormaliser;
@@ -32,7 +33,7 @@ pub fn record_origin(source: &str) -> String {
 }
 
 /// Where a fact came from: a source and the version of it that was read.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SourceRef {
     /// Page id, or record system id (`record:billing`).
     pub source_id: String,
@@ -148,7 +149,7 @@ impl<'a> Access<'a> {
 }
 
 /// An entity: canonical id, display name, type, every name it has been called.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entity {
     /// Canonical id (`ent:` + the key of the first name seen).
     pub id: String,
@@ -161,7 +162,7 @@ pub struct Entity {
 }
 
 /// A fact with its provenance.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
     /// Id, unique in the tenant.
     pub id: u64,

@@ -16,6 +16,9 @@ pub enum MaintenanceMode {
     Repair,
     /// A system-of-record value applied straight to its slot; no page is read.
     RecordPatch,
+    /// The graph as it was before the last change the gate let go live (a rebuild, a large
+    /// repair or an ontology change), restored; no page is read.
+    Rollback,
 }
 
 impl MaintenanceMode {
@@ -26,14 +29,21 @@ impl MaintenanceMode {
             MaintenanceMode::Rebuild => "rebuild",
             MaintenanceMode::Repair => "repair",
             MaintenanceMode::RecordPatch => "record-patch",
+            MaintenanceMode::Rollback => "rollback",
         }
     }
 
     /// Parses a wire name.
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Patch, Self::Rebuild, Self::Repair, Self::RecordPatch]
-            .into_iter()
-            .find(|m| m.name() == name)
+        [
+            Self::Patch,
+            Self::Rebuild,
+            Self::Repair,
+            Self::RecordPatch,
+            Self::Rollback,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
     }
 }
 
@@ -74,7 +84,7 @@ pub fn pages_to_read<'a>(
                     .is_none_or(|read| *read < page.version)
             })
             .collect(),
-        MaintenanceMode::RecordPatch => Vec::new(),
+        MaintenanceMode::RecordPatch | MaintenanceMode::Rollback => Vec::new(),
     }
 }
 

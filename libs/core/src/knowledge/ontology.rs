@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::encoder::SentenceEncoder;
 use super::pattern::{Pattern, PatternError};
 use super::pipeline::{ExtractSettings, Extraction};
-use super::scope::{MAX_SCOPE_PART_BYTES, ScopeVocabulary};
+use super::scope::{MAX_SCOPE_PART_BYTES, ScopeVocabulary, plain_part};
 
 /// An ontology document that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -289,11 +289,12 @@ impl Ontology {
         for (dimension, values) in raw.scopes {
             let key = dimension.trim().to_lowercase();
             let path = format!("scopes.{dimension}");
-            if key.is_empty() || key.len() > MAX_SCOPE_PART_BYTES || key.contains(['=', ',', ';']) {
+            if !plain_part(&key) {
                 return Err(invalid(
                     path,
                     format!(
-                        "a dimension is a word of at most {MAX_SCOPE_PART_BYTES} bytes without = , ;"
+                        "a dimension is a word of at most {MAX_SCOPE_PART_BYTES} bytes without = , ; \
+                         or control characters"
                     ),
                 ));
             }
@@ -304,16 +305,12 @@ impl Ontology {
                 ));
             }
             for (j, value) in values.iter().enumerate() {
-                let value = value.trim();
-                if value.is_empty()
-                    || value.len() > MAX_SCOPE_PART_BYTES
-                    || value.contains(['=', ',', ';'])
-                {
+                if !plain_part(value) {
                     return Err(invalid(
                         format!("scopes.{dimension}[{j}]"),
                         format!(
                             "a value is non-empty text of at most {MAX_SCOPE_PART_BYTES} bytes \
-                             without = , ;"
+                             without = , ; or control characters"
                         ),
                     ));
                 }

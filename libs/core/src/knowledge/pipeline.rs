@@ -442,7 +442,10 @@ impl Extraction {
     /// scope values the ontology declares ("In the EU, refunds take 14 days.") is read without
     /// that phrase and its claims hold in that scope; when the shortened sentence says nothing,
     /// the whole one is read as usual (a trailing "in the EU" may be the value itself). Every
-    /// other claim holds everywhere. Same stages, bounds and order as [`Extraction::claims`].
+    /// other claim holds everywhere — or, when the page's front matter names declared scope
+    /// values (`region: EU`, `scope: region=EU`), there, and a sentence's own phrase narrows that
+    /// ([`super::scope::ScopeVocabulary::front_matter_scope`]). Same stages, bounds and order as
+    /// [`Extraction::claims`].
     pub fn scoped_claims(
         &self,
         ontology: &Ontology,
@@ -457,6 +460,7 @@ impl Extraction {
                 .map(|c| (Scope::everywhere(), c))
                 .collect();
         }
+        let page = vocabulary.front_matter_scope(text);
         let mut scoped = Vec::new();
         let mut rest = text.to_owned();
         for sentence in split_sentences(text) {
@@ -468,6 +472,7 @@ impl Extraction {
                 continue;
             }
             rest = rest.replacen(sentence, "", 1);
+            let scope = scope.inside(&page);
             scoped.extend(found.into_iter().map(|mut claim| {
                 claim.sentence = sentence.to_owned();
                 (scope.clone(), claim)
@@ -476,7 +481,7 @@ impl Extraction {
         let mut claims: Vec<(Scope, Claim)> = self
             .claims(ontology, &rest, known)
             .into_iter()
-            .map(|c| (Scope::everywhere(), c))
+            .map(|c| (page.clone(), c))
             .collect();
         claims.extend(scoped);
         claims

@@ -86,12 +86,7 @@ impl Scope {
             if key.len() > MAX_SCOPE_PART_BYTES || value.len() > MAX_SCOPE_PART_BYTES {
                 return Err(ScopeError::TooLarge);
             }
-            let plain = |part: &str| {
-                !part.trim().is_empty()
-                    && part.trim() == part
-                    && !part.contains(['=', ',', ';'])
-                    && !part.contains(char::is_control)
-            };
+            let plain = |part: &str| plain_part(part) && part.trim() == part;
             if !plain(key) || !plain(value) || key.to_lowercase() != *key {
                 return Err(ScopeError::NotKeyValue(format!("{key}={value}")));
             }
@@ -107,6 +102,14 @@ impl Scope {
         } else {
             self.to_string()
         }
+    }
+
+    /// This scope inside `wider`: every key of both, this one's value where both name a key (a
+    /// sentence's own phrase narrows or overrides its page's front matter).
+    pub fn inside(&self, wider: &Scope) -> Scope {
+        let mut merged = wider.0.clone();
+        merged.extend(self.0.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Scope(merged)
     }
 
     /// Whether this is everywhere.
@@ -149,6 +152,17 @@ impl fmt::Display for Scope {
         let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
         f.write_str(&parts.join(", "))
     }
+}
+
+/// Whether `part` (trimmed) can be a scope's key or value: non-empty, at most
+/// [`MAX_SCOPE_PART_BYTES`] bytes, without `=`, `,`, `;` or control characters. The ontology's
+/// declared dimensions and values and every scope parsed or received are held to it.
+pub fn plain_part(part: &str) -> bool {
+    let part = part.trim();
+    !part.is_empty()
+        && part.len() <= MAX_SCOPE_PART_BYTES
+        && !part.contains(['=', ',', ';'])
+        && !part.contains(char::is_control)
 }
 
 /// The scope values an ontology declares, dimension by dimension (`region`: EU, US; `plan`:
@@ -195,6 +209,52 @@ impl ScopeVocabulary {
     /// Whether the ontology declares no scope value (nothing is ever scoped).
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+
+    /// The scope a page's front matter (a `---` block on its first line) gives everything the
+    /// page says: each `key: value` line whose key is a declared dimension and whose value one of
+    /// its declared values (`region: EU`), and a `scope: region=EU, plan=Pro` line read the same
+    /// way pair by pair. Anything else in the block is not a scope (it may be a fact the
+    /// structured stage reads). Everywhere without front matter.
+    pub fn front_matter_scope(&self, text: &str) -> Scope {
+        let mut lines = text.trim_start().lines();
+        if lines.next().map(str::trim) != Some("---") {
+            return Scope::everywhere();
+        }
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        let mut closed = false;
+        for line in lines {
+            if line.trim() == "---" {
+                closed = true;
+                break;
+            }
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let key = key.trim().to_lowercase();
+            if key == "scope" {
+                pairs.extend(value.split([',', ';']).filter_map(|pair| {
+                    let (k, v) = pair.split_once('=')?;
+                    Some((k.trim().to_lowercase(), v.trim().to_owned()))
+                }));
+            } else {
+                pairs.push((key, value.trim().trim_matches(['"', '\'']).to_owned()));
+            }
+        }
+        if !closed {
+            return Scope::everywhere();
+        }
+        let mut scope = BTreeMap::new();
+        for (dimension, value) in pairs {
+            if let Some((_, declared)) = self
+                .values
+                .iter()
+                .find(|(d, v)| *d == dimension && v.eq_ignore_ascii_case(&value))
+            {
+                scope.insert(dimension, declared.clone());
+            }
+        }
+        Scope(scope)
     }
 
     /// The scope a sentence states in a phrase of its own — leading and closed by a comma ("In
@@ -396,6 +456,34 @@ mod tests {
 
     fn scope(text: &str) -> Scope {
         Scope::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_pages_front_matter_scopes_what_it_says_and_a_sentence_narrows_it() {
+        let v = vocabulary();
+        let page = "---\ntitle: Pricing\nregion: us\nowner: Billing\n---\n# Pricing\n";
+        assert_eq!(v.front_matter_scope(page), scope("region=US"));
+        let both = "---\nscope: region=EU, plan=pro, colour=red\n---\nText.";
+        assert_eq!(v.front_matter_scope(both), scope("plan=Pro, region=EU"));
+        // Undeclared values, no block, an unclosed block: everywhere.
+        assert!(
+            v.front_matter_scope("---\nregion: Mars\n---\n")
+                .is_everywhere()
+        );
+        assert!(v.front_matter_scope("region: EU\nText.").is_everywhere());
+        assert!(
+            v.front_matter_scope("---\nregion: EU\nText.")
+                .is_everywhere()
+        );
+        // A sentence's own phrase narrows or overrides the page's scope.
+        assert_eq!(
+            scope("plan=Pro").inside(&scope("region=US")),
+            scope("plan=Pro, region=US")
+        );
+        assert_eq!(
+            scope("region=EU").inside(&scope("region=US")),
+            scope("region=EU")
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Nearest vectors: an exact index over unit vectors (the sentence encoder's), ranked by dot
-//! product, for the dense half of passage search. Permission is a filter applied before
-//! ranking: a vector the caller may not read is never scored, so it can neither be returned nor
-//! push a readable one out of the top k.
+//! product, for the dense half of passage search; above [`EXACT_UP_TO`] vectors a
+//! [`VectorIndex`] also builds an approximate graph over them (HNSW, `instant-distance`) and
+//! ranks its candidates. Permission is a filter applied before ranking: a vector the caller may
+//! not read is never scored, so it can neither be returned nor push a readable one out of the
+//! top k.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::Hash;
 
 use super::encoder::cosine;
@@ -147,6 +149,175 @@ impl<K: Clone + Eq + Hash> ExactIndex<K> {
     }
 }
 
+/// Vectors an index scores one by one per question; above this many a [`VectorIndex`] ranks the
+/// candidates of an approximate graph instead (at this size an exact question costs a few
+/// milliseconds; `ontoloop bench passages` measures both).
+pub const EXACT_UP_TO: usize = 50_000;
+
+/// Candidates an approximate search takes from the graph before the caller's filter: the
+/// readable nearest among them are ranked.
+const APPROX_CANDIDATES: usize = 256;
+
+/// A unit vector as the graph holds it; its distance to another is 1 − cosine.
+#[derive(Debug, Clone)]
+struct Unit(Box<[f32]>);
+
+impl instant_distance::Point for Unit {
+    fn distance(&self, other: &Self) -> f32 {
+        1.0 - cosine(&self.0, &other.0)
+    }
+}
+
+/// The approximate graph over the vectors an index held when it was built, and what changed
+/// since: a changed or removed key's point in the graph is stale (never returned), and a key
+/// added or changed since is scored exactly beside the graph's candidates.
+struct Approx<K> {
+    graph: instant_distance::HnswMap<Unit, K>,
+    stale: HashSet<K>,
+    fresh: HashSet<K>,
+}
+
+/// Nearest vectors: exact up to a size ([`EXACT_UP_TO`] by default), approximate above it.
+/// Every vector is held in an [`ExactIndex`] (the source of truth, which also answers a caller
+/// whose filter leaves too few of the graph's candidates); [`VectorIndex::build_approx`] builds
+/// the graph once the index has grown past its size, and changes after that are patched around
+/// the graph until it is built again.
+pub struct VectorIndex<K> {
+    exact: ExactIndex<K>,
+    approx: Option<Approx<K>>,
+    exact_up_to: usize,
+}
+
+impl<K: Clone + Eq + Hash + Send + Sync> VectorIndex<K> {
+    /// An empty index of vectors of `dimensions` components, exact up to [`EXACT_UP_TO`].
+    pub fn new(dimensions: usize) -> Self {
+        Self::exact_up_to(dimensions, EXACT_UP_TO)
+    }
+
+    /// An empty index, exact up to `exact_up_to` vectors.
+    pub fn exact_up_to(dimensions: usize, exact_up_to: usize) -> Self {
+        VectorIndex {
+            exact: ExactIndex::new(dimensions),
+            approx: None,
+            exact_up_to,
+        }
+    }
+
+    /// Holds `vector` under `key` (see [`ExactIndex::insert`]).
+    pub fn insert(&mut self, key: K, vector: &[f32]) -> Result<(), VectorError> {
+        self.exact.insert(key.clone(), vector)?;
+        if let Some(approx) = &mut self.approx {
+            approx.stale.insert(key.clone());
+            approx.fresh.insert(key);
+        }
+        Ok(())
+    }
+
+    /// Drops the vector held under `key`; whether there was one.
+    pub fn remove(&mut self, key: &K) -> bool {
+        if let Some(approx) = &mut self.approx {
+            approx.stale.insert(key.clone());
+            approx.fresh.remove(key);
+        }
+        self.exact.remove(key)
+    }
+
+    /// Builds the approximate graph over every vector held when the index holds more than its
+    /// exact size (else drops any graph: exact it is). Seeded, so the same vectors build the
+    /// same graph. Seconds at tens of thousands of vectors: callers build off the request path.
+    pub fn build_approx(&mut self) {
+        if self.exact.len() <= self.exact_up_to {
+            self.approx = None;
+            return;
+        }
+        let points: Vec<Unit> = self
+            .exact
+            .components
+            .chunks_exact(self.exact.dimensions.max(1))
+            .map(|v| Unit(v.into()))
+            .collect();
+        let graph = instant_distance::Builder::default()
+            .seed(0x6f6e746f)
+            .ef_search(APPROX_CANDIDATES)
+            .build(points, self.exact.keys.clone());
+        self.approx = Some(Approx {
+            graph,
+            stale: HashSet::new(),
+            fresh: HashSet::new(),
+        });
+    }
+
+    /// Whether questions are answered from the approximate graph.
+    pub fn is_approximate(&self) -> bool {
+        self.approx.is_some()
+    }
+
+    /// How many vectors are held.
+    pub fn len(&self) -> usize {
+        self.exact.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty()
+    }
+
+    /// About how many bytes the index holds (the vectors twice over once the graph is built,
+    /// and the graph's links).
+    pub fn approx_bytes(&self) -> usize {
+        let exact = self.exact.approx_bytes();
+        match &self.approx {
+            // The graph holds its own copy of each vector and about 32 links of 4 bytes each.
+            Some(_) => exact * 2 + self.exact.len() * 32 * 4,
+            None => exact,
+        }
+    }
+
+    /// The vector held under `key`.
+    pub fn get(&self, key: &K) -> Option<&[f32]> {
+        self.exact.get(key)
+    }
+
+    /// The `k` vectors nearest to `query` among those `readable` admits, nearest first, with
+    /// their cosine similarity. Exact while the index is small; above its size, the readable
+    /// ones among the graph's nearest candidates (never a stale point) and every vector added
+    /// since the graph was built, scored exactly; when the caller's filter leaves fewer than
+    /// `k` of those, every readable vector is scored exactly, so a narrow permission never
+    /// returns less than the exact index would.
+    pub fn nearest(&self, query: &[f32], k: usize, readable: impl Fn(&K) -> bool) -> Vec<(K, f32)> {
+        let Some(approx) = &self.approx else {
+            return self.exact.nearest(query, k, readable);
+        };
+        if query.len() != self.exact.dimensions || k == 0 {
+            return Vec::new();
+        }
+        let point = Unit(query.into());
+        let mut search = instant_distance::Search::default();
+        let mut found: Vec<(K, f32)> = approx
+            .graph
+            .search(&point, &mut search)
+            .filter(|item| !approx.stale.contains(item.value) && readable(item.value))
+            .map(|item| (item.value.clone(), 1.0 - item.distance))
+            .collect();
+        found.extend(
+            approx
+                .fresh
+                .iter()
+                .filter(|key| readable(key))
+                .filter_map(|key| {
+                    let vector = self.exact.get(key)?;
+                    Some((key.clone(), cosine(vector, query)))
+                }),
+        );
+        if found.len() < k {
+            return self.exact.nearest(query, k, readable);
+        }
+        found.sort_by(|a, b| b.1.total_cmp(&a.1));
+        found.truncate(k);
+        found
+    }
+}
+
 /// A vector's score and place, ordered so that a [`BinaryHeap`] pops the weakest first: the
 /// lower score, and of equal scores the later place.
 #[derive(Debug, Clone, Copy)]
@@ -242,6 +413,81 @@ mod tests {
             Err(VectorError::NotFinite)
         );
         assert_eq!(index.len(), 2);
+    }
+
+    fn random_unit(rng: &mut StdRng, dimensions: usize) -> Vec<f32> {
+        let v: Vec<f32> = (0..dimensions)
+            .map(|_| rng.random_range(-1.0f32..1.0))
+            .collect();
+        unit(&v)
+    }
+
+    #[test]
+    fn above_its_exact_size_the_index_is_approximate_and_finds_nearly_what_exact_finds() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut index = VectorIndex::exact_up_to(16, 500);
+        let mut exact = ExactIndex::new(16);
+        for key in 0..3_000u32 {
+            let v = random_unit(&mut rng, 16);
+            index.insert(key, &v).unwrap();
+            exact.insert(key, &v).unwrap();
+        }
+        assert!(!index.is_approximate());
+        index.build_approx();
+        assert!(index.is_approximate());
+        let (mut hits, mut wanted) = (0, 0);
+        for _ in 0..50 {
+            let query = random_unit(&mut rng, 16);
+            let truth: HashSet<u32> = exact
+                .nearest(&query, 10, |_| true)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+            let got = index.nearest(&query, 10, |_| true);
+            assert_eq!(got.len(), 10);
+            assert!(got.windows(2).all(|w| w[0].1 >= w[1].1), "nearest first");
+            hits += got.iter().filter(|(k, _)| truth.contains(k)).count();
+            wanted += 10;
+        }
+        let recall = hits as f64 / wanted as f64;
+        assert!(recall >= 0.9, "recall@10 {recall}");
+    }
+
+    #[test]
+    fn the_approximate_index_filters_before_ranking_and_follows_changes() {
+        let mut rng = StdRng::seed_from_u64(12);
+        let mut index = VectorIndex::exact_up_to(8, 100);
+        for key in 0..1_000u32 {
+            index.insert(key, &random_unit(&mut rng, 8)).unwrap();
+        }
+        index.build_approx();
+        let query = random_unit(&mut rng, 8);
+        // Only what the caller may read, and as many as asked.
+        let even = index.nearest(&query, 10, |k| k % 2 == 0);
+        assert_eq!(even.len(), 10);
+        assert!(even.iter().all(|(k, _)| k % 2 == 0));
+        // A filter the graph's candidates cannot satisfy falls back to scoring exactly.
+        let few = index.nearest(&query, 5, |k| *k >= 997);
+        let mut keys: Vec<u32> = few.iter().map(|(k, _)| *k).collect();
+        keys.sort();
+        assert_eq!(keys, [997, 998, 999]);
+        // A removed vector is never returned; one added (or changed) since the build is found.
+        let top = index.nearest(&query, 1, |_| true)[0].0;
+        assert!(index.remove(&top));
+        assert!(
+            index
+                .nearest(&query, 10, |_| true)
+                .iter()
+                .all(|(k, _)| *k != top)
+        );
+        index.insert(5_000, &query).unwrap();
+        index.insert(3, &query).unwrap();
+        let found = index.nearest(&query, 2, |_| true);
+        let mut keys: Vec<u32> = found.iter().map(|(k, _)| *k).collect();
+        keys.sort();
+        assert_eq!(keys, [3, 5_000]);
+        assert!((found[0].1 - 1.0).abs() < 1e-5);
+        assert_eq!(index.len(), 1_000);
     }
 
     #[test]

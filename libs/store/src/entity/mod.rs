@@ -3,6 +3,7 @@
 pub mod entity_row;
 pub mod extraction_log;
 pub mod fact;
+pub mod gate_change;
 pub mod inbox_message;
 pub mod intake_event;
 pub mod knowledge_commit;
@@ -16,6 +17,7 @@ pub mod page_version;
 pub mod pattern_state;
 pub mod product_fact;
 pub mod proposed_update;
+pub mod query_log;
 pub mod review_decision;
 pub mod signal_intake;
 pub mod supervisor_rate;

@@ -5,6 +5,7 @@ pub mod drift;
 pub mod extract;
 pub mod fake_model;
 pub mod firewall;
+pub mod gate;
 pub mod memory;
 pub mod outage;
 pub mod passages;

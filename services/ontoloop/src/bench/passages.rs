@@ -42,6 +42,92 @@ pub struct PassagesReport {
     pub dense_ms: Quantiles,
     /// Both, fused by reciprocal rank, milliseconds.
     pub fused_ms: Quantiles,
+    /// The approximate (HNSW) index above the exact size, on random unit vectors of the model's
+    /// dimensions.
+    pub approximate: ApproxReport,
+}
+
+/// The approximate index against the exact one, on the same vectors.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApproxReport {
+    /// Vectors held.
+    pub vectors: usize,
+    /// Their dimensions.
+    pub dimensions: usize,
+    /// Seconds the graph took to build.
+    pub build_s: f64,
+    /// Exact nearest 20, milliseconds.
+    pub exact_ms: Quantiles,
+    /// Approximate nearest 20, milliseconds.
+    pub approx_ms: Quantiles,
+    /// Share of the exact nearest 10 the approximate search found.
+    pub recall_at_10: f64,
+}
+
+/// Vectors the approximate index is measured on: above the exact size.
+const APPROX_VECTORS: usize = 60_000;
+
+/// Questions timed against each index.
+const APPROX_QUESTIONS: usize = 500;
+
+/// Builds the approximate index over random unit vectors of `dimensions` and times it against
+/// scoring every vector.
+fn approximate(dimensions: usize, progress: &mut dyn FnMut(&str)) -> ApproxReport {
+    use ontoloop_core::knowledge::vectors::{ExactIndex, VectorIndex};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let mut random = || {
+        let v: Vec<f32> = (0..dimensions)
+            .map(|_| rng.random_range(-1.0f32..1.0))
+            .collect();
+        let norm = v
+            .iter()
+            .map(|c| c * c)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::EPSILON);
+        v.into_iter().map(|c| c / norm).collect::<Vec<f32>>()
+    };
+    let mut exact = ExactIndex::new(dimensions);
+    let mut approx = VectorIndex::new(dimensions);
+    for key in 0..APPROX_VECTORS {
+        let v = random();
+        // Both refuse only a vector of another length or not finite: none here.
+        let _ = exact.insert(key, &v);
+        let _ = approx.insert(key, &v);
+    }
+    progress(&format!(
+        "building the approximate index over {APPROX_VECTORS} vectors"
+    ));
+    let started = Instant::now();
+    approx.build_approx();
+    let build_s = started.elapsed().as_secs_f64();
+    let queries: Vec<Vec<f32>> = (0..APPROX_QUESTIONS).map(|_| random()).collect();
+    let (mut exact_samples, mut approx_samples) = (Vec::new(), Vec::new());
+    let (mut hits, mut wanted) = (0usize, 0usize);
+    for query in &queries {
+        let started = Instant::now();
+        let truth = exact.nearest(query, CANDIDATES, |_| true);
+        exact_samples.push(started.elapsed());
+        let started = Instant::now();
+        let found = approx.nearest(query, CANDIDATES, |_| true);
+        approx_samples.push(started.elapsed());
+        let top: std::collections::HashSet<usize> =
+            found.iter().take(10).map(|(k, _)| *k).collect();
+        hits += truth
+            .iter()
+            .take(10)
+            .filter(|(k, _)| top.contains(k))
+            .count();
+        wanted += truth.len().min(10);
+    }
+    ApproxReport {
+        vectors: APPROX_VECTORS,
+        dimensions,
+        build_s,
+        exact_ms: Quantiles::of(exact_samples),
+        approx_ms: Quantiles::of(approx_samples),
+        recall_at_10: hits as f64 / wanted.max(1) as f64,
+    }
 }
 
 impl PassagesReport {
@@ -71,6 +157,18 @@ impl PassagesReport {
             mb = self.vectors_mb,
             bm25 = self.bm25_build_s,
             questions = self.questions,
+        ) + &format!(
+            "approximate index (HNSW) over {} random unit vectors of {} dimensions, above the \
+             exact size: built in {:.1} s; nearest {CANDIDATES}: exact p50/p99 {:.2}/{:.2} ms, \
+             approximate {:.2}/{:.2} ms; recall@10 {:.1}%\n",
+            self.approximate.vectors,
+            self.approximate.dimensions,
+            self.approximate.build_s,
+            self.approximate.exact_ms.p50,
+            self.approximate.exact_ms.p99,
+            self.approximate.approx_ms.p50,
+            self.approximate.approx_ms.p99,
+            self.approximate.recall_at_10 * 100.0,
         )
     }
 }
@@ -153,7 +251,10 @@ pub fn run(
     let bm25_ms = time(Ranking::Bm25);
     let dense_ms = time(Ranking::Dense);
     let fused_ms = time(Ranking::Fused);
+    let dimensions = dense.encode("dimensions")?.map_or(0, |vector| vector.len());
+    let approximate = approximate(dimensions, progress);
     Ok(PassagesReport {
+        approximate,
         pages,
         passages,
         embedded_per_s: passages as f64 / embed_s.max(f64::EPSILON),

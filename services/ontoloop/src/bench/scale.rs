@@ -137,7 +137,7 @@ impl ScaleReport {
 }
 
 /// The generated ontology: services owned by teams, written in languages, running in regions.
-fn ontology() -> serde_json::Value {
+pub(crate) fn ontology() -> serde_json::Value {
     serde_json::json!({
         "predicates": [
             {"name": "owned_by", "subject_type": "service", "object_type": "team",

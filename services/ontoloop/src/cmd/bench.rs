@@ -142,6 +142,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The gate's cost before a rebuild goes live: N generated pages (the scale benchmark's) read
+    /// into a graph, the rebuild built in a shadow, Q recent questions replayed against both as
+    /// the analyst's gate replays them; prints the shadow's build time and the replay time
+    /// ({"pages","shadow_build_s","replayed","replay_s","per_question_ms","differing",...} with
+    /// --json).
+    Gate {
+        /// Pages (one service each, about 1.2 KB).
+        #[arg(long, default_value_t = 10_000)]
+        pages: usize,
+        /// Recent questions replayed.
+        #[arg(long, default_value_t = 1_000)]
+        questions: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
     /// the intake, then a steady stream of single-page events while agents ask and validate;
     /// prints {"pages","ingest_pages_per_s","event_to_visible_ms":{"p50","p99"},
@@ -280,6 +296,19 @@ impl Command {
                 )
                 .await?;
                 local.stop().await?;
+                if json {
+                    println!("{}", serde_json::to_string(&report)?);
+                } else {
+                    print!("{}", report.to_text());
+                }
+            }
+            Command::Gate {
+                pages,
+                questions,
+                json,
+            } => {
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let report = ontoloop::bench::gate::run(pages, questions, &mut progress)?;
                 if json {
                     println!("{}", serde_json::to_string(&report)?);
                 } else {

@@ -7,6 +7,7 @@ mod bench;
 mod cite;
 mod gen_org;
 mod ingest;
+mod maintain;
 mod mcp;
 mod migrate;
 mod patterns;
@@ -57,6 +58,10 @@ enum Command {
     /// "record.rename", "ontology.set", "graph.maintain"; an optional "at"), or a world file (its
     /// ontology and the first scenario's timeline).
     Ingest(ingest::Args),
+    /// Ask the analyst for graph maintenance: patch, repair, rebuild (a rebuild, a large repair
+    /// and an ontology change pass the gate: held for a reviewer when answers change that no
+    /// page change explains) or rollback (the graph before the last change the gate let go live).
+    Maintain(maintain::Args),
     /// Validate an answer text against the graph: pass, or block with reasons.
     Validate(validate::Args),
     /// Report a failure signal through the telemetry intake; prints its severity.
@@ -96,6 +101,7 @@ impl Cli {
             Command::Ask(args) => args.run(config).await,
             Command::Cite(args) => args.run(config).await,
             Command::Ingest(args) => args.run(config).await,
+            Command::Maintain(args) => args.run(config).await,
             Command::Validate(args) => args.run(config).await,
             Command::Signal(args) => args.run(config).await,
             Command::Patterns(args) => args.run(config).await,

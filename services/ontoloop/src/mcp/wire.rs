@@ -343,6 +343,16 @@ pub struct Pattern {
     pub signal_to_heal_ms: i64,
 }
 
+/// A `NEEDS_SCOPE` answer's scope as a reader sees it listed: `region=EU`, or "everywhere else"
+/// for the value that holds outside every narrower scope listed.
+pub fn scope_label(scope: &str) -> &str {
+    if scope.is_empty() {
+        "everywhere else"
+    } else {
+        scope
+    }
+}
+
 /// A wire instant in RFC 3339; none when absent or out of range.
 pub fn instant(ts: Option<&prost_types::Timestamp>) -> Option<String> {
     let ts = ts?;
@@ -553,11 +563,7 @@ impl Render for Answer {
         if self.status == v1::AnswerStatus::NeedsScope.as_str_name() {
             let mut text = format!("the value depends on the scope; ask with `scope` [{status}]");
             for v in &self.scoped {
-                let scope = if v.scope.is_empty() {
-                    "everywhere else"
-                } else {
-                    v.scope.as_str()
-                };
+                let scope = scope_label(&v.scope);
                 let _ = write!(
                     text,
                     "

@@ -1,0 +1,28 @@
+//! Rows of `gate_change`.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "gate_change")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub tenant: String,
+    pub kind: String,
+    pub status: String,
+    #[sea_orm(column_type = "Text")]
+    pub event: String,
+    pub replayed: i32,
+    #[sea_orm(column_type = "Text")]
+    pub differences: String,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub previous: Option<String>,
+    pub created_at: ChronoDateTimeUtc,
+    pub decided_at: Option<ChronoDateTimeUtc>,
+    pub decided_by: String,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
