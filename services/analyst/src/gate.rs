@@ -110,6 +110,16 @@ impl Outcome {
         }
     }
 
+    /// The outcome as a reviewer who may not read its sources is shown it: its status, the
+    /// value and sources withheld.
+    fn redacted(self) -> Outcome {
+        Outcome {
+            status: self.status,
+            value: "(withheld: it rests on a page with an ACL)".to_owned(),
+            sources: Vec::new(),
+        }
+    }
+
     /// Whether two outcomes say the same: the same status and the same value as people read
     /// it (case, spacing and a final period aside).
     pub fn same(&self, other: &Outcome) -> bool {
@@ -158,7 +168,9 @@ fn sources(answer: &Answer, asked: &Asked) -> Vec<String> {
     found.into_iter().collect()
 }
 
-/// One question whose answer differs between the live graph and the shadow.
+/// One question whose answer differs between the live graph and the shadow. An answer resting
+/// on a page with an ACL is kept with its status only (the reviewer who reads the record may not
+/// read what the asker could).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Difference {
     /// The question.
@@ -250,12 +262,19 @@ pub fn replay(
         } else {
             replay.unexplained += 1;
         }
+        // A reviewer may not read what the asker could: an answer resting on a page with an
+        // ACL is kept without its value or sources, only that it changed.
+        let restricted = restricted(live, &before) || restricted(shadow, &after);
         differences.push(Difference {
             question: logged.question.clone(),
             scope: logged.scope.clone(),
             asker: caller.principal().to_owned(),
-            before,
-            after,
+            before: if restricted {
+                before.redacted()
+            } else {
+                before
+            },
+            after: if restricted { after.redacted() } else { after },
             explained,
         });
     }
@@ -263,6 +282,20 @@ pub fn replay(
     differences.truncate(MAX_SHOWN_DIFFERENCES);
     replay.differences = differences;
     replay
+}
+
+/// Whether `outcome` rests on a page that not everyone in the tenant may read (a record, which
+/// has no ACL, never is).
+fn restricted(snapshot: &Snapshot, outcome: &Outcome) -> bool {
+    outcome.sources.iter().any(|source| {
+        let page = source
+            .rsplit_once('@')
+            .map_or(source.as_str(), |(page, _)| page);
+        snapshot
+            .current
+            .get(page)
+            .is_some_and(|current| !current.acl.is_empty())
+    })
 }
 
 /// Whether a page change explains a differing answer: the shadow's answer rests on a page
