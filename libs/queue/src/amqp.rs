@@ -6,7 +6,9 @@
 //! persistent, every publish waits for the broker's confirm and is `mandatory` (an unroutable
 //! message is an error, never a silent drop), consumers acknowledge manually. Dead-lettering with
 //! a reason re-publishes the message to `Q.dlq` with the reason header, waits for the confirm,
-//! then acknowledges the original. A lost connection is re-opened with backoff.
+//! then acknowledges the original. A lost connection is re-opened with backoff, and every
+//! handshake (a connection, a channel, a consumer, a publish's confirm) is bounded by
+//! `queue.connect_timeout_ms`, so a silent broker is a failed try, never a held connection.
 //!
 //! `amqps://` is TLS (rustls on ring) trusting only the CA in `queue.tls_ca_file`, presenting
 //! `queue.tls_client_cert_file` when set; `amqp://` stays plaintext.
@@ -61,6 +63,8 @@ struct Inner {
     namespace: String,
     prefetch: u16,
     backoff: Backoff,
+    /// `queue.connect_timeout_ms`: the longest one handshake with the broker may take.
+    handshake: Duration,
     connection: Mutex<Option<Connection>>,
     publisher: Mutex<Option<Channel>>,
     declared: Mutex<HashSet<String>>,
@@ -81,6 +85,7 @@ impl AmqpQueue {
                 Duration::from_millis(settings.backoff_max_ms),
                 settings.connect_attempts,
             ),
+            handshake: Duration::from_millis(settings.connect_timeout_ms),
             connection: Mutex::new(None),
             publisher: Mutex::new(None),
             declared: Mutex::new(HashSet::new()),
@@ -137,26 +142,47 @@ async fn connect(url: &str, tls: &OwnedTLSConfig) -> lapin::Result<Connection> {
 }
 
 impl Inner {
+    /// `op` within `queue.connect_timeout_ms`. Past it the try has failed like a refused one:
+    /// a broker that accepts the socket and then stays silent must not hold the connection (and
+    /// every caller waiting for it) forever.
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        op: impl Future<Output = Result<T, QueueError>>,
+    ) -> Result<T, QueueError> {
+        tokio::time::timeout(self.handshake, op)
+            .await
+            .unwrap_or_else(|_| {
+                Err(QueueError::Broker(format!(
+                    "{what}: no answer within {} ms (queue.connect_timeout_ms)",
+                    self.handshake.as_millis()
+                )))
+            })
+    }
+
     /// A fresh channel on a live connection, reconnecting with backoff when needed.
     async fn channel(&self) -> Result<Channel, QueueError> {
         let mut attempt = 1;
         loop {
             let mut connection = self.connection.lock().await;
-            let live = connection.as_ref().filter(|c| c.status().connected());
-            let result = match live {
-                Some(conn) => conn.create_channel().await,
-                None => match connect(&self.url, &self.tls).await {
-                    Ok(conn) => {
-                        let channel = conn.create_channel().await;
-                        *connection = Some(conn);
-                        // Queues declared on the old connection still exist (they are durable),
-                        // but re-declaring is cheap and covers a broker that lost its state.
-                        self.declared.lock().await.clear();
-                        channel
+            let result = self
+                .bounded("opening a connection and a channel", async {
+                    let live = connection.as_ref().filter(|c| c.status().connected());
+                    match live {
+                        Some(conn) => conn.create_channel().await.map_err(broker),
+                        None => {
+                            let conn = connect(&self.url, &self.tls).await.map_err(broker)?;
+                            let channel = conn.create_channel().await.map_err(broker);
+                            *connection = Some(conn);
+                            // Queues declared on the old connection still exist (they are
+                            // durable), but re-declaring is cheap and covers a broker that lost
+                            // its state.
+                            self.declared.lock().await.clear();
+                            channel
+                        }
                     }
-                    Err(err) => Err(err),
-                },
-            };
+                })
+                .await;
             drop(connection);
             match result {
                 Ok(channel) => return Ok(channel),
@@ -276,10 +302,8 @@ impl Inner {
     ) -> Result<(), QueueError> {
         let mut attempt = 1;
         loop {
-            match self
-                .publish_once(queue, exchange, routing_key, message)
-                .await
-            {
+            let once = self.publish_once(queue, exchange, routing_key, message);
+            match self.bounded("publishing", once).await {
                 Ok(()) => return Ok(()),
                 Err(err @ QueueError::NotConfirmed { .. }) => return Err(err),
                 Err(err) => match self.backoff.delay_after(attempt) {
@@ -339,20 +363,24 @@ impl Inner {
         declare_as: &str,
     ) -> Result<(Channel, lapin::Consumer), QueueError> {
         let channel = self.channel().await?;
-        channel
-            .basic_qos(self.prefetch, BasicQosOptions::default())
-            .await
-            .map_err(broker)?;
-        self.declare_on(&channel, declare_as).await?;
-        let consumer = channel
-            .basic_consume(
-                short(queue)?,
-                "".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(broker)?;
+        let consumer = self
+            .bounded("opening a consumer", async {
+                channel
+                    .basic_qos(self.prefetch, BasicQosOptions::default())
+                    .await
+                    .map_err(broker)?;
+                self.declare_on(&channel, declare_as).await?;
+                channel
+                    .basic_consume(
+                        short(queue)?,
+                        "".into(),
+                        BasicConsumeOptions::default(),
+                        FieldTable::default(),
+                    )
+                    .await
+                    .map_err(broker)
+            })
+            .await?;
         Ok((channel, consumer))
     }
 }

@@ -281,3 +281,37 @@ async fn an_unreachable_broker_is_reported_after_backoff() {
         "the password must not leak: {text}"
     );
 }
+
+/// A listener that accepts the socket and never speaks AMQP (a half-dead broker, a proxy whose
+/// far side hangs): each try fails after `queue.connect_timeout_ms` instead of waiting forever,
+/// and the error says which bound it hit.
+#[tokio::test]
+async fn a_silent_broker_is_a_failed_try_not_a_hang() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let held = tokio::spawn(async move {
+        let mut sockets = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            sockets.push(socket);
+        }
+    });
+    let settings = Loader::new()
+        .env_vars([])
+        .set("queue.connect_attempts", "2")
+        .set("queue.backoff_initial_ms", "10")
+        .set("queue.backoff_max_ms", "20")
+        .set("queue.connect_timeout_ms", "300")
+        .load()
+        .expect("settings");
+    let url = format!("amqp://guest:guest@127.0.0.1:{port}/%2f");
+    let err = tokio::time::timeout(WAIT, AmqpQueue::connect(&url, &settings.queue))
+        .await
+        .expect("the connect gives up instead of hanging")
+        .expect_err("nothing answers");
+    held.abort();
+    let text = err.to_string();
+    assert!(text.contains("after 2 attempts"), "{text}");
+    assert!(text.contains("queue.connect_timeout_ms"), "{text}");
+}

@@ -225,6 +225,10 @@ pub struct QueueSettings {
     pub prefetch: u16,
     /// Attempts before an unreachable broker is reported as an error.
     pub connect_attempts: u32,
+    /// How long one broker handshake may take: opening a connection, a channel or a consumer,
+    /// or one publish's confirm. A broker (or a path to it) that accepts the socket and then
+    /// stays silent counts as a failed attempt instead of holding the connection forever.
+    pub connect_timeout_ms: u64,
     /// First wait between attempts; doubles up to `backoff_max_ms`.
     pub backoff_initial_ms: u64,
     /// Longest wait between attempts.
@@ -277,6 +281,7 @@ impl std::fmt::Debug for QueueSettings {
             namespace,
             prefetch,
             connect_attempts,
+            connect_timeout_ms,
             backoff_initial_ms,
             backoff_max_ms,
             tls_ca_file,
@@ -292,6 +297,7 @@ impl std::fmt::Debug for QueueSettings {
             .field("namespace", namespace)
             .field("prefetch", prefetch)
             .field("connect_attempts", connect_attempts)
+            .field("connect_timeout_ms", connect_timeout_ms)
             .field("backoff_initial_ms", backoff_initial_ms)
             .field("backoff_max_ms", backoff_max_ms)
             .field("tls_ca_file", tls_ca_file)
@@ -662,6 +668,7 @@ impl Settings {
         )?;
         positive("queue.prefetch", u64::from(self.queue.prefetch))?;
         positive("queue.publish_timeout_ms", self.queue.publish_timeout_ms)?;
+        positive("queue.connect_timeout_ms", self.queue.connect_timeout_ms)?;
         positive("queue.max_attempts", u64::from(self.queue.max_attempts))?;
         positive("queue.max_body_bytes", self.queue.max_body_bytes as u64)?;
         positive("retrieval.top_k", self.retrieval.top_k as u64)?;
