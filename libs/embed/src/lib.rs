@@ -237,10 +237,17 @@ impl Embedder {
     }
 
     /// One unit-length vector per text, in order, encoding at most [`MAX_BATCH`] texts at a time.
+    /// Texts are batched with others of about their length (a batch is padded to its longest,
+    /// and a padded token costs as much as a real one), then put back in order.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut vectors = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(MAX_BATCH) {
-            vectors.extend(self.embed_batch(batch)?);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(MAX_BATCH) {
+            let batch_texts: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
+            for (&i, vector) in batch.iter().zip(self.embed_batch(&batch_texts)?) {
+                vectors[i] = vector;
+            }
         }
         Ok(vectors)
     }
