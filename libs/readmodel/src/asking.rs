@@ -44,6 +44,16 @@ impl Answering {
     };
 }
 
+impl From<&ontoloop_settings::RetrievalSettings> for Answering {
+    /// As retrieval answers with these `[retrieval]` settings (the gate's replay answers so too).
+    fn from(settings: &ontoloop_settings::RetrievalSettings) -> Self {
+        Answering {
+            top_k: settings.top_k,
+            hedge_below_authority: settings.hedge_below_authority,
+        }
+    }
+}
+
 /// A question in words, as `Ask` takes it.
 #[derive(Debug, Clone)]
 pub struct Asking<'a> {

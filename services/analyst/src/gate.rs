@@ -104,7 +104,7 @@ impl Outcome {
             _ => answer.value.clone(),
         };
         Self {
-            status: status_name(answer.status).to_owned(),
+            status: AnswerStatus::name(answer.status).to_owned(),
             value,
             sources: sources(answer, asked),
         }
@@ -125,17 +125,6 @@ impl Outcome {
     pub fn same(&self, other: &Outcome) -> bool {
         self.status == other.status
             && ontoloop_core::knowledge::answer::same_value(&self.value, &other.value)
-    }
-}
-
-fn status_name(status: AnswerStatus) -> &'static str {
-    match status {
-        AnswerStatus::Answered => "ANSWERED",
-        AnswerStatus::AnsweredPossiblyStale => "ANSWERED_POSSIBLY_STALE",
-        AnswerStatus::ConflictOpen => "CONFLICT_OPEN",
-        AnswerStatus::Abstained => "ABSTAINED",
-        AnswerStatus::AnsweredPassages => "ANSWERED_PASSAGES",
-        AnswerStatus::NeedsScope => "NEEDS_SCOPE",
     }
 }
 

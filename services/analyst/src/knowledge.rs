@@ -130,10 +130,7 @@ impl KnowledgeWriter {
 
     /// This writer with the gate's replay answering as retrieval answers with `settings`.
     pub fn with_answering(mut self, settings: &ontoloop_settings::RetrievalSettings) -> Self {
-        self.answering = Answering {
-            top_k: settings.top_k,
-            hedge_below_authority: settings.hedge_below_authority,
-        };
+        self.answering = Answering::from(settings);
         self
     }
 

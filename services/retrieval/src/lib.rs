@@ -27,7 +27,6 @@ use ontoloop_proto::v1::{
 };
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_runtime::{Context, Parts};
-use ontoloop_settings::RetrievalSettings;
 use tonic::{Request, Response, Status};
 
 use ontoloop_readmodel::asking::{self, Answering, Asking};
@@ -205,14 +204,6 @@ impl Retrieval {
     }
 }
 
-/// How this service's settings answer a question.
-fn answering(settings: &RetrievalSettings) -> Answering {
-    Answering {
-        top_k: settings.top_k,
-        hedge_below_authority: settings.hedge_below_authority,
-    }
-}
-
 /// The instant an answer is as of: `as_of`, or now.
 fn instant(as_of: Option<prost_types::Timestamp>) -> Result<chrono::DateTime<chrono::Utc>, Status> {
     ontoloop_proto::convert::instant_or(as_of, "as_of", chrono::Utc::now())
@@ -252,7 +243,7 @@ impl RetrievalService for Retrieval {
         let now = request.as_of.is_none();
         let as_of = instant(request.as_of)?;
         let snapshot = self.snapshot(&caller).await?;
-        let answering = answering(&self.ctx.settings.retrieval);
+        let answering = Answering::from(&self.ctx.settings.retrieval);
         let who = caller.clone();
         let (asked, response) = blocking(move || {
             let asking = Asking {
@@ -309,7 +300,7 @@ impl RetrievalService for Retrieval {
             ..Question::lookup(request.entity, request.predicate_path, request.query)
         };
         let as_of = instant(request.as_of)?;
-        let answering = answering(&self.ctx.settings.retrieval);
+        let answering = Answering::from(&self.ctx.settings.retrieval);
         let who = caller.clone();
         let (asked, response) = blocking(move || {
             let graph = snapshot.graph_for(&Access::new(&who, &snapshot.current));

@@ -171,3 +171,26 @@ fn evidence(candidate: &Candidate) -> pb::Evidence {
         excerpt: candidate.excerpt.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status names the analyst's gate records are the API's, without the enum's prefix.
+    #[test]
+    fn every_status_is_named_as_the_api_names_it() {
+        for s in [
+            AnswerStatus::Answered,
+            AnswerStatus::AnsweredPossiblyStale,
+            AnswerStatus::ConflictOpen,
+            AnswerStatus::Abstained,
+            AnswerStatus::AnsweredPassages,
+            AnswerStatus::NeedsScope,
+        ] {
+            assert_eq!(
+                status(s).as_str_name().trim_start_matches("ANSWER_STATUS_"),
+                s.name()
+            );
+        }
+    }
+}

@@ -89,6 +89,21 @@ pub enum AnswerStatus {
     NeedsScope,
 }
 
+impl AnswerStatus {
+    /// Name, as the API's `AnswerStatus` spells it without its `ANSWER_STATUS_` prefix (as the
+    /// CLI prints it).
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerStatus::Answered => "ANSWERED",
+            AnswerStatus::AnsweredPossiblyStale => "ANSWERED_POSSIBLY_STALE",
+            AnswerStatus::ConflictOpen => "CONFLICT_OPEN",
+            AnswerStatus::Abstained => "ABSTAINED",
+            AnswerStatus::AnsweredPassages => "ANSWERED_PASSAGES",
+            AnswerStatus::NeedsScope => "NEEDS_SCOPE",
+        }
+    }
+}
+
 /// A value that holds in one scope, with what supports it, winner first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScopedValue {
