@@ -21,6 +21,7 @@ mod m20261201_160000_outbox_trace;
 mod m20261201_210000_page_tombstone;
 mod m20261203_070000_fact_scope;
 mod m20261203_100000_gate;
+mod m20261204_090000_page_effective_from;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_210000_page_tombstone::Migration),
             Box::new(m20261203_070000_fact_scope::Migration),
             Box::new(m20261203_100000_gate::Migration),
+            Box::new(m20261204_090000_page_effective_from::Migration),
         ]
     }
 }

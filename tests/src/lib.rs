@@ -105,6 +105,7 @@ pub fn doc(id: &str, origin: &str, body: &str, acl: &[&str], confidence: f64) ->
         acl: acl.iter().map(|s| s.to_string()).collect(),
         hold: false,
         confidence,
+        effective_from: None,
     })
 }
 

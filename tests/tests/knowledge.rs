@@ -605,6 +605,107 @@ async fn a_deleted_page_is_cited_no_more_and_a_listing_reconciles_its_source() {
     sandbox.shutdown().await.expect("clean shutdown");
 }
 
+/// A page version published ahead of the day it takes effect, through the intake, the analyst,
+/// retrieval and the firewall: until then the version before answers and passes the firewall,
+/// the announced value is noted beside it and a claim of it is blocked; once its time has come
+/// the read models make it current on their own (no further event), and it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_published_ahead_takes_effect_on_its_day_with_no_further_event() {
+    let t = "acme";
+    let (sandbox, c) = with_ontology(t).await;
+    push(&c, t, pricing(49)).await.expect("doc");
+    let takes_effect = chrono::Utc::now() + chrono::Duration::seconds(3);
+    let v1::event::Kind::DocUpsert(mut announced) = pricing(59) else {
+        unreachable!("pricing is a page")
+    };
+    announced.effective_from = Some(ontoloop_proto::convert::timestamp(takes_effect));
+    let seq = push(&c, t, v1::event::Kind::DocUpsert(announced))
+        .await
+        .expect("announced version");
+    let before = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!(
+        (before.value.as_str(), before.evidence[0].source_version),
+        ("49", 1),
+        "{before:?}"
+    );
+    let upcoming: Vec<(&str, u64)> = before
+        .upcoming
+        .iter()
+        .map(|e| (e.value.as_str(), e.source_version))
+        .collect();
+    assert_eq!(upcoming, [("59", 2)], "{before:?}");
+    assert_eq!(
+        verdict_on(
+            &c,
+            t,
+            "The Pro plan costs €49 per month.",
+            v1::Verdict::Pass
+        )
+        .await
+        .overall,
+        v1::Verdict::Pass as i32
+    );
+    assert_eq!(
+        verdict_on(
+            &c,
+            t,
+            "The Pro plan costs €59 per month.",
+            v1::Verdict::Block
+        )
+        .await
+        .overall,
+        v1::Verdict::Block as i32
+    );
+    // Its day comes; nothing else is pushed.
+    let now = chrono::Utc::now();
+    if takes_effect > now {
+        tokio::time::sleep((takes_effect - now).to_std().unwrap_or_default()).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = lookup(&c, t, "alice", "Pro plan", "price", seq)
+        .await
+        .expect("answer");
+    assert_eq!(
+        (
+            after.status,
+            after.value.as_str(),
+            after.evidence[0].source_version
+        ),
+        (v1::AnswerStatus::Answered as i32, "59", 2),
+        "{after:?}"
+    );
+    assert!(after.upcoming.is_empty(), "{after:?}");
+    let passed = verdict_on(
+        &c,
+        t,
+        "The Pro plan costs €59 per month.",
+        v1::Verdict::Pass,
+    )
+    .await;
+    assert_eq!(passed.overall, v1::Verdict::Pass as i32, "{passed:?}");
+    // As of before its day, the version before still answers.
+    let then = c
+        .retrieval
+        .clone()
+        .lookup(v1::LookupRequest {
+            caller: caller(t, "alice"),
+            entity: "Pro plan".into(),
+            predicate_path: vec!["price".into()],
+            min_sequence: seq,
+            as_of: Some(ontoloop_proto::convert::timestamp(
+                takes_effect - chrono::Duration::milliseconds(500),
+            )),
+            ..Default::default()
+        })
+        .await
+        .expect("as of")
+        .into_inner();
+    assert_eq!(then.value, "49", "{then:?}");
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
 /// Values that differ by scope, through the intake, the analyst, retrieval and the firewall: a
 /// page states a general price and a US one, the system of record sets the EU one; an Ask or
 /// Lookup naming no scope is NEEDS_SCOPE with each scope's value, one naming a scope (in its

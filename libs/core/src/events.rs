@@ -72,6 +72,12 @@ pub enum Event {
         /// Confidence in the text in (0, 1]; facts extracted from it inherit it. Absent: 1.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confidence: Option<f64>,
+        /// When this version takes effect, if later than the event (a page published today for
+        /// next month): until then the version before stays the page's text and its facts hold,
+        /// and answers note the change to come; `as_of` reads effective time. Absent, or not
+        /// after the event's time: at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effective_from: Option<DateTime<Utc>>,
     },
     /// A page is removed: every fact read from it ends (its `valid_to` is the event's time), and
     /// answers and the firewall stop citing it; an `as_of` before the deletion still sees it.

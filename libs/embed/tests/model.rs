@@ -256,6 +256,7 @@ fn with_the_model_a_question_word_is_matched_by_meaning_not_only_by_spelling() {
         acl: Vec::new(),
         confidence: 1.0,
         deleted: false,
+        effective_from: None,
     };
     let link = |ontology: &Ontology| {
         let mut graph = Graph::new(ontology);

@@ -236,6 +236,7 @@ pub fn event_from(
             acl: d.acl,
             hold: d.hold,
             confidence: (d.confidence != 0.0).then_some(d.confidence),
+            effective_from: instant(d.effective_from, "doc_upsert.effective_from")?,
         },
         Kind::DocDelete(d) => Event::DocDelete { doc_id: d.doc_id },
         Kind::SourceListing(l) => Event::SourceListing {
@@ -295,6 +296,7 @@ pub fn event_to_wire(
             acl,
             hold,
             confidence,
+            effective_from,
         } => Kind::DocUpsert(v1::DocUpsert {
             doc_id: doc_id.clone(),
             title: title.clone(),
@@ -303,6 +305,7 @@ pub fn event_to_wire(
             acl: acl.clone(),
             hold: *hold,
             confidence: confidence.unwrap_or_default(),
+            effective_from: effective_from.map(timestamp),
         }),
         Event::DocDelete { doc_id } => Kind::DocDelete(v1::DocDelete {
             doc_id: doc_id.clone(),

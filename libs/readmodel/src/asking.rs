@@ -131,9 +131,9 @@ pub fn answer(
     as_of: DateTime<Utc>,
     searched: Option<&[String]>,
 ) -> Asked {
-    // As of an earlier instant, a page is seen at the version it had then.
+    // As of another instant, a page is seen at the version in effect then.
     let current_then;
-    let current = if snapshot.latest_change > as_of {
+    let current = if !snapshot.current_holds_at(as_of) {
         current_then = snapshot.current_at(as_of);
         &current_then
     } else {
@@ -190,7 +190,7 @@ pub fn passages(
         );
         cited(ranked, pages)
     };
-    if at >= snapshot.latest_change {
+    if snapshot.current_holds_at(at) {
         return snapshot.with_dense(|dense| {
             let ranking = passage_ranking(asked, dense.is_some())?;
             let hybrid = Hybrid {

@@ -374,6 +374,7 @@ mod tests {
             acl: acl.iter().map(|s| (*s).to_owned()).collect(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         }
     }
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ontoloop_core::knowledge::passage::{PageHistory, chunk_page};
 use ontoloop_core::knowledge::{
-    Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, current_versions,
+    Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, versions_in_effect,
 };
 use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{KnowledgeChanges, Store, StoreError};
@@ -52,8 +52,12 @@ pub struct Snapshot {
     chunk_index: std::sync::OnceLock<ChunkIndex>,
     /// Every version of every page.
     pub versions: Vec<PageVersion>,
-    /// The newest page version's time.
+    /// When the newest version in effect took effect.
     pub latest_change: chrono::DateTime<chrono::Utc>,
+    /// Versions announced to take effect later than the model's last look, soonest first: each
+    /// becomes its page's current version (text, passages, search) when its time has come and
+    /// the model is next read ([`Snapshots::get`]).
+    scheduled: Vec<PageVersion>,
     /// The graphs callers who may not read every fact were shown, by the ids of the facts
     /// hidden from them (a few ACLs make a few views; bounded, oldest out first).
     views: std::sync::Mutex<Vec<(Vec<u64>, Arc<Graph>)>>,
@@ -80,10 +84,22 @@ fn index_chunks(index: &mut ChunkIndex, versions: &[PageVersion], from: usize) {
 }
 
 /// The page versions of one snapshot that one caller may read (each version under its own ACL
-/// and its page's newest one, as [`Access::page`] decides).
+/// and its page's newest one, as [`Access::page`] decides), and that have taken effect: a
+/// version announced for later is no citation's new place until then.
 pub struct ReadableHistory<'a> {
     snapshot: &'a Snapshot,
     access: Access<'a>,
+}
+
+impl ReadableHistory<'_> {
+    fn holds(&self, v: &PageVersion) -> bool {
+        self.access.page(v)
+            && !self
+                .snapshot
+                .scheduled
+                .iter()
+                .any(|s| s.source_id == v.source_id && s.version == v.version)
+    }
 }
 
 impl PageHistory for ReadableHistory<'_> {
@@ -92,7 +108,7 @@ impl PageHistory for ReadableHistory<'_> {
             .snapshot
             .versions
             .iter()
-            .filter(|v| v.source_id == doc_id && self.access.page(v))
+            .filter(|v| v.source_id == doc_id && self.holds(v))
             .cloned()
             .collect();
         found.sort_by_key(|v| v.version);
@@ -115,7 +131,7 @@ impl PageHistory for ReadableHistory<'_> {
             .flatten()
             .filter_map(|&at| versions.get(at))
             .filter(|v| {
-                v.updated_at >= since && v.source_id != except && !v.deleted && self.access.page(v)
+                v.updated_at >= since && v.source_id != except && !v.deleted && self.holds(v)
             })
             .map(|v| v.source_id.as_str())
             .collect();
@@ -203,13 +219,25 @@ impl Snapshot {
         graph
     }
 
-    /// The version of every page that was current at `at` (pages that did not exist yet are
-    /// absent).
+    /// The version of every page in effect at `at` (pages that did not exist yet are absent).
     pub fn current_at(&self, at: chrono::DateTime<chrono::Utc>) -> BTreeMap<String, PageVersion> {
-        current_versions(self.versions.iter().filter(|p| p.updated_at <= at))
+        versions_in_effect(&self.versions, at)
             .into_iter()
             .map(|p| (p.source_id.clone(), p))
             .collect()
+    }
+
+    /// Whether the current pages are the pages in effect at `at`: no page changed since, and
+    /// no announced version takes effect by then.
+    pub fn current_holds_at(&self, at: chrono::DateTime<chrono::Utc>) -> bool {
+        at >= self.latest_change && self.scheduled.first().is_none_or(|p| at < p.effective_at())
+    }
+
+    /// Whether an announced version has taken effect since the model last looked.
+    fn due(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        self.scheduled
+            .first()
+            .is_some_and(|p| p.effective_at() <= now)
     }
 }
 
@@ -333,7 +361,7 @@ impl Snapshots {
             return Ok(guard);
         };
         let guard = Arc::clone(&cell).read_owned().await;
-        if guard.version >= version {
+        if guard.version >= version && !guard.due(chrono::Utc::now()) {
             return Ok(guard);
         }
         drop(guard);
@@ -365,6 +393,14 @@ impl Snapshots {
                     }
                 }
             }
+        }
+        let now = chrono::Utc::now();
+        if model.due(now) {
+            if let Err(err) = model.advance(now) {
+                model.version = -1;
+                return Err(err);
+            }
+            self.count(&self.patched, "patch");
         }
         let bytes = model.approx_bytes();
         let guard = model.downgrade();
@@ -441,17 +477,34 @@ impl Snapshot {
         log: BTreeMap<String, u64>,
         encoder: Option<Arc<dyn ontoloop_core::knowledge::encoder::SentenceEncoder>>,
     ) -> Result<Snapshot, SnapshotError> {
-        let current: BTreeMap<String, PageVersion> =
-            ontoloop_core::knowledge::current_versions(&pages)
-                .into_iter()
-                .map(|p| (p.source_id.clone(), p))
-                .collect();
+        let now = chrono::Utc::now();
+        let current: BTreeMap<String, PageVersion> = versions_in_effect(&pages, now)
+            .into_iter()
+            .map(|p| (p.source_id.clone(), p))
+            .collect();
         let index = PageIndex::build(current.values())?;
-        let latest_change = pages.iter().map(|p| p.updated_at).max().unwrap_or_default();
+        let latest_change = pages
+            .iter()
+            .map(PageVersion::effective_at)
+            .filter(|at| *at <= now)
+            .max()
+            .unwrap_or_default();
+        let mut scheduled: Vec<PageVersion> = pages
+            .iter()
+            .filter(|p| {
+                p.effective_at() > now
+                    && current
+                        .get(&p.source_id)
+                        .is_none_or(|held| p.version > held.version)
+            })
+            .cloned()
+            .collect();
+        scheduled.sort_by_key(|p| (p.effective_at(), p.version));
         let restricted = graph.facts().iter().any(|f| !f.acl.is_empty())
             || current.values().any(|p| !p.acl.is_empty());
         Ok(Snapshot {
             latest_change,
+            scheduled,
             versions: pages,
             version,
             ontology,
@@ -474,32 +527,21 @@ pub type SnapshotGuard = OwnedRwLockReadGuard<Snapshot>;
 impl Snapshot {
     /// Brings this model to `changes.version` with what the commits since its version wrote.
     fn apply(&mut self, changes: KnowledgeChanges) -> Result<(), SnapshotError> {
-        // Each moved page's version before the changes (none for a new page), by page id.
-        let mut moved: BTreeMap<String, Option<PageVersion>> = BTreeMap::new();
+        let now = chrono::Utc::now();
         let held = self.versions.len();
-        let current = Arc::make_mut(&mut self.current);
+        let mut due = Vec::new();
         for page in changes.pages {
-            self.latest_change = self.latest_change.max(page.updated_at);
             self.restricted |= !page.acl.is_empty();
-            let newer = current
-                .get(&page.source_id)
-                .is_none_or(|held| page.version > held.version);
-            if newer {
-                let before = current.insert(page.source_id.clone(), page.clone());
-                moved.entry(page.source_id.clone()).or_insert(before);
+            if page.effective_at() > now {
+                self.scheduled.push(page.clone());
+            } else {
+                due.push(page.clone());
             }
             self.versions.push(page);
         }
-        let pairs = || {
-            moved
-                .iter()
-                .filter_map(|(id, before)| Some((before.as_ref(), current.get(id)?)))
-        };
-        self.index.update(pairs())?;
-        if let Some(Some(passages)) = self.passages.get_mut() {
-            passages.update(pairs())?;
-        }
-        self.dense.update(pairs().map(|(_, page)| page));
+        self.scheduled
+            .sort_by_key(|p| (p.effective_at(), p.version));
+        self.bring_in(due)?;
         if let Some(index) = self.chunk_index.get_mut() {
             index_chunks(index, &self.versions, held);
         }
@@ -519,5 +561,140 @@ impl Snapshot {
             .clear();
         self.version = changes.version;
         Ok(())
+    }
+
+    /// Makes every announced version whose time has come by `now` its page's current one.
+    fn advance(&mut self, now: chrono::DateTime<chrono::Utc>) -> Result<(), SnapshotError> {
+        let due_count = self.scheduled.partition_point(|p| p.effective_at() <= now);
+        let due: Vec<PageVersion> = self.scheduled.drain(..due_count).collect();
+        self.bring_in(due)?;
+        // Who may read a page is decided by its version in effect.
+        self.views
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        Ok(())
+    }
+
+    /// Makes each of `pages` (versions in effect) its page's current version where newer than
+    /// the one held, and patches the page, passage and dense indexes with the moves.
+    fn bring_in(&mut self, pages: Vec<PageVersion>) -> Result<(), SnapshotError> {
+        // Each moved page's version before the changes (none for a new page), by page id.
+        let mut moved: BTreeMap<String, Option<PageVersion>> = BTreeMap::new();
+        let current = Arc::make_mut(&mut self.current);
+        for page in pages {
+            self.latest_change = self.latest_change.max(page.effective_at());
+            let newer = current
+                .get(&page.source_id)
+                .is_none_or(|held| page.version > held.version);
+            if newer {
+                let id = page.source_id.clone();
+                let before = current.insert(id.clone(), page);
+                moved.entry(id).or_insert(before);
+            }
+        }
+        let pairs = || {
+            moved
+                .iter()
+                .filter_map(|(id, before)| Some((before.as_ref(), current.get(id)?)))
+        };
+        self.index.update(pairs())?;
+        if let Some(Some(passages)) = self.passages.get_mut() {
+            passages.update(pairs())?;
+        }
+        self.dense.update(pairs().map(|(_, page)| page));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, Utc};
+    use ontoloop_core::Caller;
+
+    const ONTOLOGY: &str = r#"{"predicates": [
+        {"name": "price", "subject_type": "plan", "object_type": "number",
+         "patterns": ["The {s} plan costs €{o:number} per month."]}],
+        "authority": {"default": 2}}"#;
+
+    fn version(number: u64, body: &str, updated_at: chrono::DateTime<Utc>) -> PageVersion {
+        PageVersion {
+            source_id: "pricing".into(),
+            version: number,
+            title: "Pricing".into(),
+            origin: "wiki".into(),
+            body: body.into(),
+            updated_at,
+            acl: Vec::new(),
+            confidence: 1.0,
+            deleted: false,
+            effective_from: None,
+        }
+    }
+
+    /// A version announced for next week is stored but not current: search, the current pages
+    /// and `as_of` see the version in effect until its time, when the model makes it current.
+    #[test]
+    fn a_version_announced_for_later_becomes_current_when_its_time_comes() {
+        let ontology = Arc::new(Ontology::from_json(ONTOLOGY).expect("ontology"));
+        let now = Utc::now();
+        let v1 = version(
+            1,
+            "The Gold plan costs €80 per month. Seats are unlimited.",
+            now - Duration::days(2),
+        );
+        let mut v2 = version(
+            2,
+            "The Gold plan costs €95 per month. Seats are counted.",
+            now - Duration::days(1),
+        );
+        let next_week = now + Duration::days(7);
+        v2.effective_from = Some(next_week);
+        let graph = Graph::new(&ontology);
+        let mut snapshot = Snapshot::from_parts(
+            1,
+            Arc::clone(&ontology),
+            graph,
+            vec![v1, v2],
+            BTreeMap::new(),
+            None,
+        )
+        .expect("snapshot");
+        let caller = Caller::new("t", "alice").expect("caller");
+        assert_eq!(snapshot.current["pricing"].version, 1);
+        assert_eq!(
+            snapshot.index.search("counted", 5, &caller),
+            Vec::<String>::new()
+        );
+        assert_eq!(snapshot.index.search("unlimited", 5, &caller), ["pricing"]);
+        assert!(snapshot.current_holds_at(now));
+        assert!(
+            !snapshot.current_holds_at(next_week),
+            "the announced version is due then"
+        );
+        assert_eq!(snapshot.current_at(next_week)["pricing"].version, 2);
+        assert!(!snapshot.due(now));
+        // A citation's history holds only versions in effect.
+        let access = Access::new(&caller, &snapshot.current);
+        let history = snapshot.history(access);
+        let held: Vec<u64> = history
+            .versions("pricing")
+            .iter()
+            .map(|v| v.version)
+            .collect();
+        assert_eq!(held, [1]);
+        // Its time comes.
+        let later = next_week + Duration::hours(1);
+        assert!(snapshot.due(later));
+        snapshot.advance(later).expect("advance");
+        assert_eq!(snapshot.current["pricing"].version, 2);
+        assert_eq!(snapshot.index.search("counted", 5, &caller), ["pricing"]);
+        assert_eq!(
+            snapshot.index.search("unlimited", 5, &caller),
+            Vec::<String>::new()
+        );
+        assert!(!snapshot.due(later));
+        assert!(snapshot.scheduled.is_empty());
     }
 }

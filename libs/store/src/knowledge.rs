@@ -528,6 +528,7 @@ impl Store {
                 confidence: Set(page.confidence),
                 changed_in: Set(next),
                 deleted: Set(page.deleted),
+                effective_from: Set(page.effective_from),
                 ..Default::default()
             });
             page_version::Entity::insert_many(rows)
@@ -803,6 +804,7 @@ fn page_from(row: page_version::Model) -> PageVersion {
         acl: decode_list(&row.acl),
         confidence: row.confidence,
         deleted: row.deleted,
+        effective_from: row.effective_from,
     }
 }
 

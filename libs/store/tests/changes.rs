@@ -35,6 +35,7 @@ fn page(id: &str, version: u64) -> PageVersion {
         acl: Vec::new(),
         confidence: 1.0,
         deleted: false,
+        effective_from: None,
     }
 }
 

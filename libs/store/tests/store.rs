@@ -45,6 +45,7 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261201_210000_page_tombstone".to_owned(),
             "m20261203_070000_fact_scope".to_owned(),
             "m20261203_100000_gate".to_owned(),
+            "m20261204_090000_page_effective_from".to_owned(),
         ]
     );
     // Up again is a no-op.

@@ -96,6 +96,10 @@ pub enum TimelineKind {
         origin: String,
         /// Body.
         body: String,
+        /// When this version takes effect, if later than the entry's `at` (an extension): until
+        /// then the page keeps its version before.
+        #[serde(default)]
+        effective_from: Option<DateTime<Utc>>,
     },
     /// A page's deletion (an extension of the shared format: its facts end, it is cited no more).
     #[serde(rename = "doc.delete")]
@@ -167,6 +171,7 @@ impl TimelineKind {
                 title,
                 origin,
                 body,
+                effective_from,
             } => Some(Event::DocUpsert {
                 doc_id: doc_id.clone(),
                 title: title.clone(),
@@ -175,6 +180,7 @@ impl TimelineKind {
                 acl: Vec::new(),
                 hold,
                 confidence: None,
+                effective_from: *effective_from,
             }),
             TimelineKind::DocDelete { doc_id } => Some(Event::DocDelete {
                 doc_id: doc_id.clone(),

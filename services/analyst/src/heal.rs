@@ -387,6 +387,7 @@ impl Healer {
                     acl: Vec::new(),
                     hold: false,
                     confidence: None,
+                    effective_from: None,
                 },
             };
             self.writer.apply_own(&envelope).await?;

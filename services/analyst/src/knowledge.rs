@@ -69,8 +69,10 @@ impl TenantKnowledge {
         latest
     }
 
-    fn current_pages(&self) -> Vec<PageVersion> {
-        ontoloop_core::knowledge::current_versions(&self.pages)
+    /// What a full read at `at` reads: every page's version in effect, then the versions
+    /// announced for later (see [`ontoloop_core::knowledge::versions_to_read`]).
+    fn current_pages(&self, at: DateTime<Utc>) -> Vec<PageVersion> {
+        ontoloop_core::knowledge::versions_to_read(&self.pages, at)
     }
 
     /// A read model of this knowledge for the gate's replay (BM25 alone ranks passages).
@@ -719,7 +721,7 @@ fn gate_kind(knowledge: &TenantKnowledge, event: &Event) -> Option<gate::Kind> {
                 (!knowledge.latest.is_empty()).then_some(gate::Kind::Rebuild)
             }
             MaintenanceMode::Repair => {
-                let current = knowledge.current_pages();
+                let current = knowledge.current_pages(Utc::now());
                 (gate::repair_share(&current, &knowledge.log) >= gate::LARGE_REPAIR_SHARE)
                     .then_some(gate::Kind::Repair)
             }
@@ -785,7 +787,7 @@ fn step(
         // under it (behind the gate, see `gate_kind`).
         let mut changes = Changes::default();
         changes.absorb(knowledge.graph.retire_page_facts(at));
-        let current = knowledge.current_pages();
+        let current = knowledge.current_pages(at);
         let report = read_pages(knowledge, &parsed, &current, at, commit, &mut changes);
         record_run(
             knowledge,
@@ -814,8 +816,11 @@ fn step(
             acl,
             hold,
             confidence,
+            effective_from,
         } => {
             let confidence = confidence.unwrap_or(1.0);
+            // Stored only when later than the capture: a version is never made retroactive.
+            let effective_from = effective_from.filter(|e| *e > at);
             let latest = knowledge
                 .latest
                 .get(doc_id)
@@ -828,6 +833,7 @@ fn step(
                 && latest.origin == *origin
                 && latest.acl == *acl
                 && latest.confidence == confidence
+                && latest.effective_from == effective_from
             {
                 // An unchanged body is not a new version.
                 return Ok(());
@@ -842,6 +848,7 @@ fn step(
                 acl: acl.clone(),
                 confidence,
                 deleted: false,
+                effective_from,
             };
             knowledge.pages.push(page.clone());
             knowledge
@@ -918,7 +925,7 @@ fn step(
                     "mode: rollback is not a step of the graph".to_owned(),
                 ));
             }
-            let current = knowledge.current_pages();
+            let current = knowledge.current_pages(at);
             if mode == MaintenanceMode::Rebuild {
                 changes.absorb(knowledge.graph.retire_page_facts(at));
             }

@@ -425,7 +425,9 @@ class EventAck:
 
 @dataclass(frozen=True)
 class DocUpsert:
-    """A page is created or gets a new version."""
+    """A page is created or gets a new version: in effect from the event's time, or from
+    ``effective_from`` when it is published ahead of the day it takes effect (the version
+    before stays the page's text until then, and answers note the change to come)."""
 
     doc_id: str
     body: str
@@ -434,6 +436,7 @@ class DocUpsert:
     acl: Sequence[str] = ()
     hold: bool = False
     confidence: float = 0.0
+    effective_from: Optional[datetime] = None
 
     def _to_pb(self):
         return "doc_upsert", telemetry_pb2.DocUpsert(
@@ -444,6 +447,7 @@ class DocUpsert:
             acl=list(self.acl),
             hold=self.hold,
             confidence=self.confidence,
+            effective_from=_timestamp(self.effective_from),
         )
 
 

@@ -272,7 +272,7 @@ fn ontoloop_slot(
                         origin: page.origin.clone(),
                     },
                     authority: view.ontology.authority(&page.origin),
-                    valid_from: page.updated_at,
+                    valid_from: page.effective_at(),
                     extracted_at: None,
                     extractor: claim.extractor.clone(),
                     confidence: claim.confidence,
@@ -396,7 +396,7 @@ fn baseline_slot(
             items.push(Item {
                 claims,
                 text: format!("{}\n{}", page.title, page.body),
-                date: page.updated_at,
+                date: page.effective_at(),
                 from_graph: false,
                 ahead: view.ahead(&id),
                 source: SourceRef {
@@ -663,6 +663,7 @@ mod tests {
             acl: acl.iter().map(|s| s.to_string()).collect(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         }
     }
 
@@ -810,6 +811,7 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         };
         graph.apply_page(&ontology, &refunds, at(1));
         let mut scopes: Vec<(String, String)> = graph

@@ -719,6 +719,7 @@ mod tests {
             acl: acl.iter().map(|s| s.to_string()).collect(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         }
     }
 

@@ -56,7 +56,7 @@ pub struct PageVersion {
     pub origin: String,
     /// Body.
     pub body: String,
-    /// When this version appeared.
+    /// When this version was captured (its event's time).
     pub updated_at: DateTime<Utc>,
     /// Principals or groups who may read it; empty means the whole tenant. Only the newest
     /// version's ACL decides who may read the page (see [`Access`]).
@@ -67,9 +67,21 @@ pub struct PageVersion {
     /// every fact of the page; it keeps the ACL of the version before (permission over the
     /// page's history stays as it was), and it is never indexed, cited or quoted.
     pub deleted: bool,
+    /// When this version takes effect, if later than `updated_at`: a page published today for
+    /// next month. Until then the version before it stays the page's current text, its facts
+    /// hold, and answers note the change to come ([`PageVersion::effective_at`]).
+    pub effective_from: Option<DateTime<Utc>>,
 }
 
 impl PageVersion {
+    /// When this version takes effect: `effective_from` when later than the capture, else the
+    /// capture (a version is never made retroactive). The facts read from it hold from here,
+    /// the facts it drops end here, and `as_of` finds it from here.
+    pub fn effective_at(&self) -> DateTime<Utc> {
+        self.effective_from
+            .map_or(self.updated_at, |e| e.max(self.updated_at))
+    }
+
     /// The tombstone that deletes `latest` at `at` (the next version, no body).
     pub fn tombstone(latest: &PageVersion, at: DateTime<Utc>) -> PageVersion {
         PageVersion {
@@ -82,11 +94,12 @@ impl PageVersion {
             acl: latest.acl.clone(),
             confidence: latest.confidence,
             deleted: true,
+            effective_from: None,
         }
     }
 }
 
-/// The newest version of every page among `pages`, ordered by page id.
+/// The newest version of every page among `pages`, scheduled or not, ordered by page id.
 pub fn current_versions<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) -> Vec<PageVersion> {
     let mut latest: BTreeMap<&str, &PageVersion> = BTreeMap::new();
     for page in pages {
@@ -96,6 +109,43 @@ pub fn current_versions<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) ->
         }
     }
     latest.into_values().cloned().collect()
+}
+
+/// The version of every page in effect at `at`: the newest among those in effect by then
+/// ([`PageVersion::effective_at`]), ordered by page id. A page none of whose versions is in
+/// effect yet is absent.
+pub fn versions_in_effect<'a>(
+    pages: impl IntoIterator<Item = &'a PageVersion>,
+    at: DateTime<Utc>,
+) -> Vec<PageVersion> {
+    current_versions(pages.into_iter().filter(|p| p.effective_at() <= at))
+}
+
+/// What a full read of `pages` reads at `at`, in order: the version of every page in effect,
+/// then every later version announced to take effect after `at`, oldest first (so their facts
+/// are scheduled behind the current ones, as when their events were applied).
+pub fn versions_to_read<'a>(
+    pages: impl IntoIterator<Item = &'a PageVersion> + Clone,
+    at: DateTime<Utc>,
+) -> Vec<PageVersion> {
+    let mut read = versions_in_effect(pages.clone(), at);
+    let in_effect: BTreeMap<&str, u64> = read
+        .iter()
+        .map(|p| (p.source_id.as_str(), p.version))
+        .collect();
+    let mut scheduled: Vec<PageVersion> = pages
+        .into_iter()
+        .filter(|p| {
+            p.effective_at() > at
+                && in_effect
+                    .get(p.source_id.as_str())
+                    .is_none_or(|v| p.version > *v)
+        })
+        .cloned()
+        .collect();
+    scheduled.sort_by_key(|p| (p.effective_at(), p.version));
+    read.extend(scheduled);
+    read
 }
 
 /// Whether an ACL admits `caller`: an empty ACL admits the whole tenant, an entry admits the
@@ -844,8 +894,12 @@ impl Graph {
     }
 
     /// Reads one page version into the graph (patch): facts of older versions of the same page
-    /// that this version no longer states are superseded at its time; facts it still states are
-    /// kept (so unchanged facts on a changed page keep their provenance); new ones are added.
+    /// that this version no longer states are superseded when it takes effect
+    /// ([`PageVersion::effective_at`]: for a version announced ahead, they hold until then);
+    /// facts it still states are kept (so unchanged facts on a changed page keep their
+    /// provenance), open-ended again if an earlier announcement had set them to end; new ones
+    /// hold from when it takes effect. A newer version cancels what an older one had scheduled
+    /// after it.
     pub fn apply_page(
         &mut self,
         ontology: &Ontology,
@@ -891,10 +945,11 @@ impl Graph {
                 .or_insert((claim.extractor.clone(), claim.confidence));
             stated.insert(slot);
         }
+        let from = page.effective_at();
         let mut kept = BTreeSet::new();
         for fact in self.facts.iter_mut().filter(|f| {
             f.source.source_id == page.source_id
-                && f.is_current()
+                && f.valid_to.is_none_or(|to| to > from)
                 && f.source.version < page.version
         }) {
             let slot = (
@@ -903,11 +958,16 @@ impl Graph {
                 fact.object.clone(),
                 fact.scope.clone(),
             );
-            if stated.contains(&slot) {
+            if stated.contains(&slot) && fact.valid_from <= from {
                 fact.seen_version = page.version;
+                if fact.valid_to.take().is_some() {
+                    changes.facts.insert(fact.id);
+                    changes.writes += 1;
+                }
                 kept.insert(slot);
             } else {
-                fact.valid_to = Some(page.updated_at);
+                // A scheduled fact this version cancels ends where it would have begun.
+                fact.valid_to = Some(from.max(fact.valid_from));
                 changes.facts.insert(fact.id);
                 changes.writes += 1;
             }
@@ -941,7 +1001,7 @@ impl Graph {
                 seen_version: page.version,
                 authority,
                 extracted_at,
-                valid_from: page.updated_at,
+                valid_from: from,
                 valid_to: None,
                 extractor,
                 confidence: page.confidence * stage_confidence,
@@ -1073,10 +1133,21 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         }
     }
 
     fn current<'a>(graph: &'a Graph, entity: &str, predicate: &str) -> Vec<&'a str> {
+        values_where(graph, entity, predicate, Fact::is_current)
+    }
+
+    /// The values of `predicate` on `entity` of the facts `keep` keeps, sorted.
+    fn values_where<'a>(
+        graph: &'a Graph,
+        entity: &str,
+        predicate: &str,
+        keep: impl Fn(&Fact) -> bool,
+    ) -> Vec<&'a str> {
         let id = graph
             .resolve(entity)
             .map(|e| e.id.clone())
@@ -1084,11 +1155,95 @@ mod tests {
         let mut values: Vec<&str> = graph
             .facts()
             .iter()
-            .filter(|f| f.entity == id && f.predicate == predicate && f.is_current())
+            .filter(|f| f.entity == id && f.predicate == predicate && keep(f))
             .map(|f| f.object.as_str())
             .collect();
         values.sort();
         values
+    }
+
+    /// The values of `predicate` on `entity` that hold at `when`.
+    fn held_at<'a>(
+        graph: &'a Graph,
+        entity: &str,
+        predicate: &str,
+        when: DateTime<Utc>,
+    ) -> Vec<&'a str> {
+        values_where(graph, entity, predicate, |f| f.valid_at(when))
+    }
+
+    #[test]
+    fn a_page_version_announced_for_later_holds_from_its_day_and_a_newer_one_cancels_it() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let v1 = page(
+            "d1",
+            1,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            1,
+        );
+        graph.apply_page(&ontology, &v1, at(1));
+        // Published on the 5th, in effect from the 20th.
+        let mut v2 = page(
+            "d1",
+            2,
+            "pricing-page",
+            "The Gold plan costs €95 per user per month.",
+            5,
+        );
+        v2.effective_from = Some(at(20));
+        assert_eq!(v2.effective_at(), at(20));
+        graph.apply_page(&ontology, &v2, at(5));
+        assert_eq!(held_at(&graph, "Gold plan", "price", at(10)), ["80"]);
+        assert_eq!(held_at(&graph, "Gold plan", "price", at(20)), ["95"]);
+        // Which version is in effect when, and what a full read reads on the 10th.
+        let pages = [v1.clone(), v2.clone()];
+        assert_eq!(versions_in_effect(&pages, at(10))[0].version, 1);
+        assert_eq!(versions_in_effect(&pages, at(21))[0].version, 2);
+        let read: Vec<u64> = versions_to_read(&pages, at(10))
+            .iter()
+            .map(|p| p.version)
+            .collect();
+        assert_eq!(read, [1, 2], "in effect first, then the announced one");
+        // A correction published on the 8th, in effect at once, states the old price: the
+        // announcement is cancelled and the old value holds on past the 20th.
+        let v3 = page(
+            "d1",
+            3,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            8,
+        );
+        graph.apply_page(&ontology, &v3, at(8));
+        assert_eq!(held_at(&graph, "Gold plan", "price", at(10)), ["80"]);
+        assert_eq!(held_at(&graph, "Gold plan", "price", at(25)), ["80"]);
+        assert!(
+            graph
+                .facts()
+                .iter()
+                .filter(|f| f.object == "95")
+                .all(|f| f.valid_to == Some(f.valid_from)),
+            "the cancelled value never holds: {:?}",
+            graph.facts()
+        );
+        let pages = [v1, v2, v3];
+        assert_eq!(versions_in_effect(&pages, at(25))[0].version, 3);
+        assert_eq!(
+            versions_to_read(&pages, at(10)).len(),
+            1,
+            "nothing left announced"
+        );
+        // A version whose effective time is before its capture takes effect at the capture.
+        let mut late = page(
+            "d2",
+            1,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            9,
+        );
+        late.effective_from = Some(at(2));
+        assert_eq!(late.effective_at(), at(9));
     }
 
     #[test]

@@ -104,6 +104,7 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         }
     }
 

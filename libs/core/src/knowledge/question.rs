@@ -665,6 +665,7 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         (ontology, graph)
@@ -713,6 +714,7 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         // A record names a plan in full; "Team plan" is then found by its key, "team", the noun
@@ -811,6 +813,7 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         (ontology, graph)
@@ -872,6 +875,7 @@ mod tests {
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         };
         graph.apply_page(&ontology, &page, Utc::now());
         let m = map_question(

@@ -24,6 +24,8 @@ pub struct Model {
     pub changed_in: i64,
     /// A tombstone: the page was deleted at `updated_at`.
     pub deleted: bool,
+    /// When the version takes effect, if later than `updated_at` (announced ahead of time).
+    pub effective_from: Option<ChronoDateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -113,6 +113,7 @@ pub fn run(world: &World, model_dir: Option<&std::path::Path>) -> anyhow::Result
                 acl: Vec::new(),
                 confidence: 1.0,
                 deleted: false,
+                effective_from: None,
             };
             graph.apply_page(&pipeline, &page, Utc::now());
         }

@@ -97,6 +97,7 @@ pub fn run(
             acl: Vec::new(),
             confidence: 1.0,
             deleted: false,
+            effective_from: None,
         })
         .collect();
     progress(&format!("reading {pages} pages into the live graph"));

@@ -262,6 +262,7 @@ async fn seed(clients: &Clients, t: usize) -> anyhow::Result<u64> {
             acl: Vec::new(),
             hold: false,
             confidence: None,
+            effective_from: None,
         });
     }
     let mut last = 0;

@@ -196,6 +196,7 @@ fn page_version(k: usize) -> PageVersion {
         acl: Vec::new(),
         confidence: 1.0,
         deleted: false,
+        effective_from: None,
     }
 }
 

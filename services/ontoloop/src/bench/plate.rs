@@ -379,6 +379,7 @@ fn baseline(
                 acl: item.acl.clone(),
                 confidence: 1.0,
                 deleted: false,
+                effective_from: None,
             }
         })
         .collect();

@@ -170,6 +170,7 @@ fn catalog_page(k: usize, owner: usize) -> Event {
         acl: Vec::new(),
         hold: false,
         confidence: None,
+        effective_from: None,
     }
 }
 
