@@ -7,7 +7,7 @@
 //! ranking ([`VectorIndex::nearest`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use ontoloop_core::knowledge::PageVersion;
@@ -27,7 +27,16 @@ pub struct DenseIndex {
     vectors: VectorIndex<PassageKey>,
     /// How many passages each page holds in the index.
     chunks: HashMap<String, usize>,
+    /// Which index this is, process-wide: a graph built in the background is installed only in
+    /// the index its input came from.
+    generation: u64,
+    /// While a graph is built in the background: the passages changed since its input was
+    /// taken (stale in it when installed).
+    changed: Option<Vec<PassageKey>>,
 }
+
+/// The next [`DenseIndex::generation`].
+static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Why the dense index could not be built or patched.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +63,8 @@ impl DenseIndex {
             encoder,
             vectors: VectorIndex::new(dimensions),
             chunks: HashMap::new(),
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            changed: None,
         };
         index.update(pages.into_iter().map(|page| (None, page)))?;
         // Above the exact size, questions rank the candidates of an approximate graph.
@@ -70,7 +81,11 @@ impl DenseIndex {
         let mut pending: Vec<(PassageKey, String)> = Vec::new();
         for (_, page) in pages {
             for n in 0..self.chunks.remove(&page.source_id).unwrap_or(0) {
-                self.vectors.remove(&(page.source_id.clone(), n));
+                let key = (page.source_id.clone(), n);
+                self.vectors.remove(&key);
+                if let Some(changed) = &mut self.changed {
+                    changed.push(key);
+                }
             }
             if page.deleted {
                 continue;
@@ -92,6 +107,9 @@ impl DenseIndex {
             let vectors = self.encoder.encode(&texts)?;
             for ((key, _), vector) in batch.iter().zip(vectors) {
                 self.vectors.insert(key.clone(), &vector)?;
+                if let Some(changed) = &mut self.changed {
+                    changed.push(key.clone());
+                }
             }
         }
         Ok(())
@@ -127,6 +145,11 @@ impl DenseIndex {
     /// Passages held.
     pub fn len(&self) -> usize {
         self.vectors.len()
+    }
+
+    /// The passages' vectors.
+    pub fn vectors(&self) -> &VectorIndex<PassageKey> {
+        &self.vectors
     }
 
     /// Whether no passage is held.
@@ -284,10 +307,44 @@ impl LazyDense {
                         "the tenant outgrew the exact dense index: BM25 alone ranks its passages"
                     );
                     *state = State::Off;
+                } else if index.vectors.wants_graph() {
+                    self.rebuild_graph(index);
                 }
             }
             State::Building(pending) => pending.extend(pages.into_iter().cloned()),
             State::Idle | State::Off => {}
+        }
+    }
+
+    /// Builds `index`'s approximate graph again, by a thread of its own, when the patches since
+    /// the last one call for it ([`VectorIndex::wants_graph`]: the tenant grew past the exact
+    /// size, or a tenth of the graph changed); questions meanwhile use the graph there is,
+    /// with the passages changed since scored exactly.
+    fn rebuild_graph(&self, index: &mut DenseIndex) {
+        if index.changed.is_some() {
+            return;
+        }
+        let Some(input) = index.vectors.graph_input() else {
+            // Back within the exact size: the graph is dropped.
+            index.vectors.build_approx();
+            return;
+        };
+        index.changed = Some(Vec::new());
+        let (shared, generation) = (Arc::clone(&self.state), index.generation);
+        let spawned = std::thread::Builder::new()
+            .name("dense-graph".into())
+            .spawn(move || {
+                let graph = input.build();
+                if let State::Ready(index) = &mut *write(&shared)
+                    && index.generation == generation
+                {
+                    let changed = index.changed.take().unwrap_or_default();
+                    index.vectors.install_graph(graph, changed);
+                }
+            });
+        if let Err(err) = spawned {
+            index.changed = None;
+            tracing::warn!(error = %err, "cannot start the dense graph's builder");
         }
     }
 

@@ -158,6 +158,36 @@ pub const EXACT_UP_TO: usize = 50_000;
 /// readable nearest among them are ranked.
 const APPROX_CANDIDATES: usize = 256;
 
+/// Changes since the graph was built that never make it be built again by themselves (see
+/// [`VectorIndex::wants_graph`]).
+pub const REBUILD_AFTER_CHANGES: usize = 1_000;
+
+/// The vectors and keys an approximate graph is built from ([`VectorIndex::graph_input`]).
+pub struct GraphInput<K> {
+    points: Vec<Unit>,
+    keys: Vec<K>,
+}
+
+/// An approximate graph built from a [`GraphInput`], to install in its index.
+pub struct ApproxGraph<K> {
+    graph: instant_distance::HnswMap<Unit, K>,
+    size: usize,
+}
+
+impl<K: Clone> GraphInput<K> {
+    /// Builds the graph: the long step (seconds to minutes at tens of thousands of vectors),
+    /// which holds no index.
+    pub fn build(self) -> ApproxGraph<K> {
+        ApproxGraph {
+            size: self.keys.len(),
+            graph: instant_distance::Builder::default()
+                .seed(0x6f6e746f)
+                .ef_search(APPROX_CANDIDATES)
+                .build(self.points, self.keys),
+        }
+    }
+}
+
 /// A unit vector as the graph holds it; its distance to another is 1 − cosine.
 #[derive(Debug, Clone)]
 struct Unit(Box<[f32]>);
@@ -173,6 +203,8 @@ impl instant_distance::Point for Unit {
 /// added or changed since is scored exactly beside the graph's candidates.
 struct Approx<K> {
     graph: instant_distance::HnswMap<Unit, K>,
+    /// Points in the graph.
+    size: usize,
     stale: HashSet<K>,
     fresh: HashSet<K>,
 }
@@ -224,27 +256,72 @@ impl<K: Clone + Eq + Hash + Send + Sync> VectorIndex<K> {
 
     /// Builds the approximate graph over every vector held when the index holds more than its
     /// exact size (else drops any graph: exact it is). Seeded, so the same vectors build the
-    /// same graph. Seconds at tens of thousands of vectors: callers build off the request path.
+    /// same graph. Seconds at tens of thousands of vectors: callers build off the request path
+    /// ([`VectorIndex::graph_input`], [`GraphInput::build`] and [`VectorIndex::install_graph`]
+    /// do it in three steps, the long one without the index).
     pub fn build_approx(&mut self) {
-        if self.exact.len() <= self.exact_up_to {
-            self.approx = None;
-            return;
+        match self.graph_input() {
+            Some(input) => self.install_graph(input.build(), std::iter::empty()),
+            None => self.approx = None,
         }
-        let points: Vec<Unit> = self
+    }
+
+    /// Whether the graph should be built (again): the index has grown past its exact size with
+    /// no graph, or the vectors changed since the graph was built (scored exactly beside it, or
+    /// skipped as stale) are more than a tenth of it, at least [`REBUILD_AFTER_CHANGES`].
+    pub fn wants_graph(&self) -> bool {
+        if self.exact.len() <= self.exact_up_to {
+            return self.approx.is_some();
+        }
+        match &self.approx {
+            None => true,
+            Some(approx) => {
+                approx.stale.len() + approx.fresh.len()
+                    > (approx.size / 10).max(REBUILD_AFTER_CHANGES)
+            }
+        }
+    }
+
+    /// What the graph is built from: every vector held now with its key; `None` while the
+    /// index is within its exact size.
+    pub fn graph_input(&self) -> Option<GraphInput<K>> {
+        if self.exact.len() <= self.exact_up_to {
+            return None;
+        }
+        let points = self
             .exact
             .components
             .chunks_exact(self.exact.dimensions.max(1))
             .map(|v| Unit(v.into()))
             .collect();
-        let graph = instant_distance::Builder::default()
-            .seed(0x6f6e746f)
-            .ef_search(APPROX_CANDIDATES)
-            .build(points, self.exact.keys.clone());
-        self.approx = Some(Approx {
-            graph,
+        Some(GraphInput {
+            points,
+            keys: self.exact.keys.clone(),
+        })
+    }
+
+    /// Puts `graph` (built from an earlier [`VectorIndex::graph_input`]) in use; `changed` are
+    /// the keys inserted or removed since that input was taken: their points in the graph are
+    /// stale and the vectors held for them now are scored exactly. A graph built while the
+    /// index shrank back within its exact size is dropped.
+    pub fn install_graph(&mut self, graph: ApproxGraph<K>, changed: impl IntoIterator<Item = K>) {
+        if self.exact.len() <= self.exact_up_to {
+            self.approx = None;
+            return;
+        }
+        let mut approx = Approx {
+            graph: graph.graph,
+            size: graph.size,
             stale: HashSet::new(),
             fresh: HashSet::new(),
-        });
+        };
+        for key in changed {
+            if self.exact.get(&key).is_some() {
+                approx.fresh.insert(key.clone());
+            }
+            approx.stale.insert(key);
+        }
+        self.approx = Some(approx);
     }
 
     /// Whether questions are answered from the approximate graph.
@@ -276,6 +353,15 @@ impl<K: Clone + Eq + Hash + Send + Sync> VectorIndex<K> {
     /// The vector held under `key`.
     pub fn get(&self, key: &K) -> Option<&[f32]> {
         self.exact.get(key)
+    }
+
+    /// Every key held with its vector, in the order they came in.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &[f32])> {
+        self.exact.keys.iter().zip(
+            self.exact
+                .components
+                .chunks_exact(self.exact.dimensions.max(1)),
+        )
     }
 
     /// The `k` vectors nearest to `query` among those `readable` admits, nearest first, with
@@ -488,6 +574,57 @@ mod tests {
         assert_eq!(keys, [3, 5_000]);
         assert!((found[0].1 - 1.0).abs() < 1e-5);
         assert_eq!(index.len(), 1_000);
+    }
+
+    #[test]
+    fn the_graph_is_built_again_off_the_index_once_it_grew_or_enough_changed() {
+        let mut rng = StdRng::seed_from_u64(13);
+        let mut index = VectorIndex::exact_up_to(8, 100);
+        for key in 0..50u32 {
+            index.insert(key, &random_unit(&mut rng, 8)).unwrap();
+        }
+        assert!(!index.wants_graph(), "within the exact size");
+        assert!(index.graph_input().is_none());
+        for key in 50..1_000u32 {
+            index.insert(key, &random_unit(&mut rng, 8)).unwrap();
+        }
+        assert!(
+            index.wants_graph(),
+            "grown past the exact size, no graph yet"
+        );
+        // The input is taken, the graph built without the index, and changes made meanwhile
+        // are named when it is installed.
+        let input = index.graph_input().expect("above the exact size");
+        let query = random_unit(&mut rng, 8);
+        assert!(index.remove(&7));
+        index.insert(9_000, &query).unwrap();
+        index.install_graph(input.build(), [7, 9_000]);
+        assert!(index.is_approximate() && !index.wants_graph());
+        let found = index.nearest(&query, 10, |_| true);
+        assert_eq!(
+            found[0].0, 9_000,
+            "added while the graph was built: {found:?}"
+        );
+        assert!(found.iter().all(|(k, _)| *k != 7), "removed meanwhile");
+        // Enough changes since (scored exactly beside the graph) call for it again.
+        for key in 0..REBUILD_AFTER_CHANGES as u32 {
+            index
+                .insert(10_000 + key, &random_unit(&mut rng, 8))
+                .unwrap();
+        }
+        assert!(index.wants_graph());
+        index.build_approx();
+        assert!(!index.wants_graph());
+        // Back within the exact size, the graph is dropped.
+        let keys: Vec<u32> = (0..20_000).collect();
+        for key in keys.iter().skip(60) {
+            index.remove(key);
+        }
+        assert!(index.wants_graph());
+        assert!(index.graph_input().is_none());
+        index.build_approx();
+        assert!(!index.is_approximate() && !index.wants_graph());
+        assert_eq!(index.nearest(&query, 100, |_| true).len(), index.len());
     }
 
     #[test]
