@@ -947,9 +947,12 @@ impl Graph {
         }
         let from = page.effective_at();
         let mut kept = BTreeSet::new();
+        // The page's older facts that still hold, or that an announced version set to end
+        // later than both this version's time and now (a fact ended by a deletion or a
+        // rebuild keeps its history).
         for fact in self.facts.iter_mut().filter(|f| {
             f.source.source_id == page.source_id
-                && f.valid_to.is_none_or(|to| to > from)
+                && f.valid_to.is_none_or(|to| to > from && to > extracted_at)
                 && f.source.version < page.version
         }) {
             let slot = (
@@ -1233,6 +1236,27 @@ mod tests {
             versions_to_read(&pages, at(10)).len(),
             1,
             "nothing left announced"
+        );
+        // A rebuild retires the page's facts and reads the page again: the retired facts keep
+        // the end the rebuild gave them.
+        let mut rebuilt = Graph::new(&ontology);
+        let v1 = page(
+            "d3",
+            1,
+            "pricing-page",
+            "The Gold plan costs €80 per user per month.",
+            1,
+        );
+        rebuilt.apply_page(&ontology, &v1, at(1));
+        rebuilt.retire_page_facts(at(10));
+        let mut again = v1.clone();
+        again.version = 2;
+        rebuilt.apply_page(&ontology, &again, at(10));
+        assert_eq!(
+            rebuilt.facts()[0].valid_to,
+            Some(at(10)),
+            "{:?}",
+            rebuilt.facts()
         );
         // A version whose effective time is before its capture takes effect at the capture.
         let mut late = page(
