@@ -175,8 +175,9 @@ pub const MAX_DENSE_PASSAGES: usize = 200_000;
 /// question nor the tenant's updates wait for the model.
 pub const INLINE_DENSE_PASSAGES: usize = 256;
 
-/// Dense indexes being built in the background at once, process-wide; a tenant whose build
-/// finds none free starts it at a later question.
+/// Dense indexes (or their approximate graphs) being built in the background at once,
+/// process-wide; a tenant whose build finds none free starts it at a later question (a graph,
+/// at a later patch).
 const MAX_BUILDERS: usize = 2;
 
 /// Background builds running now.
@@ -329,6 +330,12 @@ impl LazyDense {
             index.vectors.build_approx();
             return;
         };
+        // Graphs share the background builders' bound; a tenant that finds none free builds
+        // at a later patch (it still wants one).
+        if BUILDERS.fetch_add(1, Ordering::SeqCst) >= MAX_BUILDERS {
+            BUILDERS.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
         index.changed = Some(Vec::new());
         let (shared, generation) = (Arc::clone(&self.state), index.generation);
         let spawned = std::thread::Builder::new()
@@ -341,8 +348,10 @@ impl LazyDense {
                     let changed = index.changed.take().unwrap_or_default();
                     index.vectors.install_graph(graph, changed);
                 }
+                BUILDERS.fetch_sub(1, Ordering::SeqCst);
             });
         if let Err(err) = spawned {
+            BUILDERS.fetch_sub(1, Ordering::SeqCst);
             index.changed = None;
             tracing::warn!(error = %err, "cannot start the dense graph's builder");
         }
