@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ontoloop_core::knowledge::passage::{PageHistory, chunk_page};
 use ontoloop_core::knowledge::{
-    Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, versions_in_effect,
+    Access, ExtractionSetup, Graph, Ontology, OntologyError, PageVersion, versions_announced,
+    versions_in_effect,
 };
 use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{KnowledgeChanges, Store, StoreError};
@@ -489,17 +490,8 @@ impl Snapshot {
             .filter(|at| *at <= now)
             .max()
             .unwrap_or_default();
-        let mut scheduled: Vec<PageVersion> = pages
-            .iter()
-            .filter(|p| {
-                p.effective_at() > now
-                    && current
-                        .get(&p.source_id)
-                        .is_none_or(|held| p.version > held.version)
-            })
-            .cloned()
-            .collect();
-        scheduled.sort_by_key(|p| (p.effective_at(), p.version));
+        let scheduled =
+            versions_announced(&pages, now, |id| current.get(id).map(|held| held.version));
         let restricted = graph.facts().iter().any(|f| !f.acl.is_empty())
             || current.values().any(|p| !p.acl.is_empty());
         Ok(Snapshot {

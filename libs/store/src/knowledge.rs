@@ -80,13 +80,6 @@ pub struct KnowledgeRows {
     pub facts: Vec<Fact>,
 }
 
-impl KnowledgeRows {
-    /// The current version of every page.
-    pub fn current_pages(&self) -> Vec<PageVersion> {
-        ontoloop_core::knowledge::current_versions(&self.pages)
-    }
-}
-
 /// What changed in a tenant's knowledge between two versions
 /// ([`Store::knowledge_changes_since`]): the rows the commits in between wrote, as they are at
 /// `version`.

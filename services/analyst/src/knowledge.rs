@@ -71,7 +71,7 @@ impl TenantKnowledge {
 
     /// What a full read at `at` reads: every page's version in effect, then the versions
     /// announced for later (see [`ontoloop_core::knowledge::versions_to_read`]).
-    fn current_pages(&self, at: DateTime<Utc>) -> Vec<PageVersion> {
+    fn versions_to_read(&self, at: DateTime<Utc>) -> Vec<PageVersion> {
         ontoloop_core::knowledge::versions_to_read(&self.pages, at)
     }
 
@@ -721,7 +721,7 @@ fn gate_kind(knowledge: &TenantKnowledge, event: &Event) -> Option<gate::Kind> {
                 (!knowledge.latest.is_empty()).then_some(gate::Kind::Rebuild)
             }
             MaintenanceMode::Repair => {
-                let current = knowledge.current_pages(Utc::now());
+                let current = knowledge.versions_to_read(Utc::now());
                 (gate::repair_share(&current, &knowledge.log) >= gate::LARGE_REPAIR_SHARE)
                     .then_some(gate::Kind::Repair)
             }
@@ -787,7 +787,7 @@ fn step(
         // under it (behind the gate, see `gate_kind`).
         let mut changes = Changes::default();
         changes.absorb(knowledge.graph.retire_page_facts(at));
-        let current = knowledge.current_pages(at);
+        let current = knowledge.versions_to_read(at);
         let report = read_pages(knowledge, &parsed, &current, at, commit, &mut changes);
         record_run(
             knowledge,
@@ -925,7 +925,7 @@ fn step(
                     "mode: rollback is not a step of the graph".to_owned(),
                 ));
             }
-            let current = knowledge.current_pages(at);
+            let current = knowledge.versions_to_read(at);
             if mode == MaintenanceMode::Rebuild {
                 changes.absorb(knowledge.graph.retire_page_facts(at));
             }

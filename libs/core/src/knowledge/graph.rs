@@ -133,19 +133,25 @@ pub fn versions_to_read<'a>(
         .iter()
         .map(|p| (p.source_id.as_str(), p.version))
         .collect();
-    let mut scheduled: Vec<PageVersion> = pages
+    let announced = versions_announced(pages, at, |id| in_effect.get(id).copied());
+    read.extend(announced);
+    read
+}
+
+/// The versions of `pages` announced to take effect after `at` and newer than their page's
+/// version in effect then (`in_effect`, by page id), soonest first.
+pub fn versions_announced<'a>(
+    pages: impl IntoIterator<Item = &'a PageVersion>,
+    at: DateTime<Utc>,
+    in_effect: impl Fn(&str) -> Option<u64>,
+) -> Vec<PageVersion> {
+    let mut announced: Vec<PageVersion> = pages
         .into_iter()
-        .filter(|p| {
-            p.effective_at() > at
-                && in_effect
-                    .get(p.source_id.as_str())
-                    .is_none_or(|v| p.version > *v)
-        })
+        .filter(|p| p.effective_at() > at && in_effect(&p.source_id).is_none_or(|v| p.version > v))
         .cloned()
         .collect();
-    scheduled.sort_by_key(|p| (p.effective_at(), p.version));
-    read.extend(scheduled);
-    read
+    announced.sort_by_key(|p| (p.effective_at(), p.version));
+    announced
 }
 
 /// Whether an ACL admits `caller`: an empty ACL admits the whole tenant, an entry admits the

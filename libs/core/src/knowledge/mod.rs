@@ -29,8 +29,8 @@ pub use answer::{
 pub use extract::{Claim, ClaimSubject, extract_claims, pattern_claims, split_sentences};
 pub use graph::{
     Access, Changes, Entity, Fact, Graph, NameNeedles, PageVersion, RECORD_ORIGIN, RecordValue,
-    SourceRef, current_versions, plain_words, readable, record_origin, versions_in_effect,
-    versions_to_read,
+    SourceRef, current_versions, plain_words, readable, record_origin, versions_announced,
+    versions_in_effect, versions_to_read,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
 pub use model::{ClaimModel, ModelCost, ModelError, ModelUsage, Ungrounded, ground};
