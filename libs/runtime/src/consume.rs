@@ -142,14 +142,7 @@ where
                 }
             };
             observe_lag(name, &delivery.message);
-            let span = tracing::info_span!(
-                "consume",
-                otel.kind = "consumer",
-                messaging.destination.name = name,
-                messaging.message.id = %delivery.message.id,
-                trace_id = tracing::field::Empty,
-            );
-            ontoloop_observability::trace::follow(&span, &delivery.message.headers);
+            let span = consume_span(name, &delivery.message);
             let handled = match oversized(&delivery.message, options.max_body_bytes) {
                 Some(refused) => refused,
                 None => AssertUnwindSafe(handler(&delivery.message, delivery.redelivered))
@@ -169,6 +162,21 @@ where
     }
     tracing::info!(queue = name, settled, "consumer drained");
     Ok(settled)
+}
+
+/// The span a message of `queue` is handled in: a child of the trace its headers carry (the call
+/// that published it), so one trace runs from that call across the queue to the message's
+/// effect. A batch handler that handles some messages alone gives each one its own.
+pub fn consume_span(queue: &str, message: &ontoloop_queue::Message) -> tracing::Span {
+    let span = tracing::info_span!(
+        "consume",
+        otel.kind = "consumer",
+        messaging.destination.name = queue,
+        messaging.message.id = %message.id,
+        trace_id = tracing::field::Empty,
+    );
+    ontoloop_observability::trace::follow(&span, &message.headers);
+    span
 }
 
 /// Consumes `queue` in batches until `cancel` fires: waits for one delivery, then takes whatever

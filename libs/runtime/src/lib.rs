@@ -37,7 +37,9 @@ use ontoloop_queue::{AmqpQueue, MemoryQueue, SharedQueue};
 use ontoloop_settings::{QueueBackend, Settings};
 use ontoloop_store::Store;
 
-pub use consume::{ConsumerOptions, Handled, Health, run_batch_consumer, run_consumer};
+pub use consume::{
+    ConsumerOptions, Handled, Health, consume_span, run_batch_consumer, run_consumer,
+};
 pub use group::TaskGroup;
 pub use http::{Scrape, bind_http, serve_http};
 pub use model_cache::persisted_model_client;

@@ -118,7 +118,8 @@ pub struct CacheSettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OrgSettings {
-    /// How often retrieval asks the store whether a tenant's org version moved.
+    /// How often, at least, retrieval asks the store whether a tenant's org version moved (it
+    /// also asks at each word of an analyst commit).
     pub watch_interval_ms: u64,
     /// Safety net: graphs older than this are rebuilt from the store even without an event.
     pub safety_ttl_secs: u64,

@@ -142,9 +142,9 @@ pub struct KnowledgeCommit {
     pub runs: Vec<RunRecord>,
     /// Intake events settled by this step: sequence, and the failure reason if refused.
     pub settled: Vec<(i64, Option<String>)>,
-    /// The queue message this step processed (queue, message id, body), recorded in the inbox in
-    /// the same transaction so a redelivered message is recognised and has no second effect.
-    pub message: Option<(String, String, String)>,
+    /// The queue messages this commit processed (queue, message id, body), recorded in the inbox
+    /// in the same transaction so a redelivered message is recognised and has no second effect.
+    pub messages: Vec<(String, String, String)>,
     /// What the gate records of this step: a change it judged (held or live), or one moved on
     /// (approved, rolled back); in the same transaction, so a change is never applied without
     /// its record nor recorded without being applied.
@@ -303,8 +303,9 @@ impl Store {
             .collect())
     }
 
-    /// Waits until the tenant's intake event `seq` is settled (read-your-writes), polling every
-    /// 5 ms for at most `timeout`. Another tenant's number is [`Settled::Unknown`] at once.
+    /// Waits until the tenant's intake event `seq` is settled (read-your-writes) for at most
+    /// `timeout`: read again at each word of a settlement (see [`crate::feed`]) and at least every
+    /// [`crate::feed::SAFETY_POLL`]. Another tenant's number is [`Settled::Unknown`] at once.
     pub async fn wait_settled(
         &self,
         tenant: &str,
@@ -312,6 +313,8 @@ impl Store {
         timeout: std::time::Duration,
     ) -> Result<Settled, StoreError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        // Taken before the first read: a settlement after it wakes the wait below.
+        let mut settled = self.commits();
         loop {
             match self.intake_state(tenant, seq).await? {
                 Some((state, _)) if state == intake_state::APPLIED => return Ok(Settled::Applied),
@@ -323,11 +326,29 @@ impl Store {
                 None => return Ok(Settled::Unknown),
                 Some(_) => {}
             }
-            if tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
                 return Ok(Settled::Pending);
             }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            // Woken by word of a settlement, or by the safety poll, whichever comes first.
+            let poll = (now + crate::feed::SAFETY_POLL).min(deadline);
+            tokio::select! {
+                moved = settled.changed() => {
+                    if moved.is_err() {
+                        tokio::time::sleep_until(poll).await;
+                    }
+                }
+                () = tokio::time::sleep_until(poll) => {}
+            }
         }
+    }
+
+    /// Word of analyst commits: `changed()` completes after the next commit of knowledge or of an
+    /// organisation (an org replaced whole too), or an intake event marked failed, by this process or (on PostgreSQL) any
+    /// other (see [`crate::feed`]). Word may be lost while a listener reconnects: a waiter also
+    /// reads the store on a slow timer of its own.
+    pub fn commits(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.feed.subscribe()
     }
 
     /// Marks the tenant's intake event `seq` failed outside a knowledge commit (a body that never
@@ -348,6 +369,10 @@ impl Store {
             .filter(intake_event::Column::TenantSeq.eq(seq))
             .exec(&self.db)
             .await?;
+        let txn = self.db.begin().await?;
+        crate::feed::notify_in(&txn, tenant).await?;
+        txn.commit().await?;
+        self.feed.announce();
         Ok(())
     }
 
@@ -464,8 +489,12 @@ impl Store {
         &self,
         tenant: &str,
         expected_version: i64,
-        commit: KnowledgeCommit,
+        mut commit: KnowledgeCommit,
     ) -> Result<i64, StoreError> {
+        // A commit of several events may write one fact or entity more than once; its last write
+        // is what holds (and an upsert may touch a row only once per statement on PostgreSQL).
+        last_write_wins(&mut commit.facts, |fact| fact.id);
+        last_write_wins(&mut commit.entities, |entity| entity.id.clone());
         let txn = self.db.begin().await?;
         let now = Utc::now();
         let next = expected_version + 1;
@@ -657,25 +686,26 @@ impl Store {
             txn.rollback().await?;
             return Err(err);
         }
-        settle_in(&txn, tenant, commit.message.as_ref(), &commit.settled, now).await?;
+        settle_in(&txn, tenant, &commit.messages, &commit.settled, now).await?;
         txn.commit().await?;
+        self.feed.announce();
         Ok(next)
     }
 }
 
-/// The end of every analyst commit, inside its transaction: records the queue message that caused
+/// The end of every analyst commit, inside its transaction: records the queue messages that caused
 /// it (so a redelivery is recognised) and settles its intake events, applied or failed with the
 /// reason. Only the committing tenant's events are settled: a sequence number of another tenant
 /// changes nothing.
 pub(crate) async fn settle_in(
     txn: &sea_orm::DatabaseTransaction,
     tenant: &str,
-    message: Option<&(String, String, String)>,
+    messages: &[(String, String, String)],
     settled: &[(i64, Option<String>)],
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     use crate::entity::inbox_message;
-    if let Some((queue, message_id, body)) = message {
+    for (queue, message_id, body) in messages {
         let row = inbox_message::ActiveModel {
             queue: Set(queue.clone()),
             message_id: Set(message_id.clone()),
@@ -695,6 +725,7 @@ pub(crate) async fn settle_in(
             .exec_without_returning(txn)
             .await?;
     }
+    crate::feed::notify_in(txn, tenant).await?;
     for (seq, failure) in settled {
         let state = if failure.is_some() {
             intake_state::FAILED
@@ -710,6 +741,18 @@ pub(crate) async fn settle_in(
             .await?;
     }
     Ok(())
+}
+
+/// Keeps only the last of the items that share a key, in the order of those last writes.
+fn last_write_wins<T, K: Eq + std::hash::Hash>(items: &mut Vec<T>, key: impl Fn(&T) -> K) {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    let mut kept: Vec<T> = items
+        .drain(..)
+        .rev()
+        .filter(|item| seen.insert(key(item)))
+        .collect();
+    kept.reverse();
+    *items = kept;
 }
 
 /// Hex SHA-256 of a page body; an unchanged body is not a new version.
@@ -872,4 +915,16 @@ async fn intake_by_key(
             duplicate: true,
             pending: row.published_at.is_none() && row.state == intake_state::PENDING,
         }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_write_wins;
+
+    #[test]
+    fn an_item_written_twice_in_one_commit_keeps_its_last_write() {
+        let mut writes = vec![(1, "a"), (2, "b"), (1, "c"), (3, "d"), (2, "e")];
+        last_write_wins(&mut writes, |(id, _)| *id);
+        assert_eq!(writes, [(1, "c"), (3, "d"), (2, "e")]);
+    }
 }

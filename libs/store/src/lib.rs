@@ -5,6 +5,7 @@
 //! never decides domain policy; callers pass domain values in and get domain values out.
 
 mod entity;
+mod feed;
 pub mod gate;
 pub mod knowledge;
 pub mod model_cache;
@@ -138,6 +139,8 @@ pub struct InboxMessage {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: DatabaseConnection,
+    /// Word of settled intake events (see [`feed`]), shared by every clone.
+    feed: std::sync::Arc<feed::Feed>,
 }
 
 impl Store {
@@ -160,7 +163,8 @@ impl Store {
                 .sqlx_logging(false);
             match Database::connect(options).await {
                 Ok(db) => {
-                    let store = Self { db };
+                    let feed = std::sync::Arc::new(feed::Feed::new(&db, &settings.url));
+                    let store = Self { db, feed };
                     if store.backend() == Backend::Sqlite {
                         store.tune_sqlite().await?;
                     }
@@ -386,8 +390,9 @@ impl Store {
         Ok(rows.into_iter().map(inbox_message).collect())
     }
 
-    /// Closes the pool.
+    /// Closes the pool and stops listening for other processes' commits.
     pub async fn close(self) -> Result<(), StoreError> {
+        self.feed.stop();
         self.db.close().await?;
         Ok(())
     }

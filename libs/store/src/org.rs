@@ -231,9 +231,16 @@ impl Store {
             insert_facts(&txn, tenant, file, facts).await?;
         }
         upsert_items(&txn, tenant, &commit.items).await?;
-        crate::knowledge::settle_in(&txn, tenant, commit.message.as_ref(), &commit.settled, now)
-            .await?;
+        crate::knowledge::settle_in(
+            &txn,
+            tenant,
+            commit.message.as_slice(),
+            &commit.settled,
+            now,
+        )
+        .await?;
         txn.commit().await?;
+        self.feed.announce();
         Ok(OrgHead {
             version: next,
             committed_at: Some(now),
@@ -301,7 +308,9 @@ impl Store {
         upsert_teams(&txn, tenant, &teams).await?;
         insert_facts(&txn, tenant, facts_file, facts).await?;
         upsert_items(&txn, tenant, items).await?;
+        crate::feed::notify_in(&txn, tenant).await?;
         txn.commit().await?;
+        self.feed.announce();
         Ok(next)
     }
 

@@ -21,10 +21,17 @@ use ontoloop_readmodel::asking::Answering;
 use ontoloop_runtime::Handled;
 use ontoloop_store::{GateMove, GateRecord, GateWrite, KnowledgeCommit, RunRecord, Store};
 use tokio::sync::Mutex;
+use tracing::Instrument as _;
 
 use crate::gate::{self, Previous};
 use crate::org::OrgWriter;
 use crate::refusal::{Refusal, already_settled, settle};
+
+/// A message of a batch by its place, with its event when it may join a run (see [`groupable`]).
+type Delivered = (usize, Option<EventEnvelope>);
+
+/// Events of one tenant applied in one commit at most (see [`KnowledgeWriter::handle_batch`]).
+const GROUP_MAX: usize = 64;
 
 /// Earlier pending events of a tenant read from the intake log at a time (see
 /// [`KnowledgeWriter::apply_earlier`]).
@@ -246,6 +253,205 @@ impl KnowledgeWriter {
         self.handle_envelope(&envelope, Some(message)).await
     }
 
+    /// Handles a batch of the events queue: one outcome per message, in order. Each tenant's
+    /// events keep their order; runs of a tenant's plain changes (see [`groupable`]) apply as one
+    /// commit, so a busy tenant pays one transaction, one knowledge version and one read-model
+    /// catch-up per run instead of per event. Anything else is handled alone, as [`Self::handle`]
+    /// handles it, and so is every event of a run that cannot commit whole (one refused, a
+    /// redelivery, a concurrent writer): grouping changes the cost, never the outcome.
+    pub async fn handle_batch(&self, messages: &[Message]) -> Vec<Handled> {
+        let mut outcomes: Vec<Option<Handled>> = vec![None; messages.len()];
+        // Each tenant's messages in order; `None` for one handled alone.
+        let mut tenants: Vec<(String, Vec<Delivered>)> = Vec::new();
+        for (at, message) in messages.iter().enumerate() {
+            let (tenant, envelope) = match EventEnvelope::parse(&message.body) {
+                Ok(envelope) if groupable(&envelope.event) => {
+                    (envelope.tenant.clone(), Some(envelope))
+                }
+                Ok(envelope) => (envelope.tenant.clone(), None),
+                Err(_) => (
+                    owner_of(&message.body).map(|(t, _)| t).unwrap_or_default(),
+                    None,
+                ),
+            };
+            match tenants.iter_mut().find(|(name, _)| *name == tenant) {
+                Some((_, events)) => events.push((at, envelope)),
+                None => tenants.push((tenant, vec![(at, envelope)])),
+            }
+        }
+        for (tenant, events) in tenants {
+            let mut run: Vec<(usize, EventEnvelope)> = Vec::new();
+            for (at, envelope) in events {
+                match envelope {
+                    Some(envelope) if run.len() < GROUP_MAX => run.push((at, envelope)),
+                    Some(envelope) => {
+                        self.handle_run(&tenant, &run, messages, &mut outcomes)
+                            .await;
+                        run = vec![(at, envelope)];
+                    }
+                    None => {
+                        self.handle_run(&tenant, &run, messages, &mut outcomes)
+                            .await;
+                        run.clear();
+                        outcomes[at] = Some(self.handle_alone(&messages[at]).await);
+                    }
+                }
+            }
+            self.handle_run(&tenant, &run, messages, &mut outcomes)
+                .await;
+        }
+        outcomes
+            .into_iter()
+            .map(|outcome| {
+                outcome.unwrap_or_else(|| Handled::Retry("the event was not handled".to_owned()))
+            })
+            .collect()
+    }
+
+    /// Handles a run of one tenant's plain changes: in one commit when it can, else one by one.
+    async fn handle_run(
+        &self,
+        tenant: &str,
+        run: &[(usize, EventEnvelope)],
+        messages: &[Message],
+        outcomes: &mut [Option<Handled>],
+    ) {
+        let in_order = run
+            .iter()
+            .filter_map(|(_, envelope)| envelope.seq)
+            .collect::<Vec<_>>()
+            .windows(2)
+            .all(|pair| pair[0] < pair[1]);
+        if run.len() > 1 && in_order {
+            let first = run.iter().find_map(|(_, envelope)| envelope.seq);
+            let waits = match first {
+                Some(seq) => self.apply_earlier(tenant, seq).await,
+                None => None,
+            };
+            if let Some(wait) = waits {
+                for (at, _) in run {
+                    outcomes[*at] = Some(wait.clone());
+                }
+                return;
+            }
+            if self.gap_in(tenant, run).await {
+                for (at, _) in run {
+                    outcomes[*at] = Some(self.handle_alone(&messages[*at]).await);
+                }
+                return;
+            }
+            let started = std::time::Instant::now();
+            let span = tracing::info_span!(
+                "apply_events",
+                service = "analyst",
+                tenant,
+                events = run.len(),
+                trace_id = tracing::field::Empty,
+            );
+            ontoloop_observability::trace::follow_many(
+                &span,
+                run.iter().map(|(at, _)| &messages[*at].headers),
+            );
+            let applied = self
+                .apply_group(tenant, run, messages)
+                .instrument(span)
+                .await;
+            match applied {
+                Ok(()) => {
+                    let share = started.elapsed() / u32::try_from(run.len()).unwrap_or(1);
+                    for (at, envelope) in run {
+                        crate::metrics::event_applied("knowledge", envelope, share, true);
+                        outcomes[*at] = Some(Handled::Done);
+                    }
+                    return;
+                }
+                Err(reason) => tracing::debug!(
+                    tenant,
+                    events = run.len(),
+                    %reason,
+                    "a run of events cannot commit as one; each is applied alone"
+                ),
+            }
+        }
+        for (at, _) in run {
+            outcomes[*at] = Some(self.handle_alone(&messages[*at]).await);
+        }
+    }
+
+    /// Whether an event of the tenant not in `run` is pending between the run's numbers (another
+    /// replica holds it): the run then cannot commit at once without passing it, so its events
+    /// apply one by one, each after the earlier ones. Also true when the intake log cannot be
+    /// read.
+    async fn gap_in(&self, tenant: &str, run: &[(usize, EventEnvelope)]) -> bool {
+        let numbered: Vec<i64> = run
+            .iter()
+            .filter_map(|(_, envelope)| envelope.seq)
+            .collect();
+        let Some(&last) = numbered.last() else {
+            return false;
+        };
+        let within = u64::try_from(numbered.len() + 1).unwrap_or(u64::MAX);
+        match self
+            .store
+            .intake_pending_before(tenant, last + 1, within)
+            .await
+        {
+            Ok(pending) => !pending.iter().map(|(n, _)| *n).eq(numbered.iter().copied()),
+            Err(_) => true,
+        }
+    }
+
+    /// [`Self::handle`] in a span of the message's own trace.
+    async fn handle_alone(&self, message: &Message) -> Handled {
+        let span = ontoloop_runtime::consume_span(topics::EVENTS, message);
+        self.handle(message).instrument(span).await
+    }
+
+    /// Applies a run of one tenant's plain changes (in intake order, nothing earlier pending) as
+    /// one commit that settles every one of them. Fails, leaving nothing applied, when any of
+    /// them is already settled (or delivered twice in the run) or refused, or the commit does not
+    /// go through: the caller then
+    /// applies them one by one, which settles each as it should.
+    async fn apply_group(
+        &self,
+        tenant: &str,
+        run: &[(usize, EventEnvelope)],
+        messages: &[Message],
+    ) -> Result<(), Refusal> {
+        let mut tenants = self.tenants.lock().await;
+        let mut ids = std::collections::HashSet::with_capacity(run.len());
+        for (at, envelope) in run {
+            let id = inbox_id(tenant, &messages[*at]);
+            let redelivered = !ids.insert(id.clone())
+                || already_settled(&self.store, tenant, envelope.seq).await?
+                || self.store.inbox_contains(topics::EVENTS, &id).await?;
+            if redelivered {
+                return Err(Refusal::Passing("a redelivery in the run".to_owned()));
+            }
+        }
+        let mut knowledge = self.take_out(&mut tenants, tenant).await?;
+        let mut commit = KnowledgeCommit::default();
+        for (at, envelope) in run {
+            let runs = commit.runs.len();
+            let before = self.extraction.model_usage();
+            step(&mut knowledge, envelope, &mut commit, &self.extraction)?;
+            let model = self.extraction.model_usage().since(&before);
+            for run in &mut commit.runs[runs..] {
+                run.report.model = model;
+            }
+            if let Some(seq) = envelope.seq {
+                commit.settled.push((seq, None));
+            }
+            commit.messages.push(inbox_record(tenant, &messages[*at]));
+        }
+        knowledge.version = self
+            .store
+            .commit_knowledge(tenant, knowledge.version, commit)
+            .await?;
+        Self::keep(&mut tenants, tenant, knowledge);
+        Ok(())
+    }
+
     /// Applies one event (org or knowledge) and settles its intake entry.
     #[tracing::instrument(
         name = "apply_event",
@@ -274,57 +480,65 @@ impl KnowledgeWriter {
     /// otherwise what to do with the event at hand: it waits (retried) while an earlier one
     /// cannot apply yet. An earlier event that can never apply is settled failed with its reason
     /// and does not hold the later ones back.
-    async fn apply_earlier(&self, tenant: &str, seq: i64) -> Option<Handled> {
-        // Numbers at or below `done` were handled here already: one that stays pending anyway is
-        // not taken again, so the loop always ends.
-        let mut done = 0;
-        loop {
-            let pending = match self
-                .store
-                .intake_pending_before(tenant, seq, EARLIER_BATCH)
-                .await
-            {
-                Ok(pending) => pending,
-                Err(err) => {
-                    return Some(Handled::Retry(format!(
-                        "read the earlier pending events of {tenant}: {err}"
-                    )));
-                }
-            };
-            let pending: Vec<_> = pending.into_iter().filter(|(n, _)| *n > done).collect();
-            if pending.is_empty() {
-                return None;
-            }
-            for (earlier, body) in pending {
-                done = earlier;
-                let message = ontoloop_runtime::outbox::event_message(tenant, earlier, &body);
-                let handled = match EventEnvelope::parse(&message.body) {
-                    Ok(envelope) => self.handle_envelope(&envelope, Some(&message)).await,
-                    Err(reason) => {
-                        let refused = Refusal::Invalid(format!("invalid event: {reason}"));
-                        settle(&self.store, tenant, Some(earlier), Err(refused)).await
+    ///
+    /// Boxed with its `Send` bound stated: the batch it hands on may come back here.
+    fn apply_earlier<'a>(
+        &'a self,
+        tenant: &'a str,
+        seq: i64,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Option<Handled>> + Send + 'a>> {
+        Box::pin(async move {
+            // Numbers at or below `done` were handled here already: one that stays pending
+            // anyway is not taken again, so the loop always ends.
+            let mut done = 0;
+            loop {
+                let pending = match self
+                    .store
+                    .intake_pending_before(tenant, seq, EARLIER_BATCH)
+                    .await
+                {
+                    Ok(pending) => pending,
+                    Err(err) => {
+                        return Some(Handled::Retry(format!(
+                            "read the earlier pending events of {tenant}: {err}"
+                        )));
                     }
                 };
-                match handled {
-                    Handled::Done => {}
-                    Handled::Reject(reason) => tracing::warn!(
-                        tenant,
-                        seq = earlier,
-                        reason,
-                        "earlier event refused while applying events in order"
-                    ),
-                    wait => {
-                        tracing::debug!(
+                let pending: Vec<_> = pending.into_iter().filter(|(n, _)| *n > done).collect();
+                if pending.is_empty() {
+                    return None;
+                }
+                let messages: Vec<Message> = pending
+                    .iter()
+                    .map(|(earlier, body)| {
+                        ontoloop_runtime::outbox::event_message(tenant, *earlier, body)
+                    })
+                    .collect();
+                // As a batch from the queue: runs of plain changes commit together.
+                let outcomes = self.handle_batch(&messages).await;
+                for ((earlier, _), handled) in pending.into_iter().zip(outcomes) {
+                    done = earlier;
+                    match handled {
+                        Handled::Done => {}
+                        Handled::Reject(reason) => tracing::warn!(
                             tenant,
-                            seq,
-                            earlier,
-                            "event waits for an earlier one of its tenant"
-                        );
-                        return Some(wait);
+                            seq = earlier,
+                            reason,
+                            "earlier event refused while applying events in order"
+                        ),
+                        wait => {
+                            tracing::debug!(
+                                tenant,
+                                seq,
+                                earlier,
+                                "event waits for an earlier one of its tenant"
+                            );
+                            return Some(wait);
+                        }
                     }
                 }
             }
-        }
+        })
     }
 
     async fn apply(
@@ -360,16 +574,7 @@ impl KnowledgeWriter {
             // number: its id was recorded in the commit that applied it.
             return Ok(());
         }
-        // The cached knowledge is taken out, not copied: it goes back only after a successful
-        // commit, so a failed step or commit can never leave a half-applied graph behind.
-        let stored_version = self.store.knowledge_version(tenant).await?;
-        let mut knowledge = match tenants
-            .remove(tenant)
-            .filter(|k| k.version == stored_version)
-        {
-            Some(knowledge) => knowledge,
-            None => self.load(tenant).await?,
-        };
+        let mut knowledge = self.take_out(&mut tenants, tenant).await?;
         let mut commit = KnowledgeCommit::default();
         // Every extraction of this writer runs under the tenants' lock, so the counters' change
         // across the step is this step's own.
@@ -394,7 +599,10 @@ impl KnowledgeWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = message.map(|message| inbox_record(tenant, message));
+        commit.messages = message
+            .map(|message| inbox_record(tenant, message))
+            .into_iter()
+            .collect();
         // A concurrent writer's commit is a passing refusal: the event is tried again.
         knowledge.version = self
             .store
@@ -402,6 +610,24 @@ impl KnowledgeWriter {
             .await?;
         Self::keep(&mut tenants, tenant, knowledge);
         Ok(())
+    }
+
+    /// The tenant's knowledge at its stored version, taken out of the cache (or loaded), not
+    /// copied: it goes back only after a successful commit, so a failed step or commit can never
+    /// leave a half-applied graph behind.
+    async fn take_out(
+        &self,
+        tenants: &mut Lru<TenantKnowledge>,
+        tenant: &str,
+    ) -> Result<TenantKnowledge, Refusal> {
+        let stored_version = self.store.knowledge_version(tenant).await?;
+        match tenants
+            .remove(tenant)
+            .filter(|k| k.version == stored_version)
+        {
+            Some(knowledge) => Ok(knowledge),
+            None => self.load(tenant).await,
+        }
     }
 
     /// Builds `kind` of change asked for by `envelope` in a shadow of `live` (its writes in
@@ -696,6 +922,20 @@ pub(crate) struct Approval {
     id: i64,
     /// Who approved it.
     reviewer: String,
+}
+
+/// Whether `event` may share a commit with its tenant's neighbours (see
+/// [`KnowledgeWriter::handle_batch`]): a page version, a deletion, a source's listing or a record
+/// value. Never a change the gate may judge or a rollback, a rename (it merges entities, which a
+/// commit removes before it writes) or an organisation event (the org writer's).
+fn groupable(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::DocUpsert { .. }
+            | Event::DocDelete { .. }
+            | Event::SourceListing { .. }
+            | Event::RecordSet { .. }
+    )
 }
 
 /// Whether `event` asks for the graph before the last gated change back.

@@ -41,6 +41,10 @@ use tracing::Instrument as _;
 
 use crate::review::Reviews;
 
+/// Events taken from the queue at a time; a tenant's plain changes among them apply as one commit
+/// (see [`knowledge::KnowledgeWriter::handle_batch`]).
+const EVENT_BATCH: usize = 64;
+
 /// Signals recorded per store transaction at most.
 const SIGNAL_BATCH: usize = 256;
 
@@ -81,15 +85,15 @@ impl ontoloop_runtime::Service for Service {
         let events = {
             let (queue, writer, options) = (ctx.queue.clone(), writer.clone(), options.clone());
             move |cancel| async move {
-                ontoloop_runtime::run_consumer(
+                ontoloop_runtime::run_batch_consumer(
                     queue,
                     topics::EVENTS,
                     cancel,
+                    EVENT_BATCH,
                     options,
-                    |message, _| {
+                    |messages| {
                         let writer = writer.clone();
-                        let message = message.clone();
-                        async move { writer.handle(&message).await }
+                        async move { writer.handle_batch(&messages).await }
                     },
                 )
                 .await?;

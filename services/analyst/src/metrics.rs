@@ -150,7 +150,7 @@ pub(crate) fn event_applied(writer: &str, envelope: &EventEnvelope, took: Durati
     let registry = ontoloop_observability::metrics::global();
     registry.observe(
         EVENT_APPLY,
-        "Seconds the analyst took to apply an event (one commit), by writer and event kind.",
+        "Seconds the analyst took to apply an event (its share of the commit that applied it), by writer and event kind.",
         &[("writer", writer), ("kind", envelope.event.kind())],
         took.as_secs_f64(),
     );

@@ -3,8 +3,9 @@
 //! index, held together as one [`TenantView`] that readers load whole.
 //!
 //! They are rebuilt aside and swapped in atomically ([`Swap`]), so a reader never sees a
-//! half-built graph. A watcher polls the store's org versions every `org.watch_interval_ms` and
-//! brings a tenant up to date as soon as its version moves: a change log of one-person HR events
+//! half-built graph. A watcher reads the store's org versions at each word of an analyst commit
+//! (`Store::commits`) and at least every `org.watch_interval_ms`, and brings a tenant up to date
+//! as soon as its version moves: a change log of one-person HR events
 //! is patched into a copy of the org graph (the same graph a rebuild gives, tested in the org
 //! crate), a docs change rebuilds the product graph from the stored facts and checks its
 //! documentation coverage, an item change rebuilds the item index; anything else (a bulk load, a
@@ -186,19 +187,27 @@ impl OrgViews {
         }
     }
 
-    /// Polls the store's org versions every `org.watch_interval_ms` until `cancel` fires and
-    /// refreshes every held tenant whose version moved or whose graphs outlived the safety TTL.
+    /// Reads the store's org versions at each word of an analyst commit (the store's feed: this
+    /// process's commits, and on PostgreSQL every process's) and at least every
+    /// `org.watch_interval_ms`, until `cancel` fires; refreshes every held tenant whose version
+    /// moved or whose graphs outlived the safety TTL.
     pub async fn watch(&self, cancel: CancellationToken) {
         let every = Duration::from_millis(self.settings.watch_interval_ms);
         let ttl = Duration::from_secs(self.settings.safety_ttl_secs);
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut commits = self.store.commits();
         let mut failing = false;
         let mut failing_tenants: std::collections::HashSet<String> = Default::default();
         loop {
             tokio::select! {
                 () = cancel.cancelled() => break,
                 _ = ticks.tick() => {}
+                moved = commits.changed() => {
+                    if moved.is_err() {
+                        ticks.tick().await;
+                    }
+                }
             }
             let held: Vec<(String, Arc<Slot>)> = {
                 let tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
