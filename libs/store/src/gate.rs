@@ -177,7 +177,7 @@ impl Store {
         if questions.is_empty() {
             return Ok(());
         }
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         let rows = questions.iter().map(|q| query_log::ActiveModel {
             tenant: Set(q.tenant.clone()),
             question: Set(q.question.clone()),

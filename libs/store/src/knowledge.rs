@@ -5,7 +5,7 @@
 //! step in one transaction, guarded by the tenant's knowledge version so two writers can never
 //! interleave.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use ontoloop_core::knowledge::{
@@ -35,6 +35,25 @@ pub mod intake_state {
     pub const APPLIED: &str = "applied";
     /// Refused by the analyst; the detail says why.
     pub const FAILED: &str = "failed";
+}
+
+/// An event to append to the intake log (see [`Store::intake_accept_many`]).
+#[derive(Debug, Clone)]
+pub struct IntakeRequest {
+    /// Its tenant.
+    pub tenant: String,
+    /// The caller's idempotency key, if it gave one.
+    pub idempotency_key: Option<String>,
+    /// The event's kind.
+    pub kind: String,
+    /// The event as stored (JSON).
+    pub body: String,
+    /// When the intake received it.
+    pub received_at: DateTime<Utc>,
+    /// The accepter's lease on publishing it (the relay leaves it alone until then).
+    pub lease_until: Option<DateTime<Utc>>,
+    /// The request's W3C trace context, kept for a later publish.
+    pub trace_context: Option<String>,
 }
 
 /// An event taken into the intake log.
@@ -208,32 +227,17 @@ impl Store {
                 txn.commit().await?;
                 return Ok(known);
             }
-            let last = intake_event::Entity::find()
-                .filter(intake_event::Column::Tenant.eq(tenant))
-                .select_only()
-                .column_as(
-                    Expr::expr(Func::max(Expr::col(intake_event::Column::TenantSeq))),
-                    "last",
-                )
-                .into_tuple::<Option<i64>>()
-                .one(&txn)
-                .await?
-                .flatten();
-            let next = last.unwrap_or(0) + 1;
-            let row = intake_event::ActiveModel {
-                tenant: Set(tenant.to_owned()),
-                tenant_seq: Set(next),
-                idempotency_key: Set(idempotency_key.map(str::to_owned)),
-                kind: Set(kind.to_owned()),
-                body: Set(body.to_owned()),
-                received_at: Set(received_at),
-                state: Set(intake_state::PENDING.to_owned()),
-                detail: Set(None),
-                published_at: Set(None),
-                claimed_until: Set(lease_until),
-                trace_context: Set(trace_context.map(str::to_owned)),
-                ..Default::default()
-            };
+            let next = last_intake_seq(&txn, tenant).await? + 1;
+            let row = intake_row(
+                tenant,
+                idempotency_key,
+                kind,
+                body,
+                received_at,
+                lease_until,
+                trace_context,
+                next,
+            );
             match intake_event::Entity::insert(row).exec(&txn).await {
                 Ok(inserted) => {
                     txn.commit().await?;
@@ -253,6 +257,81 @@ impl Store {
         Err(StoreError::Conflict {
             tenant: tenant.to_owned(),
         })
+    }
+
+    /// Appends several accepted events to the intake log in one transaction (one write, one
+    /// sync), each as [`Store::intake_accept`] appends one: numbers counted per tenant in the
+    /// order given, an idempotency key already seen (in the log or earlier in `requests`) giving
+    /// the earlier row marked duplicate. All or nothing: on any error nothing is appended, and
+    /// the caller may append them one by one instead.
+    pub async fn intake_accept_many(
+        &self,
+        requests: &[IntakeRequest],
+    ) -> Result<Vec<Intake>, StoreError> {
+        let txn = self.begin_write().await?;
+        if self.backend() == crate::Backend::Postgres {
+            use sea_orm::ConnectionTrait;
+            // Each tenant's append lock, in one order, so two batches never wait on each other.
+            let tenants: std::collections::BTreeSet<&str> =
+                requests.iter().map(|r| r.tenant.as_str()).collect();
+            for tenant in tenants {
+                txn.execute_raw(sea_orm::Statement::from_sql_and_values(
+                    sea_orm::DbBackend::Postgres,
+                    "SELECT pg_advisory_xact_lock(hashtext($1))",
+                    [format!("ontoloop.intake.{tenant}").into()],
+                ))
+                .await?;
+            }
+        }
+        let mut next: HashMap<&str, i64> = HashMap::new();
+        let mut keyed: HashMap<(&str, &str), Intake> = HashMap::new();
+        let mut accepted = Vec::with_capacity(requests.len());
+        for request in requests {
+            let tenant = request.tenant.as_str();
+            let key = request.idempotency_key.as_deref();
+            if let Some(key) = key {
+                if let Some(known) = keyed.get(&(tenant, key)) {
+                    accepted.push(Intake {
+                        duplicate: true,
+                        ..*known
+                    });
+                    continue;
+                }
+                if let Some(known) = intake_by_key(&txn, tenant, Some(key)).await? {
+                    accepted.push(known);
+                    continue;
+                }
+            }
+            let seq = match next.get_mut(tenant) {
+                Some(last) => *last + 1,
+                None => last_intake_seq(&txn, tenant).await? + 1,
+            };
+            next.insert(tenant, seq);
+            let inserted = intake_event::Entity::insert(intake_row(
+                tenant,
+                key,
+                &request.kind,
+                &request.body,
+                request.received_at,
+                request.lease_until,
+                request.trace_context.as_deref(),
+                seq,
+            ))
+            .exec(&txn)
+            .await?;
+            let intake = Intake {
+                row: inserted.last_insert_id,
+                seq,
+                duplicate: false,
+                pending: true,
+            };
+            if let Some(key) = key {
+                keyed.insert((tenant, key), intake);
+            }
+            accepted.push(intake);
+        }
+        txn.commit().await?;
+        Ok(accepted)
     }
 
     /// The state of the tenant's intake event `seq` (`pending`, `applied`, `failed`) and its
@@ -367,9 +446,9 @@ impl Store {
             .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
             .filter(intake_event::Column::Tenant.eq(tenant))
             .filter(intake_event::Column::TenantSeq.eq(seq))
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         crate::feed::notify_in(&txn, tenant).await?;
         txn.commit().await?;
         self.feed.announce();
@@ -495,7 +574,7 @@ impl Store {
         // is what holds (and an upsert may touch a row only once per statement on PostgreSQL).
         last_write_wins(&mut commit.facts, |fact| fact.id);
         last_write_wins(&mut commit.entities, |entity| entity.id.clone());
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         let now = Utc::now();
         let next = expected_version + 1;
         let claimed = if expected_version == 0 {
@@ -896,6 +975,53 @@ fn to_i64(value: u64) -> i64 {
 }
 
 /// The tenant's number of the event pushed with this idempotency key, if any.
+/// The tenant's highest intake number (0 before its first event).
+async fn last_intake_seq(
+    conn: &impl sea_orm::ConnectionTrait,
+    tenant: &str,
+) -> Result<i64, StoreError> {
+    Ok(intake_event::Entity::find()
+        .filter(intake_event::Column::Tenant.eq(tenant))
+        .select_only()
+        .column_as(
+            Expr::expr(Func::max(Expr::col(intake_event::Column::TenantSeq))),
+            "last",
+        )
+        .into_tuple::<Option<i64>>()
+        .one(conn)
+        .await?
+        .flatten()
+        .unwrap_or(0))
+}
+
+/// A new intake row: pending, unpublished, leased to its accepter until `lease_until`.
+#[allow(clippy::too_many_arguments)]
+fn intake_row(
+    tenant: &str,
+    idempotency_key: Option<&str>,
+    kind: &str,
+    body: &str,
+    received_at: DateTime<Utc>,
+    lease_until: Option<DateTime<Utc>>,
+    trace_context: Option<&str>,
+    seq: i64,
+) -> intake_event::ActiveModel {
+    intake_event::ActiveModel {
+        tenant: Set(tenant.to_owned()),
+        tenant_seq: Set(seq),
+        idempotency_key: Set(idempotency_key.map(str::to_owned)),
+        kind: Set(kind.to_owned()),
+        body: Set(body.to_owned()),
+        received_at: Set(received_at),
+        state: Set(intake_state::PENDING.to_owned()),
+        detail: Set(None),
+        published_at: Set(None),
+        claimed_until: Set(lease_until),
+        trace_context: Set(trace_context.map(str::to_owned)),
+        ..Default::default()
+    }
+}
+
 async fn intake_by_key(
     conn: &impl sea_orm::ConnectionTrait,
     tenant: &str,

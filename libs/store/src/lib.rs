@@ -16,8 +16,8 @@ pub mod review;
 pub mod signals;
 
 pub use knowledge::{
-    Intake, KnowledgeChanges, KnowledgeCommit, KnowledgeRows, RunRecord, Settled, StoredRun,
-    content_hash, intake_state,
+    Intake, IntakeRequest, KnowledgeChanges, KnowledgeCommit, KnowledgeRows, RunRecord, Settled,
+    StoredRun, content_hash, intake_state,
 };
 
 pub use gate::{GateMove, GateRecord, GateWrite, LoggedQuestion};
@@ -43,6 +43,10 @@ use sea_orm::{
     ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr, EntityTrait,
     QueryFilter, QueryOrder, QuerySelect, Set,
 };
+
+/// How long a write waits for the embedded database's one writing connection before it fails
+/// (and is retried by its caller), milliseconds.
+const WRITE_WAIT_MS: u64 = 30_000;
 
 /// A store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +93,12 @@ impl ontoloop_core::ServiceError for StoreError {
 }
 
 impl StoreError {
+    /// An operation that never reported back (its task was cancelled or failed), for callers
+    /// that run store operations on tasks of their own.
+    pub fn interrupted(what: &str) -> Self {
+        StoreError::Db(DbErr::Custom(format!("{what} was interrupted")))
+    }
+
     /// The database refused the data itself (PostgreSQL's data exceptions: a NUL byte in text,
     /// an invalid byte sequence, a value too long; and a value too large for an index row, as a
     /// name of many kilobytes is for a B-tree): trying again can never succeed.
@@ -139,6 +149,11 @@ pub struct InboxMessage {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: DatabaseConnection,
+    /// What writes go through. On SQLite a pool of one connection of its own: the process's
+    /// writers queue for it in order instead of meeting on the database's lock, where SQLite's
+    /// busy handler would put each loser to sleep for 1, 2, 5, … 100 ms (reads stay on `db`; in
+    /// WAL mode they never wait for a writer). On PostgreSQL the same pool as `db`.
+    writer: DatabaseConnection,
     /// Word of settled intake events (see [`feed`]), shared by every clone.
     feed: std::sync::Arc<feed::Feed>,
 }
@@ -164,9 +179,21 @@ impl Store {
             match Database::connect(options).await {
                 Ok(db) => {
                     let feed = std::sync::Arc::new(feed::Feed::new(&db, &settings.url));
-                    let store = Self { db, feed };
+                    let mut store = Self {
+                        writer: db.clone(),
+                        db,
+                        feed,
+                    };
                     if store.backend() == Backend::Sqlite {
                         store.tune_sqlite().await?;
+                        let mut options = ConnectOptions::new(settings.url.clone());
+                        options
+                            .max_connections(1)
+                            .min_connections(1)
+                            .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
+                            .acquire_timeout(Duration::from_millis(WRITE_WAIT_MS))
+                            .sqlx_logging(false);
+                        store.writer = Database::connect(options).await?;
                     }
                     return Ok(store);
                 }
@@ -273,7 +300,7 @@ impl Store {
                     .do_nothing()
                     .to_owned(),
             )
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&self.writer)
             .await?;
         Ok(inserted > 0)
     }
@@ -393,6 +420,9 @@ impl Store {
     /// Closes the pool and stops listening for other processes' commits.
     pub async fn close(self) -> Result<(), StoreError> {
         self.feed.stop();
+        if self.backend() == Backend::Sqlite {
+            self.writer.close().await?;
+        }
         self.db.close().await?;
         Ok(())
     }
@@ -406,7 +436,7 @@ impl Store {
     /// PostgreSQL needs nothing: its row locks and constraints already serialise the writers.
     pub(crate) async fn begin_write(&self) -> Result<sea_orm::DatabaseTransaction, StoreError> {
         use sea_orm::{ConnectionTrait, TransactionTrait};
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         if self.backend() == Backend::Sqlite {
             txn.execute_unprepared(
                 "UPDATE tenant_state SET knowledge_version = knowledge_version WHERE 0",

@@ -74,7 +74,7 @@ impl Store {
         if answers.is_empty() {
             return Ok(0);
         }
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         for chunk in answers.chunks(CHUNK) {
             let rows = chunk.iter().map(|a| model_cache::ActiveModel {
                 cache_key: Set(a.key.clone()),

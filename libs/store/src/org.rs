@@ -202,7 +202,7 @@ impl Store {
         expected_version: i64,
         commit: OrgCommit,
     ) -> Result<OrgHead, StoreError> {
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         let now = commit_time();
         let next = claim_version(&txn, tenant, expected_version, now).await?;
         record_change(&txn, tenant, next, &commit.change, now).await?;

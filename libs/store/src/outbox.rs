@@ -168,7 +168,7 @@ impl Store {
                             Expr::value(Option::<DateTime<Utc>>::None),
                         )
                         .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
-                        .exec(&self.db)
+                        .exec(&self.writer)
                         .await?;
                 }
                 OutboxKind::Signal => {
@@ -179,7 +179,7 @@ impl Store {
                             Expr::value(Option::<DateTime<Utc>>::None),
                         )
                         .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
-                        .exec(&self.db)
+                        .exec(&self.writer)
                         .await?;
                 }
             }
@@ -199,7 +199,7 @@ impl Store {
                         )
                         .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
                         .filter(intake_event::Column::PublishedAt.is_null())
-                        .exec(&self.db)
+                        .exec(&self.writer)
                         .await?;
                 }
                 OutboxKind::Signal => {
@@ -210,7 +210,7 @@ impl Store {
                         )
                         .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
                         .filter(signal_intake::Column::PublishedAt.is_null())
-                        .exec(&self.db)
+                        .exec(&self.writer)
                         .await?;
                 }
             }
@@ -233,7 +233,7 @@ impl Store {
             )
             .filter(intake_event::Column::State.eq(intake_state::PENDING))
             .filter(intake_event::Column::PublishedAt.is_not_null())
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
         let signals = signal_intake::Entity::update_many()
             .col_expr(
@@ -246,7 +246,7 @@ impl Store {
             )
             .filter(signal_intake::Column::DeliveredAt.is_null())
             .filter(signal_intake::Column::PublishedAt.is_not_null())
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
         Ok(events.rows_affected + signals.rows_affected)
     }
@@ -264,7 +264,7 @@ impl Store {
                 .filter(signal_intake::Column::Tenant.eq(tenant))
                 .filter(signal_intake::Column::IdempotencyKey.is_in(chunk.iter().cloned()))
                 .filter(signal_intake::Column::DeliveredAt.is_null())
-                .exec(&self.db)
+                .exec(&self.writer)
                 .await?;
         }
         Ok(())

@@ -129,7 +129,7 @@ impl Store {
         let deleted = Entity::delete_many()
             .filter(Column::Id.is_in(keys))
             .filter(Column::ReceivedAt.lt(before))
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
         Ok((found, deleted.rows_affected))
     }
@@ -161,7 +161,7 @@ impl Store {
         let deleted = Entity::delete_many()
             .filter(Column::Id.is_in(keys))
             .filter(due())
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
         Ok((found, deleted.rows_affected))
     }
@@ -195,7 +195,7 @@ impl Store {
         let deleted = Entity::delete_many()
             .filter(Column::Seq.is_in(keys))
             .filter(due())
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
         Ok((found, deleted.rows_affected))
     }
@@ -227,7 +227,7 @@ impl Store {
                 .filter(Column::Tenant.eq(tenant))
                 .filter(Column::Version.is_in(versions))
                 .filter(Column::At.lt(before))
-                .exec(&self.db)
+                .exec(&self.writer)
                 .await?
                 .rows_affected;
         }

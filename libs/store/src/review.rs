@@ -223,7 +223,7 @@ impl Store {
                     .do_nothing()
                     .to_owned(),
             )
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&self.writer)
             .await?;
         Ok(inserted > 0)
     }
@@ -367,7 +367,7 @@ impl Store {
             .filter(Column::Status.eq(update_status::APPROVED))
             .col_expr(Column::Status, Expr::value(update_status::APPLIED))
             .col_expr(Column::AppliedAt, Expr::value(Some(at)))
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?
             .rows_affected;
         Ok(changed > 0)
@@ -479,7 +479,7 @@ impl Store {
                 )
                 .to_owned(),
             )
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&self.writer)
             .await?;
         Ok(())
     }
@@ -512,7 +512,7 @@ impl Store {
                     ])
                     .to_owned(),
             )
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&self.writer)
             .await?;
         Ok(())
     }

@@ -84,7 +84,7 @@ impl Store {
         lease_until: Option<DateTime<Utc>>,
         body: impl FnOnce(Frequency) -> String,
     ) -> Result<SignalAccepted, StoreError> {
-        let txn = self.db.begin().await?;
+        let txn = self.writer.begin().await?;
         let row = signal_intake::ActiveModel {
             tenant: Set(signal.tenant.to_owned()),
             idempotency_key: Set(signal.idempotency_key.to_owned()),
@@ -173,7 +173,7 @@ impl Store {
                 .do_nothing()
                 .to_owned(),
             )
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&self.writer)
             .await?;
         Ok(inserted > 0)
     }

@@ -6,8 +6,8 @@
 //! lock), and a consumer retrying such a batch five times dead-lettered it. The same runs on
 //! PostgreSQL.
 //!
-//! Appends of one tenant from many tasks at once all get a number, each its own, 1 to N with no
-//! gap: `ontoloop bench scale` pushing 16 pages at a time into one tenant used to see an append
+//! Appends of one tenant from many tasks at once, singly or a group per transaction, all get a
+//! number, each its own, 1 to N with no gap: `ontoloop bench scale` pushing 16 pages at a time into one tenant used to see an append
 //! lose the race for the next number 64 times running and fail.
 
 use chrono::Utc;
@@ -107,6 +107,80 @@ async fn concurrent_appends_of_one_tenant_all_get_their_own_number(store: &Store
     assert_eq!(all, expected, "numbers 1..N, each once");
 }
 
+/// Group appends (`intake_accept_many`, as the intake writes pushes in flight) beside single
+/// ones: each tenant's numbers stay 1..N with no gap, and a key repeated inside a group or seen
+/// before gives the earlier row.
+async fn group_appends_beside_single_ones_keep_numbers_and_keys(store: &Store) {
+    let request = |tenant: &str, key: String| ontoloop_store::IntakeRequest {
+        tenant: tenant.to_owned(),
+        idempotency_key: Some(key),
+        kind: "doc.upsert".to_owned(),
+        body: "{}".to_owned(),
+        received_at: Utc::now(),
+        lease_until: None,
+        trace_context: None,
+    };
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut fresh: Vec<(String, i64)> = Vec::new();
+                for i in 0..10 {
+                    if t % 2 == 0 {
+                        let (seq, duplicate) = store
+                            .intake_append(
+                                "grouped",
+                                Some(&format!("s-{t}-{i}")),
+                                "doc.upsert",
+                                "{}",
+                                Utc::now(),
+                            )
+                            .await
+                            .expect("a single append");
+                        assert!(!duplicate);
+                        fresh.push(("grouped".to_owned(), seq));
+                        continue;
+                    }
+                    let group = vec![
+                        request("grouped", format!("g-{t}-{i}")),
+                        request("second", format!("g-{t}-{i}")),
+                        // The same key again in the group, and a key this task used before.
+                        request("grouped", format!("g-{t}-{i}")),
+                        request("grouped", format!("g-{t}-0")),
+                    ];
+                    let accepted = store
+                        .intake_accept_many(&group)
+                        .await
+                        .expect("a group append");
+                    assert_eq!(accepted.len(), 4);
+                    assert!(!accepted[0].duplicate && !accepted[1].duplicate);
+                    assert!(accepted[2].duplicate && accepted[2].seq == accepted[0].seq);
+                    assert!(accepted[3].duplicate || i == 0);
+                    if i > 0 {
+                        assert!(fresh.iter().any(
+                                |(tenant, seq)| tenant == "grouped" && *seq == accepted[3].seq
+                            ));
+                    }
+                    fresh.push(("grouped".to_owned(), accepted[0].seq));
+                    fresh.push(("second".to_owned(), accepted[1].seq));
+                }
+                fresh
+            })
+        })
+        .collect();
+    let mut numbers: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for task in tasks {
+        for (tenant, seq) in task.await.expect("appender") {
+            numbers.entry(tenant).or_default().push(seq);
+        }
+    }
+    for (tenant, mut seqs) in numbers {
+        seqs.sort_unstable();
+        let expected: Vec<i64> = (1..=seqs.len() as i64).collect();
+        assert_eq!(seqs, expected, "{tenant}: numbers 1..N, each once");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_concurrent_appends_of_one_tenant() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -116,6 +190,7 @@ async fn sqlite_concurrent_appends_of_one_tenant() {
     ))
     .await;
     concurrent_appends_of_one_tenant_all_get_their_own_number(&store).await;
+    group_appends_beside_single_ones_keep_numbers_and_keys(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,6 +198,7 @@ async fn postgres_concurrent_appends_of_one_tenant() {
     let database = PgDatabase::create().await.expect("PostgreSQL answers");
     let store = open(&database.url).await;
     concurrent_appends_of_one_tenant_all_get_their_own_number(&store).await;
+    group_appends_beside_single_ones_keep_numbers_and_keys(&store).await;
     store.close().await.expect("close");
     database.drop_now().await.expect("drop test database");
 }

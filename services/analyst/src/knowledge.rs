@@ -27,8 +27,9 @@ use crate::gate::{self, Previous};
 use crate::org::OrgWriter;
 use crate::refusal::{Refusal, already_settled, settle};
 
-/// A message of a batch by its place, with its event when it may join a run (see [`groupable`]).
-type Delivered = (usize, Option<EventEnvelope>);
+/// A message of a batch by its place, its place in its tenant's intake order, and its event
+/// when it may join a run (see [`groupable`]).
+type Delivered = (usize, i64, Option<EventEnvelope>);
 
 /// Events of one tenant applied in one commit at most (see [`KnowledgeWriter::handle_batch`]).
 const GROUP_MAX: usize = 64;
@@ -254,8 +255,9 @@ impl KnowledgeWriter {
     }
 
     /// Handles a batch of the events queue: one outcome per message, in order. Each tenant's
-    /// events keep their order; runs of a tenant's plain changes (see [`groupable`]) apply as one
-    /// commit, so a busy tenant pays one transaction, one knowledge version and one read-model
+    /// events are taken in intake order (the intake publishes pushes in flight in whatever order
+    /// their writes finish), those without an intake number after them in the order they came;
+    /// runs of a tenant's plain changes (see [`groupable`]) apply as one commit, so a busy tenant pays one transaction, one knowledge version and one read-model
     /// catch-up per run instead of per event. Anything else is handled alone, as [`Self::handle`]
     /// handles it, and so is every event of a run that cannot commit whole (one refused, a
     /// redelivery, a concurrent writer): grouping changes the cost, never the outcome.
@@ -264,24 +266,27 @@ impl KnowledgeWriter {
         // Each tenant's messages in order; `None` for one handled alone.
         let mut tenants: Vec<(String, Vec<Delivered>)> = Vec::new();
         for (at, message) in messages.iter().enumerate() {
-            let (tenant, envelope) = match EventEnvelope::parse(&message.body) {
-                Ok(envelope) if groupable(&envelope.event) => {
-                    (envelope.tenant.clone(), Some(envelope))
+            let (tenant, seq, envelope) = match EventEnvelope::parse(&message.body) {
+                Ok(envelope) => {
+                    let seq = envelope.seq;
+                    let tenant = envelope.tenant.clone();
+                    (tenant, seq, groupable(&envelope.event).then_some(envelope))
                 }
-                Ok(envelope) => (envelope.tenant.clone(), None),
-                Err(_) => (
-                    owner_of(&message.body).map(|(t, _)| t).unwrap_or_default(),
-                    None,
-                ),
+                Err(_) => match owner_of(&message.body) {
+                    Some((tenant, seq)) => (tenant, Some(seq), None),
+                    None => (String::new(), None, None),
+                },
             };
+            let order = seq.unwrap_or(i64::MAX);
             match tenants.iter_mut().find(|(name, _)| *name == tenant) {
-                Some((_, events)) => events.push((at, envelope)),
-                None => tenants.push((tenant, vec![(at, envelope)])),
+                Some((_, events)) => events.push((at, order, envelope)),
+                None => tenants.push((tenant, vec![(at, order, envelope)])),
             }
         }
-        for (tenant, events) in tenants {
+        for (tenant, mut events) in tenants {
+            events.sort_by_key(|(_, order, _)| *order);
             let mut run: Vec<(usize, EventEnvelope)> = Vec::new();
-            for (at, envelope) in events {
+            for (at, _, envelope) in events {
                 match envelope {
                     Some(envelope) if run.len() < GROUP_MAX => run.push((at, envelope)),
                     Some(envelope) => {

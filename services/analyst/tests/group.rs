@@ -232,6 +232,29 @@ async fn a_batch_applies_in_fewer_commits_and_ends_as_one_event_at_a_time_does()
     for at in [0, 2, 1] {
         assert_eq!(single.handle(&twins[at]).await, Handled::Done);
     }
+    // Pushes in flight are published in whatever order their writes finish: a batch that brings
+    // a tenant's events out of order applies them in intake order, still as one commit.
+    let swapped = [
+        page("ledger", "Ledger is owned by the Stork team."),
+        page("ledger", "Ledger is owned by the Wren team."),
+    ];
+    let (mut mine, mut twins) = (Vec::new(), Vec::new());
+    for event in swapped {
+        mine.push(accept(&together, event.clone()).await);
+        twins.push(accept(&alone, event).await);
+        events += 1;
+    }
+    let before = together.knowledge_version(TENANT).await.expect("version");
+    let batch = [mine[1].clone(), mine[0].clone()];
+    assert_eq!(kinds(&grouped.handle_batch(&batch).await), ["done"; 2]);
+    assert_eq!(
+        together.knowledge_version(TENANT).await.expect("version"),
+        before + 1,
+        "one commit"
+    );
+    for at in [1, 0] {
+        assert_eq!(single.handle(&twins[at]).await, Handled::Done);
+    }
     // An integration publishing straight to the queue (no intake number) sends one message
     // twice in one batch: it applies once.
     let direct = Message::with_id(
@@ -294,6 +317,10 @@ async fn a_batch_applies_in_fewer_commits_and_ends_as_one_event_at_a_time_does()
     };
     assert!(
         holds("omega") && !holds("alpha") && !holds("osprey"),
+        "{facts:?}"
+    );
+    assert!(
+        holds("wren") && !holds("stork") && !holds("crane"),
         "{facts:?}"
     );
 }

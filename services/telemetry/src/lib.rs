@@ -7,7 +7,10 @@
 //! runs (`ontoloop_runtime::outbox::run_relay`, one per process), and published again at start-up. It must never write the graph or the store's knowledge; the analyst
 //! does.
 
+mod intake;
 mod signals;
+
+use std::sync::Arc;
 
 use ontoloop_auth::Role;
 use ontoloop_core::{During, ServiceError, ServiceKind};
@@ -16,7 +19,7 @@ use ontoloop_proto::v1::telemetry_service_server::{TelemetryService, TelemetrySe
 use ontoloop_proto::v1::{Event, EventAck, Signal, SignalAck, SignalBatchAck};
 use ontoloop_proto::{caller_from, require_role, status_from};
 use ontoloop_runtime::{Context, Parts};
-use ontoloop_store::OutboxKind;
+use ontoloop_store::{IntakeRequest, OutboxKind};
 use tonic::{Request, Response, Status, Streaming};
 
 /// Telemetry as the runtime runs it (`ontoloop_runtime::{main, run, serve}`).
@@ -30,12 +33,18 @@ impl ontoloop_runtime::Service for Service {
             let ctx = ctx.clone();
             move |cancel| ontoloop_runtime::outbox::run_relay(ctx, cancel)
         };
-        Ok(Parts::new(TelemetryServiceServer::new(Telemetry { ctx })).task("outbox relay", relay))
+        let appender = Arc::new(intake::Appender::new(ctx.store.clone()));
+        Ok(
+            Parts::new(TelemetryServiceServer::new(Telemetry { ctx, appender }))
+                .task("outbox relay", relay),
+        )
     }
 }
 
 struct Telemetry {
     ctx: Context,
+    /// Appends accepted events, the pushes in flight a group per transaction.
+    appender: Arc<intake::Appender>,
 }
 
 /// Why text with a NUL byte is refused at the intake: PostgreSQL cannot keep it in text, so the
@@ -169,17 +178,16 @@ impl TelemetryService for Telemetry {
         // The one write that acknowledges the event: it is in the intake log, unpublished (the
         // outbox), and will be published and applied once whatever happens next.
         let intake = self
-            .ctx
-            .store
-            .intake_accept(
-                caller.tenant(),
-                key.as_deref(),
-                envelope.event.kind(),
-                &body,
-                chrono::Utc::now(),
-                Some(ontoloop_runtime::outbox::lease_until()),
-                ontoloop_observability::trace::current_stored().as_deref(),
-            )
+            .appender
+            .accept(IntakeRequest {
+                tenant: caller.tenant().to_owned(),
+                idempotency_key: key.clone(),
+                kind: envelope.event.kind().to_owned(),
+                body: body.clone(),
+                received_at: chrono::Utc::now(),
+                lease_until: Some(ontoloop_runtime::outbox::lease_until()),
+                trace_context: ontoloop_observability::trace::current_stored(),
+            })
             .await
             .map_err(|err| unavailable("cannot record the event", err))?;
         let seq = intake.seq;
