@@ -256,14 +256,16 @@ impl KnowledgeWriter {
 
     /// Handles a batch of the events queue: one outcome per message, in order. Each tenant's
     /// events are taken in intake order (the intake publishes pushes in flight in whatever order
-    /// their writes finish), those without an intake number after them in the order they came;
-    /// runs of a tenant's plain changes (see [`groupable`]) apply as one commit, so a busy tenant pays one transaction, one knowledge version and one read-model
-    /// catch-up per run instead of per event. Anything else is handled alone, as [`Self::handle`]
-    /// handles it, and so is every event of a run that cannot commit whole (one refused, a
-    /// redelivery, a concurrent writer): grouping changes the cost, never the outcome.
+    /// their writes finish), those without an intake number after them in the order they came.
+    /// Runs of a tenant's plain changes (see [`groupable`]) apply as one commit, so a busy tenant
+    /// pays one transaction, one knowledge version and one read-model catch-up per run instead
+    /// of per event. Anything else is handled alone, as [`Self::handle`] handles it, and so is
+    /// every event of a run that cannot commit whole (one refused, a redelivery, a concurrent
+    /// writer, an earlier event another replica holds): grouping changes the cost, never the
+    /// outcome.
     pub async fn handle_batch(&self, messages: &[Message]) -> Vec<Handled> {
         let mut outcomes: Vec<Option<Handled>> = vec![None; messages.len()];
-        // Each tenant's messages in order; `None` for one handled alone.
+        // Each tenant's messages; no event for one handled alone.
         let mut tenants: Vec<(String, Vec<Delivered>)> = Vec::new();
         for (at, message) in messages.iter().enumerate() {
             let (tenant, seq, envelope) = match EventEnvelope::parse(&message.body) {
@@ -415,8 +417,7 @@ impl KnowledgeWriter {
     /// Applies a run of one tenant's plain changes (in intake order, nothing earlier pending) as
     /// one commit that settles every one of them. Fails, leaving nothing applied, when any of
     /// them is already settled (or delivered twice in the run) or refused, or the commit does not
-    /// go through: the caller then
-    /// applies them one by one, which settles each as it should.
+    /// go through: the caller then applies them one by one, which settles each as it should.
     async fn apply_group(
         &self,
         tenant: &str,
