@@ -331,6 +331,9 @@ pub struct Graph {
     entities: BTreeMap<String, Entity>,
     index: HashMap<String, String>,
     facts: Vec<Fact>,
+    /// The ids of each source's facts: a page's facts are found without reading every fact of
+    /// the tenant (which made each page's read grow with the tenant).
+    by_source: HashMap<String, Vec<u64>>,
     next_fact_id: u64,
     derived: Derived,
 }
@@ -557,6 +560,13 @@ impl Graph {
             graph.entities.insert(entity.id.clone(), entity);
         }
         graph.next_fact_id = facts.iter().map(|f| f.id + 1).max().unwrap_or(1);
+        for fact in &facts {
+            graph
+                .by_source
+                .entry(fact.source.source_id.clone())
+                .or_default()
+                .push(fact.id);
+        }
         graph.facts = facts;
         graph
     }
@@ -623,8 +633,26 @@ impl Graph {
         for fact in facts {
             self.next_fact_id = self.next_fact_id.max(fact.id + 1);
             match self.facts.binary_search_by_key(&fact.id, |f| f.id) {
-                Ok(at) => self.facts[at] = fact,
-                Err(at) => self.facts.insert(at, fact),
+                Ok(at) => {
+                    let before = std::mem::replace(&mut self.facts[at], fact);
+                    let after = &self.facts[at];
+                    if before.source.source_id != after.source.source_id {
+                        if let Some(ids) = self.by_source.get_mut(&before.source.source_id) {
+                            ids.retain(|id| *id != after.id);
+                        }
+                        self.by_source
+                            .entry(after.source.source_id.clone())
+                            .or_default()
+                            .push(after.id);
+                    }
+                }
+                Err(at) => {
+                    self.by_source
+                        .entry(fact.source.source_id.clone())
+                        .or_default()
+                        .push(fact.id);
+                    self.facts.insert(at, fact);
+                }
             }
         }
         self.facts_changed(changed);
@@ -956,11 +984,21 @@ impl Graph {
         // The page's older facts that still hold, or that an announced version set to end
         // later than both this version's time and now (a fact ended by a deletion or a
         // rebuild keeps its history).
-        for fact in self.facts.iter_mut().filter(|f| {
-            f.source.source_id == page.source_id
-                && f.valid_to.is_none_or(|to| to > from && to > extracted_at)
-                && f.source.version < page.version
-        }) {
+        let places: Vec<usize> = self
+            .ids_of_source(&page.source_id)
+            .into_iter()
+            .filter_map(|id| self.position(id))
+            .collect();
+        for at in places {
+            let fact = &mut self.facts[at];
+            let open = fact.source.source_id == page.source_id
+                && fact
+                    .valid_to
+                    .is_none_or(|to| to > from && to > extracted_at)
+                && fact.source.version < page.version;
+            if !open {
+                continue;
+            }
             let slot = (
                 fact.entity.clone(),
                 fact.predicate.clone(),
@@ -987,7 +1025,8 @@ impl Graph {
                 .cloned()
                 .unwrap_or_else(|| (RULE_SET.to_owned(), 1.0));
             let (entity, predicate, object, scope) = slot;
-            if self.facts.iter().any(|f| {
+            let of_page = self.by_source.get(&page.source_id).into_iter().flatten();
+            if of_page.filter_map(|id| self.fact(*id)).any(|f| {
                 f.is_current()
                     && f.source.source_id == page.source_id
                     && f.entity == entity
@@ -1114,8 +1153,25 @@ impl Graph {
         fact.id = self.next_fact_id;
         self.next_fact_id += 1;
         let id = fact.id;
+        self.by_source
+            .entry(fact.source.source_id.clone())
+            .or_default()
+            .push(id);
         self.facts.push(fact);
         id
+    }
+
+    /// The place of fact `id` in `facts`.
+    fn position(&self, id: u64) -> Option<usize> {
+        match self.facts.binary_search_by_key(&id, |f| f.id) {
+            Ok(at) => Some(at),
+            Err(_) => self.facts.iter().position(|f| f.id == id),
+        }
+    }
+
+    /// The ids of the facts read from `source_id`.
+    fn ids_of_source(&self, source_id: &str) -> Vec<u64> {
+        self.by_source.get(source_id).cloned().unwrap_or_default()
     }
 }
 
