@@ -11,13 +11,15 @@
 //! pages. With live statistics both rank alike.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tantivy::collector::TopDocs;
+use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
     Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::PageVersion;
@@ -28,6 +30,19 @@ const EVERYONE: &str = "*";
 
 /// Indexing buffer of a writer, bytes (tantivy's smallest per thread).
 const WRITER_BUDGET: usize = 15_000_000;
+
+/// Documents from which an index keeps its writer between updates (when a slot is free): below
+/// it a writer made for each update and merged before it ends costs little; above it that
+/// merge grows with the index and every reader of the model waits for it.
+const LIVE_WRITER_MIN_DOCS: u64 = 1_000;
+
+/// Writers the process keeps alive between updates at most, over every index of every model.
+/// Each holds an indexing thread, a merging thread and its buffers; an index without a slot
+/// makes a writer for each update, as a small one does.
+const MAX_LIVE_WRITERS: usize = 8;
+
+/// Live writers held now, process-wide (at most [`MAX_LIVE_WRITERS`]).
+static LIVE_WRITERS: AtomicUsize = AtomicUsize::new(0);
 
 /// The page index of one tenant: one document per current page.
 pub struct PageIndex(TextIndex);
@@ -73,6 +88,43 @@ struct TextIndex {
     acl: Field,
     stats: LiveStats,
     parts: Parts,
+    /// The writer kept between updates by a large index ([`LIVE_WRITER_MIN_DOCS`]) while a
+    /// process slot was free: an update commits on it and its merges run in the background.
+    live: Option<LiveWriter>,
+}
+
+/// A writer kept alive between updates, holding one of the process's [`MAX_LIVE_WRITERS`]
+/// slots until it is dropped.
+struct LiveWriter(IndexWriter<TantivyDocument>);
+
+impl LiveWriter {
+    /// A writer of `index` on a free slot, or `None` when every slot is held.
+    fn claim(index: &Index) -> tantivy::Result<Option<Self>> {
+        let claimed = LIVE_WRITERS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+            (held < MAX_LIVE_WRITERS).then_some(held + 1)
+        });
+        if claimed.is_err() {
+            return Ok(None);
+        }
+        let options = IndexWriterOptions::builder()
+            .memory_budget_per_thread(WRITER_BUDGET)
+            .num_worker_threads(1)
+            .num_merge_threads(1)
+            .build();
+        match index.writer_with_options(options) {
+            Ok(writer) => Ok(Some(Self(writer))),
+            Err(err) => {
+                LIVE_WRITERS.fetch_sub(1, Ordering::AcqRel);
+                Err(err)
+            }
+        }
+    }
+}
+
+impl Drop for LiveWriter {
+    fn drop(&mut self) {
+        LIVE_WRITERS.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// BM25 statistics of the live documents: how many, how many tokens each field holds, and how
@@ -234,7 +286,11 @@ impl TextIndex {
         let text = schema.add_text_field("text", TEXT);
         let acl = schema.add_text_field("acl", STRING);
         let index = Index::create_in_ram(schema.build());
-        let reader = index.reader()?;
+        // Reloaded by each update once it is committed, never behind its back.
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         let mut built = Self {
             index,
             reader,
@@ -244,19 +300,46 @@ impl TextIndex {
             acl,
             stats: LiveStats::new(text, acl),
             parts,
+            live: None,
         };
         built.update(pages.into_iter().map(|page| (None, page)))?;
         Ok(built)
     }
 
-    /// See [`PageIndex::update`]. A writer is made for the update and let go after it, merges
-    /// included, so an idle tenant holds no indexing threads or buffers.
+    /// See [`PageIndex::update`]. A small index makes a writer for the update and lets it go
+    /// after it, merges included, so an idle tenant holds no indexing threads or buffers. A
+    /// large one keeps its writer while a process slot is free ([`LiveWriter`]): the update
+    /// only commits, and merges run beside the readers instead of before them.
     fn update<'a>(
         &mut self,
         pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
     ) -> tantivy::Result<()> {
-        let mut writer: IndexWriter<TantivyDocument> =
-            self.index.writer_with_num_threads(1, WRITER_BUDGET)?;
+        if self.live.is_none() && self.stats.docs >= LIVE_WRITER_MIN_DOCS {
+            self.live = LiveWriter::claim(&self.index)?;
+        }
+        // Taken out while it writes; a writer whose commit failed is not kept.
+        match self.live.take() {
+            Some(mut live) => {
+                self.write(&mut live.0, pages)?;
+                self.live = Some(live);
+            }
+            None => {
+                let mut writer: IndexWriter<TantivyDocument> =
+                    self.index.writer_with_num_threads(1, WRITER_BUDGET)?;
+                self.write(&mut writer, pages)?;
+                writer.wait_merging_threads()?;
+            }
+        }
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Deletes and adds the documents of each `(old, new)` pair on `writer` and commits.
+    fn write<'a>(
+        &mut self,
+        writer: &mut IndexWriter<TantivyDocument>,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<()> {
         // A tombstone (a deleted page) is never indexed: it only takes its page's documents out.
         for (old, page) in pages {
             if let Some(old) = old.filter(|old| !old.deleted) {
@@ -276,8 +359,6 @@ impl TextIndex {
             }
         }
         writer.commit()?;
-        writer.wait_merging_threads()?;
-        self.reader.reload()?;
         Ok(())
     }
 
@@ -482,6 +563,57 @@ mod tests {
             fresh.search("Pro plan costs", 3, &alice)
         );
         assert_eq!(index.search("Pro plan costs", 3, &alice)[0], "a");
+    }
+
+    #[test]
+    fn a_large_index_keeps_its_writer_and_ranks_as_one_built_afresh() {
+        let words = [
+            "plan", "price", "team", "office", "travel", "wifi", "budget", "owner",
+        ];
+        let body = |n: usize, round: usize| {
+            let w = |k: usize| words[(n * 7 + k * 3 + round) % words.len()];
+            format!(
+                "Page {n} on the {} {} of the {} ({round}).",
+                w(0),
+                w(1),
+                w(2)
+            )
+        };
+        let size = LIVE_WRITER_MIN_DOCS as usize + 200;
+        let mut current: Vec<PageVersion> = (0..size)
+            .map(|n| page(&format!("p{n:04}"), &body(n, 0), &[]))
+            .collect();
+        let mut index = PageIndex::build(&current).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        // One page a round, as events come: a new version, every fifth round a deletion.
+        for round in 1..=40 {
+            let at = (round * 37) % size;
+            let next = if round % 5 == 0 {
+                PageVersion::tombstone(&current[at], Utc::now())
+            } else {
+                PageVersion {
+                    version: current[at].version + 1,
+                    ..page(&current[at].source_id, &body(at, round), &[])
+                }
+            };
+            index.update([(Some(&current[at]), &next)]).expect("update");
+            current[at] = next;
+        }
+        assert!(index.0.live.is_some(), "a large index keeps its writer");
+        let fresh = PageIndex::build(current.iter().filter(|p| !p.deleted)).expect("index");
+        for query in [
+            "plan price",
+            "team office",
+            "wifi budget owner",
+            "travel (7)",
+            "Page 74",
+        ] {
+            assert_eq!(
+                index.search(query, 10, &alice),
+                fresh.search(query, 10, &alice),
+                "{query}"
+            );
+        }
     }
 
     #[test]
