@@ -14,16 +14,24 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tantivy::collector::TopDocs;
+use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
     Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
 };
-use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+use tantivy::schema::{
+    FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term, doc};
 
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::PageVersion;
 use ontoloop_core::knowledge::passage::chunk_page;
+
+/// The fields a document's page id and part number are kept in (fast fields: a search reads
+/// them, and breaks ties with them, without loading a stored document).
+const PAGE: &str = "page";
+const PART: &str = "part";
 
 /// ACL value of a page the whole tenant may read.
 const EVERYONE: &str = "*";
@@ -106,12 +114,7 @@ impl LiveWriter {
         if claimed.is_err() {
             return Ok(None);
         }
-        let options = IndexWriterOptions::builder()
-            .memory_budget_per_thread(WRITER_BUDGET)
-            .num_worker_threads(1)
-            .num_merge_threads(1)
-            .build();
-        match index.writer_with_options(options) {
+        match writer(index) {
             Ok(writer) => Ok(Some(Self(writer))),
             Err(err) => {
                 LIVE_WRITERS.fetch_sub(1, Ordering::AcqRel);
@@ -119,6 +122,17 @@ impl LiveWriter {
             }
         }
     }
+}
+
+/// A writer of `index` as every update uses one: one indexing thread, one merging thread,
+/// [`WRITER_BUDGET`] of buffer.
+fn writer(index: &Index) -> tantivy::Result<IndexWriter<TantivyDocument>> {
+    let options = IndexWriterOptions::builder()
+        .memory_budget_per_thread(WRITER_BUDGET)
+        .num_worker_threads(1)
+        .num_merge_threads(1)
+        .build();
+    index.writer_with_options(options)
 }
 
 impl Drop for LiveWriter {
@@ -281,9 +295,18 @@ impl TextIndex {
         parts: Parts,
     ) -> tantivy::Result<Self> {
         let mut schema = Schema::builder();
-        let page = schema.add_text_field("page", STRING | STORED);
-        let part = schema.add_u64_field("part", STORED);
-        let text = schema.add_text_field("text", TEXT);
+        let page = schema.add_text_field(PAGE, STRING | FAST);
+        let part = schema.add_u64_field(PART, FAST);
+        // Tokenised as tantivy's TEXT is, with term frequencies but no positions: BM25 over
+        // terms never reads them, and they cost memory and every merge time.
+        let text = schema.add_text_field(
+            "text",
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer("default")
+                    .set_index_option(IndexRecordOption::WithFreqs),
+            ),
+        );
         let acl = schema.add_text_field("acl", STRING);
         let index = Index::create_in_ram(schema.build());
         // Reloaded by each update once it is committed, never behind its back.
@@ -324,8 +347,7 @@ impl TextIndex {
                 self.live = Some(live);
             }
             None => {
-                let mut writer: IndexWriter<TantivyDocument> =
-                    self.index.writer_with_num_threads(1, WRITER_BUDGET)?;
+                let mut writer = writer(&self.index)?;
                 self.write(&mut writer, pages)?;
                 writer.wait_merging_threads()?;
             }
@@ -441,49 +463,31 @@ impl TextIndex {
                 )),
             ),
         ]);
-        let searcher = self.reader.searcher();
-        // Candidates best first; where the last one ties with the `limit`-th, the tie goes on
-        // past the window and which of its pages tantivy kept would depend on where they sit
-        // in the index: widen until the whole tie group is in, so the lower ids win it.
-        let mut window = limit + 32;
-        let hits = loop {
-            let Ok(hits) = searcher.search_with_statistics_provider(
-                &query,
-                &TopDocs::with_limit(window).order_by_score(),
-                &self.stats,
-            ) else {
-                return Vec::new();
-            };
-            let tie_cut = hits.len() == window
-                && hits.len() > limit
-                && hits[window - 1].0 >= hits[limit - 1].0;
-            if !tie_cut || window as u64 >= self.stats.docs {
-                break hits;
-            }
-            window = window.saturating_mul(4);
+        // Best first, ties to the lower page id and then the lower part, read off the fast
+        // fields: no stored document is loaded, and a tie as wide as the index (a word every
+        // page holds) costs no more than any other query.
+        let order = (
+            (SortBySimilarityScore, Order::Desc),
+            (SortByString::for_field(PAGE), Order::Asc),
+            (SortByStaticFastValue::<u64>::for_field(PART), Order::Asc),
+        );
+        let Ok(hits) = self.reader.searcher().search_with_statistics_provider(
+            &query,
+            &TopDocs::with_limit(limit).order_by(order),
+            &self.stats,
+        ) else {
+            return Vec::new();
         };
-        let mut ranked: Vec<PassageHit> = hits
-            .into_iter()
-            .filter(|(score, _)| *score > 0.0)
-            .filter_map(|(score, address)| {
-                let document: TantivyDocument = searcher.doc(address).ok()?;
-                let source_id = document.get_first(self.page)?.as_str()?.to_owned();
-                let chunk = usize::try_from(document.get_first(self.part)?.as_u64()?).ok()?;
+        hits.into_iter()
+            .filter_map(|((score, page, part), _)| {
                 Some(PassageHit {
-                    source_id,
-                    chunk,
+                    source_id: page?,
+                    chunk: usize::try_from(part?).ok()?,
                     score,
                 })
             })
-            .collect();
-        ranked.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.source_id.cmp(&b.source_id))
-                .then_with(|| a.chunk.cmp(&b.chunk))
-        });
-        ranked.truncate(limit);
-        ranked
+            .filter(|hit| hit.score > 0.0)
+            .collect()
     }
 
     /// The query's terms as the index tokenises them, first occurrence only.
