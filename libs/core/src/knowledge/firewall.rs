@@ -260,9 +260,8 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple, scope: &Scope) -> Slot<'a>
     let Some(entity) = entity else { return s };
     for fact in view
         .graph
-        .facts()
-        .iter()
-        .filter(|f| f.entity == entity && f.predicate == triple.predicate)
+        .facts_of(&entity)
+        .filter(|f| f.predicate == triple.predicate)
     {
         if !fact.scope.within(scope) {
             if fact.scope.meets(scope) && fact.valid_at(view.as_of) && view.access.fact(fact) {

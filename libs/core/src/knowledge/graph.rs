@@ -334,6 +334,9 @@ pub struct Graph {
     /// The ids of each source's facts: a page's facts are found without reading every fact of
     /// the tenant (which made each page's read grow with the tenant).
     by_source: HashMap<String, Vec<u64>>,
+    /// The ids of each entity's facts, ascending: a slot's facts are found without reading
+    /// every fact of the tenant (which made each Ask and each checked claim grow with it).
+    by_entity: HashMap<String, Vec<u64>>,
     next_fact_id: u64,
     derived: Derived,
 }
@@ -561,11 +564,7 @@ impl Graph {
         }
         graph.next_fact_id = facts.iter().map(|f| f.id + 1).max().unwrap_or(1);
         for fact in &facts {
-            graph
-                .by_source
-                .entry(fact.source.source_id.clone())
-                .or_default()
-                .push(fact.id);
+            graph.index_fact(fact);
         }
         graph.facts = facts;
         graph
@@ -635,22 +634,16 @@ impl Graph {
             match self.facts.binary_search_by_key(&fact.id, |f| f.id) {
                 Ok(at) => {
                     let before = std::mem::replace(&mut self.facts[at], fact);
-                    let after = &self.facts[at];
-                    if before.source.source_id != after.source.source_id {
-                        if let Some(ids) = self.by_source.get_mut(&before.source.source_id) {
-                            ids.retain(|id| *id != after.id);
-                        }
-                        self.by_source
-                            .entry(after.source.source_id.clone())
-                            .or_default()
-                            .push(after.id);
+                    let after = self.facts[at].clone();
+                    if before.source.source_id != after.source.source_id
+                        || before.entity != after.entity
+                    {
+                        self.unindex_fact(&before);
+                        self.index_fact(&after);
                     }
                 }
                 Err(at) => {
-                    self.by_source
-                        .entry(fact.source.source_id.clone())
-                        .or_default()
-                        .push(fact.id);
+                    self.index_fact(&fact);
                     self.facts.insert(at, fact);
                 }
             }
@@ -755,9 +748,18 @@ impl Graph {
         predicate: &'a str,
         at: DateTime<Utc>,
     ) -> impl Iterator<Item = &'a Fact> + 'a {
-        self.facts
-            .iter()
-            .filter(move |f| f.entity == entity && f.predicate == predicate && f.valid_at(at))
+        self.facts_of(entity)
+            .filter(move |f| f.predicate == predicate && f.valid_at(at))
+    }
+
+    /// Every fact of entity `id` (its canonical id), in id order, read through the entity's
+    /// own list rather than every fact of the tenant.
+    pub fn facts_of<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Fact> + use<'a> {
+        self.by_entity
+            .get(id)
+            .into_iter()
+            .flatten()
+            .filter_map(|fact_id| self.fact(*fact_id))
     }
 
     /// The entity `name` refers to, created when unknown.
@@ -814,10 +816,17 @@ impl Graph {
             .filter(|other| *other != id)
             && let Some(absorbed) = self.entities.remove(&other)
         {
-            for fact in self.facts.iter_mut().filter(|f| f.entity == other) {
-                fact.entity = id.clone();
-                changes.facts.insert(fact.id);
+            let moved = self.by_entity.remove(&other).unwrap_or_default();
+            for fact_id in &moved {
+                if let Some(at) = self.position(*fact_id) {
+                    self.facts[at].entity = id.clone();
+                    changes.facts.insert(*fact_id);
+                }
             }
+            let held = self.by_entity.entry(id.clone()).or_default();
+            held.extend(moved);
+            held.sort_unstable();
+            held.dedup();
             for alias in &absorbed.aliases {
                 self.index.insert(self.normaliser.key(alias), id.clone());
             }
@@ -1089,11 +1098,18 @@ impl Graph {
             .and_then(|p| (p.subject_types.len() == 1).then(|| p.subject_types[0].clone()));
         let id = self.ensure_entity(entity, entity_type.as_deref(), &mut changes);
         let mut until: Option<DateTime<Utc>> = None;
-        for fact in self
-            .facts
-            .iter_mut()
-            .filter(|f| f.entity == id && f.predicate == predicate && f.scope == *scope)
-        {
+        let places: Vec<usize> = self
+            .by_entity
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|fact_id| self.position(*fact_id))
+            .collect();
+        for at in places {
+            let fact = &mut self.facts[at];
+            if fact.predicate != predicate || fact.scope != *scope {
+                continue;
+            }
             let scheduled = fact.valid_from > from && fact.is_record();
             if scheduled {
                 until = Some(until.map_or(fact.valid_from, |u| u.min(fact.valid_from)));
@@ -1153,12 +1169,37 @@ impl Graph {
         fact.id = self.next_fact_id;
         self.next_fact_id += 1;
         let id = fact.id;
-        self.by_source
-            .entry(fact.source.source_id.clone())
-            .or_default()
-            .push(id);
+        self.index_fact(&fact);
         self.facts.push(fact);
         id
+    }
+
+    /// Lists `fact` under its source and its entity.
+    fn index_fact(&mut self, fact: &Fact) {
+        for (map, key) in [
+            (&mut self.by_source, &fact.source.source_id),
+            (&mut self.by_entity, &fact.entity),
+        ] {
+            let ids = map.entry(key.clone()).or_default();
+            if let Err(at) = ids.binary_search(&fact.id) {
+                ids.insert(at, fact.id);
+            }
+        }
+    }
+
+    /// Takes `fact` off the lists of its source and its entity.
+    fn unindex_fact(&mut self, fact: &Fact) {
+        for (map, key) in [
+            (&mut self.by_source, &fact.source.source_id),
+            (&mut self.by_entity, &fact.entity),
+        ] {
+            if let Some(ids) = map.get_mut(key) {
+                ids.retain(|id| *id != fact.id);
+                if ids.is_empty() {
+                    map.remove(key);
+                }
+            }
+        }
     }
 
     /// The place of fact `id` in `facts`.
@@ -1218,9 +1259,8 @@ mod tests {
             .map(|e| e.id.clone())
             .unwrap_or_default();
         let mut values: Vec<&str> = graph
-            .facts()
-            .iter()
-            .filter(|f| f.entity == id && f.predicate == predicate && keep(f))
+            .facts_of(&id)
+            .filter(|f| f.predicate == predicate && keep(f))
             .map(|f| f.object.as_str())
             .collect();
         values.sort();
@@ -1568,6 +1608,7 @@ mod tests {
             graph.resolve("Tessaly Track").map(|e| &e.id),
             graph.resolve("Tessaly Beacon").map(|e| &e.id)
         );
+        let before_rename = graph.facts().to_vec();
         let mut changes = Changes::default();
         graph.rename("Tessaly Track", "Tessaly Beacon", &mut changes);
         let track = graph
@@ -1583,6 +1624,29 @@ mod tests {
             vec!["Starter"]
         );
         assert_eq!(changes.merged.len(), 1);
+        each_entity_lists_its_facts(&graph);
+        // A reader's copy patched with what the rename wrote (facts moved to another entity)
+        // lists them alike.
+        let mut patched = Graph::new(&ontology);
+        patched.patch(&[], Vec::new(), before_rename);
+        patched.patch(&[], Vec::new(), graph.facts().to_vec());
+        each_entity_lists_its_facts(&patched);
+    }
+
+    /// `facts_of` gives every entity's facts as a scan of every fact would, in id order.
+    fn each_entity_lists_its_facts(graph: &Graph) {
+        let mut entities: BTreeSet<&str> = graph.facts().iter().map(|f| f.entity.as_str()).collect();
+        entities.extend(graph.by_entity.keys().map(String::as_str));
+        for entity in entities {
+            let listed: Vec<u64> = graph.facts_of(entity).map(|f| f.id).collect();
+            let scanned: Vec<u64> = graph
+                .facts()
+                .iter()
+                .filter(|f| f.entity == entity)
+                .map(|f| f.id)
+                .collect();
+            assert_eq!(listed, scanned, "facts of {entity}");
+        }
     }
 
     #[test]

@@ -253,7 +253,7 @@ fn entity_type(
         }
         // Infer from the predicates it is the subject of.
         let mut types: BTreeSet<String> = BTreeSet::new();
-        for fact in graph.facts().iter().filter(|f| f.entity == entity.id) {
+        for fact in graph.facts_of(&entity.id) {
             if let Some(p) = ontology.predicate(&fact.predicate)
                 && p.subject_types.len() == 1
             {
