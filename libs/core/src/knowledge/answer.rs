@@ -164,7 +164,7 @@ pub struct SlotDecision {
 pub struct SlotContext {
     /// Sources whose current version was read for this answer, with that version.
     pub read_versions: BTreeMap<String, u64>,
-    /// Latest known version of each page source.
+    /// Latest known version of each page source a candidate cites (others are never asked).
     pub latest_versions: BTreeMap<String, u64>,
     /// Answers resting only on origins below this authority are hedged.
     pub hedge_below_authority: i32,

@@ -233,9 +233,14 @@ fn ontoloop_slot(
     // values announced for later are kept aside as the slot's upcoming changes.
     let mut candidates: Vec<(Scope, Candidate)> = Vec::new();
     let mut upcoming: Vec<Candidate> = Vec::new();
-    for fact in graph.facts().iter().filter(|f| {
-        entity_ids.contains(&f.entity) && f.predicate == predicate && view.access.fact(f)
-    }) {
+    let mut slot_facts: Vec<&Fact> = entity_ids
+        .iter()
+        .flat_map(|id| graph.facts_of(id))
+        .filter(|f| f.predicate == predicate && view.access.fact(f))
+        .collect();
+    // In id order, as a scan of every fact would meet them.
+    slot_facts.sort_by_key(|f| f.id);
+    for fact in slot_facts {
         if fact.valid_from > view.as_of
             && fact.valid_to.is_none_or(|to| to > fact.valid_from)
             && fact.scope.within(view.scope)
@@ -283,12 +288,13 @@ fn ontoloop_slot(
     }
     let ctx = SlotContext {
         read_versions: read.iter().map(|(id, p)| (id.clone(), p.version)).collect(),
-        // Only versions of pages the caller may read, so a hedge never names another.
-        latest_versions: view
-            .current
+        // The sources the candidates cite, and only pages the caller may read, so a hedge
+        // never names another (and an Ask never copies every page's version).
+        latest_versions: candidates
             .iter()
-            .filter(|(id, _)| view.access.source(id))
-            .map(|(id, p)| (id.clone(), p.version))
+            .map(|(_, c)| &c.source.source_id)
+            .filter(|id| view.access.source(id))
+            .filter_map(|id| view.current.get(id).map(|p| (id.clone(), p.version)))
             .collect(),
         hedge_below_authority: view.hedge_below_authority,
     };
@@ -453,14 +459,8 @@ fn graph_items(
     }
     let mut facts: Vec<_> = view
         .graph
-        .facts()
-        .iter()
-        .filter(|f| {
-            f.entity == node.id
-                && f.predicate == predicate
-                && f.valid_at(view.as_of)
-                && view.access.fact(f)
-        })
+        .facts_of(&node.id)
+        .filter(|f| f.predicate == predicate && f.valid_at(view.as_of) && view.access.fact(f))
         .collect();
     facts.sort_by_key(|f| f.id);
     // Group by value, in order of first appearance.
