@@ -5,7 +5,9 @@
 //! (`Store::knowledge_changes_since`): the changed pages, their index documents, facts,
 //! entities and names; every version of it is the one a build from the store would give. Each
 //! tenant's model sits behind a read-write lock: readers hold it while they answer and a patch
-//! waits for them, so no reader sees an event half-applied. An ontology change (or a range the
+//! waits for them, so no reader sees an event half-applied. One caller at a time brings a model
+//! forward (reading the changes before it takes the write lock); callers that find it behind
+//! wait for that one instead of queueing as writers behind each other's readers. An ontology change (or a range the
 //! store cannot replay) builds the model whole beside the live one, which keeps answering until
 //! the new one swaps in.
 
@@ -53,6 +55,10 @@ pub struct Snapshot {
     chunk_index: std::sync::OnceLock<ChunkIndex>,
     /// Every version of every page.
     pub versions: Vec<PageVersion>,
+    /// Text bytes of `versions` and of `current` ([`text_bytes`]), kept as they change so the
+    /// cache weighs a model without reading every page again after each patch.
+    version_bytes: usize,
+    current_bytes: usize,
     /// When the newest version in effect took effect.
     pub latest_change: chrono::DateTime<chrono::Utc>,
     /// Versions announced to take effect later than the model's last look, soonest first: each
@@ -234,6 +240,12 @@ impl Snapshot {
         at >= self.latest_change && self.scheduled.first().is_none_or(|p| at < p.effective_at())
     }
 
+    /// Whether the model answers for knowledge `version`: at it or later, and no announced
+    /// version has taken effect since it last looked.
+    fn holds(&self, version: i64) -> bool {
+        self.version >= version && !self.due(chrono::Utc::now())
+    }
+
     /// Whether an announced version has taken effect since the model last looked.
     fn due(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
         self.scheduled
@@ -294,11 +306,30 @@ impl Snapshot {
     /// cache weighs the model (a patch or a rebuild).
     /// The chunk-hash index a citation may build (a few dozen bytes a chunk) is not counted.
     pub fn approx_bytes(&self) -> usize {
-        let text = |p: &PageVersion| p.body.len() + p.title.len() + p.source_id.len();
-        let versions: usize = self.versions.iter().map(text).sum();
-        let indexed: usize = self.current.values().map(text).sum();
         let dense = self.dense.approx_bytes();
-        versions + 2 * indexed + self.graph.facts().len() * FACT_BYTES + dense
+        self.version_bytes + 2 * self.current_bytes + self.graph.facts().len() * FACT_BYTES + dense
+    }
+}
+
+/// The text a page version holds, as [`Snapshot::approx_bytes`] counts it.
+fn text_bytes(page: &PageVersion) -> usize {
+    page.body.len() + page.title.len() + page.source_id.len()
+}
+
+/// One tenant's model in the cache, and the turn to bring it forward (held by one caller at a
+/// time: the others wait on it, not on the model's lock).
+#[derive(Clone)]
+struct Held {
+    model: Arc<RwLock<Snapshot>>,
+    forward: Arc<Mutex<()>>,
+}
+
+impl Held {
+    fn new(snapshot: Snapshot) -> Self {
+        Self {
+            model: Arc::new(RwLock::new(snapshot)),
+            forward: Arc::new(Mutex::new(())),
+        }
     }
 }
 
@@ -307,7 +338,7 @@ pub struct Snapshots {
     store: Store,
     extraction: ExtractionSetup,
     name: &'static str,
-    cache: Mutex<Lru<Arc<RwLock<Snapshot>>>>,
+    cache: Mutex<Lru<Held>>,
     /// Models built whole, and catch-ups patched in, since this cache was made.
     built: AtomicU64,
     patched: AtomicU64,
@@ -354,46 +385,57 @@ impl Snapshots {
     pub async fn get(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
         let version = self.store.knowledge_version(tenant).await?;
         let cached = self.cache.lock().await.get(tenant).cloned();
-        let Some(cell) = cached else {
+        let Some(held) = cached else {
             let snapshot = self.build(tenant).await?;
-            let cell = Arc::new(RwLock::new(snapshot));
-            let guard = Arc::clone(&cell).read_owned().await;
-            self.keep(tenant, cell, guard.approx_bytes()).await;
+            let held = Held::new(snapshot);
+            let guard = Arc::clone(&held.model).read_owned().await;
+            self.keep(tenant, held, guard.approx_bytes()).await;
             return Ok(guard);
         };
-        let guard = Arc::clone(&cell).read_owned().await;
-        if guard.version >= version && !guard.due(chrono::Utc::now()) {
+        let guard = Arc::clone(&held.model).read_owned().await;
+        if guard.holds(version) {
             return Ok(guard);
         }
         drop(guard);
-        let mut model = Arc::clone(&cell).write_owned().await;
-        // Another reader may have brought it forward while this one waited.
-        if model.version < version {
-            match self
-                .store
-                .knowledge_changes_since(tenant, model.version)
-                .await?
-            {
-                Some(changes) => {
-                    if let Err(err) = model.apply(changes) {
-                        // Half applied: never answer from it. A version below every real one
-                        // makes the next reader build the model whole (no commit range from it
-                        // is complete).
-                        model.version = -1;
-                        return Err(err);
-                    }
-                    self.count(&self.patched, "patch");
+        // One caller brings the model forward; the others wait for it here, not in the model's
+        // lock, so a line of callers never queues readers behind one writer after another.
+        let turn = Arc::clone(&held.forward).lock_owned().await;
+        let guard = Arc::clone(&held.model).read_owned().await;
+        // Another caller may have brought it forward while this one waited.
+        if guard.holds(version) {
+            return Ok(guard);
+        }
+        let from = guard.version;
+        drop(guard);
+        // What the commits since wrote is read while readers go on answering from the model
+        // as it is; only this caller changes it (it holds the turn).
+        let changes = if from < version {
+            Some(self.store.knowledge_changes_since(tenant, from).await?)
+        } else {
+            None
+        };
+        let mut model = Arc::clone(&held.model).write_owned().await;
+        match changes {
+            Some(Some(changes)) => {
+                if let Err(err) = model.apply(changes) {
+                    // Half applied: never answer from it. A version below every real one makes
+                    // the next reader build the model whole (no commit range from it is
+                    // complete).
+                    model.version = -1;
+                    return Err(err);
                 }
-                None => {
-                    // Built beside the live model, which readers keep using meanwhile.
-                    drop(model);
-                    let fresh = self.build(tenant).await?;
-                    model = Arc::clone(&cell).write_owned().await;
-                    if fresh.version > model.version {
-                        *model = fresh;
-                    }
+                self.count(&self.patched, "patch");
+            }
+            Some(None) => {
+                // Built beside the live model, which readers keep using meanwhile.
+                drop(model);
+                let fresh = self.build(tenant).await?;
+                model = Arc::clone(&held.model).write_owned().await;
+                if fresh.version > model.version {
+                    *model = fresh;
                 }
             }
+            None => {}
         }
         let now = chrono::Utc::now();
         if model.due(now) {
@@ -405,15 +447,16 @@ impl Snapshots {
         }
         let bytes = model.approx_bytes();
         let guard = model.downgrade();
-        self.keep(tenant, cell, bytes).await;
+        drop(turn);
+        self.keep(tenant, held, bytes).await;
         Ok(guard)
     }
 
     /// Keeps a tenant's model under the budget (again, with its size now) and reports the
     /// cache's size.
-    async fn keep(&self, tenant: &str, cell: Arc<RwLock<Snapshot>>, bytes: usize) {
+    async fn keep(&self, tenant: &str, held: Held, bytes: usize) {
         let mut cache = self.cache.lock().await;
-        cache.insert(tenant, cell, bytes);
+        cache.insert(tenant, held, bytes);
         ontoloop_observability::metrics::global().set(
             CACHE_ENTRIES_METRIC,
             "Entries (tenants) a bounded per-tenant cache keeps.",
@@ -494,7 +537,11 @@ impl Snapshot {
             versions_announced(&pages, now, |id| current.get(id).map(|held| held.version));
         let restricted = graph.facts().iter().any(|f| !f.acl.is_empty())
             || current.values().any(|p| !p.acl.is_empty());
+        let version_bytes = pages.iter().map(text_bytes).sum();
+        let current_bytes = current.values().map(text_bytes).sum();
         Ok(Snapshot {
+            version_bytes,
+            current_bytes,
             latest_change,
             scheduled,
             versions: pages,
@@ -529,6 +576,7 @@ impl Snapshot {
             } else {
                 due.push(page.clone());
             }
+            self.version_bytes += text_bytes(&page);
             self.versions.push(page);
         }
         self.scheduled
@@ -581,7 +629,9 @@ impl Snapshot {
                 .is_none_or(|held| page.version > held.version);
             if newer {
                 let id = page.source_id.clone();
+                self.current_bytes += text_bytes(&page);
                 let before = current.insert(id.clone(), page);
+                self.current_bytes -= before.as_ref().map_or(0, text_bytes);
                 moved.entry(id).or_insert(before);
             }
         }
