@@ -382,6 +382,27 @@ impl Store {
             .collect())
     }
 
+    /// The numbers of the tenant's intake events still pending below `seq`, lowest first, at
+    /// most `limit`: [`Self::intake_pending_before`] without reading their bodies.
+    pub async fn intake_pending_numbers_before(
+        &self,
+        tenant: &str,
+        seq: i64,
+        limit: u64,
+    ) -> Result<Vec<i64>, StoreError> {
+        Ok(intake_event::Entity::find()
+            .select_only()
+            .column(intake_event::Column::TenantSeq)
+            .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
+            .filter(intake_event::Column::TenantSeq.lt(seq))
+            .order_by_asc(intake_event::Column::TenantSeq)
+            .limit(limit)
+            .into_tuple::<i64>()
+            .all(&self.db)
+            .await?)
+    }
+
     /// Waits until the tenant's intake event `seq` is settled (read-your-writes) for at most
     /// `timeout`: read again at each word of a settlement (see [`crate::feed`]) and at least every
     /// [`crate::feed::SAFETY_POLL`]. Another tenant's number is [`Settled::Unknown`] at once.
@@ -438,6 +459,8 @@ impl Store {
         seq: i64,
         reason: &str,
     ) -> Result<(), StoreError> {
+        // The mark and the word of it in one transaction: a waiter that hears it reads it.
+        let txn = self.writer.begin().await?;
         intake_event::Entity::update_many()
             .col_expr(
                 intake_event::Column::State,
@@ -446,9 +469,8 @@ impl Store {
             .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
             .filter(intake_event::Column::Tenant.eq(tenant))
             .filter(intake_event::Column::TenantSeq.eq(seq))
-            .exec(&self.writer)
+            .exec(&txn)
             .await?;
-        let txn = self.writer.begin().await?;
         crate::feed::notify_in(&txn, tenant).await?;
         txn.commit().await?;
         self.feed.announce();

@@ -303,6 +303,14 @@ async fn pending_events_before_a_number_are_the_tenants_own(store: &Store) {
         vec![(1, "b1".to_owned())],
         "never another tenant's"
     );
+    assert_eq!(
+        store
+            .intake_pending_numbers_before("order-a", 4, 10)
+            .await
+            .expect("read"),
+        vec![1, 3],
+        "the numbers alone, as the events with their bodies"
+    );
 }
 
 async fn all(store: &Store) {

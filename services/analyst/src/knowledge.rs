@@ -400,10 +400,10 @@ impl KnowledgeWriter {
         let within = u64::try_from(numbered.len() + 1).unwrap_or(u64::MAX);
         match self
             .store
-            .intake_pending_before(tenant, last + 1, within)
+            .intake_pending_numbers_before(tenant, last + 1, within)
             .await
         {
-            Ok(pending) => !pending.iter().map(|(n, _)| *n).eq(numbered.iter().copied()),
+            Ok(pending) => pending != numbered,
             Err(_) => true,
         }
     }
