@@ -8,7 +8,9 @@
 //! every event moves one service to another team; its event → visible time runs from the push to
 //! the first Ask (waiting for the event's sequence number) that answers the new team. Asks and
 //! Validates of ten claims run beside the events, one at a time each, and are timed over
-//! loopback gRPC.
+//! loopback gRPC. Each event's time is also split where it went: until the intake acknowledged
+//! the push (accepted), and until the analyst had settled it in the store (applied, seen at the
+//! first commit after it); the rest is the read model's catch-up and the answer.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,7 @@ use serde::Serialize;
 
 use super::memory::letters;
 use crate::client::Clients;
+use ontoloop_store::Store;
 
 /// The tenant the benchmark generates.
 const TENANT: &str = "scale";
@@ -87,6 +90,11 @@ pub struct ScaleReport {
     pub ingest_pages_per_s: f64,
     /// Push of a single-page event to the first Ask answering its value.
     pub event_to_visible_ms: Quantiles,
+    /// Push of a single-page event to the intake's acknowledgement.
+    pub event_to_accepted_ms: Quantiles,
+    /// Push of a single-page event to the analyst's commit settling it (read off the store at
+    /// the first commit after it; empty when the run was given no store).
+    pub event_to_applied_ms: Quantiles,
     /// Ask over loopback gRPC while events flow.
     pub ask_ms: Quantiles,
     /// Validate of ten claims while events flow.
@@ -114,6 +122,8 @@ impl ScaleReport {
             "scale: one tenant of {} generated pages, every service in this process\n\
              ingest            {:>9.0} pages/s\n\
              event -> visible  p50 {:>8.1} ms   p99 {:>8.1} ms   ({} events, {} not visible)\n\
+               accepted        p50 {:>8.1} ms   p99 {:>8.1} ms\n\
+               applied         p50 {:>8.1} ms   p99 {:>8.1} ms\n\
              ask               p50 {:>8.2} ms   p99 {:>8.2} ms   ({} asks)\n\
              validate (10)     p50 {:>8.2} ms   p99 {:>8.2} ms   ({} validates)\n\
              rss {:.1} MB, store {:.1} MB, {} calls failed\n",
@@ -123,6 +133,10 @@ impl ScaleReport {
             self.event_to_visible_ms.p99,
             self.events,
             self.events_not_visible,
+            self.event_to_accepted_ms.p50,
+            self.event_to_accepted_ms.p99,
+            self.event_to_applied_ms.p50,
+            self.event_to_applied_ms.p99,
             self.ask_ms.p50,
             self.ask_ms.p99,
             self.asks,
@@ -258,9 +272,11 @@ async fn push(clients: &Clients, caller: &Caller, event: &Event) -> anyhow::Resu
 }
 
 /// Runs the load through `clients` (a system in this process), reporting progress lines;
-/// `store_mb` measures the store at the end.
+/// `store` (the system's) tells when each event under load was applied, and `store_mb` measures
+/// it at the end.
 pub async fn run(
     clients: &Clients,
+    store: Option<&Store>,
     load: Load,
     store_mb: impl Fn() -> f64,
     progress: &mut dyn FnMut(&str),
@@ -331,12 +347,14 @@ pub async fn run(
         load.events_per_second, load.seconds
     ));
     let until = Instant::now() + Duration::from_secs(load.seconds);
-    let (events, asks, validates) = tokio::join!(
-        events(clients, &caller, load, until),
+    let pushed = std::sync::Arc::new(Pushed::default());
+    let (events, asks, validates, applied) = tokio::join!(
+        events(clients, &caller, load, until, &pushed),
         asks(clients, load.pages, until),
         validates(clients, load.pages, until),
+        applied(store, &pushed, until),
     );
-    let (visible, not_visible, event_errors) = events;
+    let (visible, accepted, not_visible, event_errors) = events;
     let (ask_times, ask_errors) = asks;
     let (validate_times, validate_errors) = validates;
     Ok(ScaleReport {
@@ -345,6 +363,8 @@ pub async fn run(
         events: visible.len(),
         events_not_visible: not_visible,
         event_to_visible_ms: Quantiles::of(visible),
+        event_to_accepted_ms: Quantiles::of(accepted),
+        event_to_applied_ms: Quantiles::of(applied),
         asks: ask_times.len(),
         ask_ms: Quantiles::of(ask_times),
         validates: validate_times.len(),
@@ -381,15 +401,83 @@ async fn visible(
     }
 }
 
+/// Events pushed under load and not yet seen applied: each one's number and when its push
+/// began.
+#[derive(Default)]
+struct Pushed(std::sync::Mutex<std::collections::BTreeMap<i64, Instant>>);
+
+impl Pushed {
+    fn insert(&self, seq: u64, started: Instant) {
+        if let Ok(seq) = i64::try_from(seq) {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(seq, started);
+        }
+    }
+
+    /// Takes out every event numbered below `pending` (the lowest still pending), with the
+    /// time from its push to `now`.
+    fn settled_below(&self, pending: i64, now: Instant) -> Vec<Duration> {
+        let mut held = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let still = held.split_off(&pending);
+        let done = std::mem::replace(&mut *held, still);
+        done.into_values().map(|started| now - started).collect()
+    }
+}
+
+/// When each pushed event was applied: at each commit the store reports (and at least every
+/// 50 ms), the lowest number still pending says which of them are settled, the analyst
+/// settling a tenant's events in order. One read per commit, whatever the events in flight.
+async fn applied(store: Option<&Store>, pushed: &Pushed, until: Instant) -> Vec<Duration> {
+    let Some(store) = store else {
+        return Vec::new();
+    };
+    let mut commits = store.commits();
+    let mut times = Vec::new();
+    // Past the stream's end, as long as its watchers may still wait.
+    let end = until + Duration::from_secs(30);
+    while Instant::now() < end {
+        tokio::select! {
+            _ = commits.changed() => {}
+            () = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        let Ok(lowest) = store
+            .intake_pending_numbers_before(TENANT, i64::MAX, 1)
+            .await
+        else {
+            continue;
+        };
+        times.extend(
+            pushed.settled_below(lowest.first().copied().unwrap_or(i64::MAX), Instant::now()),
+        );
+        if Instant::now() >= until
+            && pushed
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_empty()
+        {
+            break;
+        }
+    }
+    times
+}
+
 /// The steady stream: every tick moves one service to another team, each event watched until
 /// an Ask answers its new team. Returns the times (an event never seen counts as the time until
-/// the end of the wait), those not seen, and the calls that failed.
+/// the end of the wait), the intake's acknowledgements, those not seen, and the calls that
+/// failed.
 async fn events(
     clients: &Clients,
     caller: &Caller,
     load: Load,
     until: Instant,
-) -> (Vec<Duration>, usize, usize) {
+    pushed: &std::sync::Arc<Pushed>,
+) -> (Vec<Duration>, Vec<Duration>, usize, usize) {
     let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / load.events_per_second));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut watchers = tokio::task::JoinSet::new();
@@ -404,9 +492,12 @@ async fn events(
         let owner = k + TEAMS / 2 + n;
         n += 1;
         let (clients, caller, turns) = (clients.clone(), caller.clone(), turns.clone());
+        let pushed = std::sync::Arc::clone(pushed);
         watchers.spawn(async move {
             let started = Instant::now();
             let seq = push(&clients, &caller, &catalog_page(k, owner)).await?;
+            let accepted = started.elapsed();
+            pushed.insert(seq, started);
             let _turn = turns.acquire_owned().await?;
             let expected = team(owner);
             // The first answer with the new team: min_sequence waits for the event itself; an
@@ -417,7 +508,7 @@ async fn events(
                     .await
                     .context("ask")?;
                 if answer.value.contains(&expected) {
-                    return Ok::<_, anyhow::Error>(Some(started.elapsed()));
+                    return Ok::<_, anyhow::Error>((accepted, Some(started.elapsed())));
                 }
                 if Instant::now() > deadline {
                     eprintln!(
@@ -426,17 +517,20 @@ async fn events(
                         answer.value,
                         answer.status
                     );
-                    return Ok(None);
+                    return Ok((accepted, None));
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         });
     }
-    let (mut visible, mut not_visible, mut errors) = (Vec::new(), 0, 0);
+    let (mut visible, mut accepted, mut not_visible, mut errors) = (Vec::new(), Vec::new(), 0, 0);
     while let Some(joined) = watchers.join_next().await {
+        if let Ok(Ok((took, _))) = &joined {
+            accepted.push(*took);
+        }
         match joined {
-            Ok(Ok(Some(time))) => visible.push(time),
-            Ok(Ok(None)) => not_visible += 1,
+            Ok(Ok((_, Some(time)))) => visible.push(time),
+            Ok(Ok((_, None))) => not_visible += 1,
             Ok(Err(err)) => {
                 tracing::warn!(error = %format!("{err:#}"), "an event under load failed");
                 errors += 1;
@@ -444,7 +538,7 @@ async fn events(
             Err(_) => errors += 1,
         }
     }
-    (visible, not_visible, errors)
+    (visible, accepted, not_visible, errors)
 }
 
 /// Asks one at a time about services across the catalog until `until`.

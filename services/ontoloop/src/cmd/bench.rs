@@ -290,6 +290,7 @@ impl Command {
                 let store_url = scratch.store_url.clone();
                 let report = ontoloop::bench::scale::run(
                     &clients,
+                    Some(&local.ctx.store),
                     load,
                     || ontoloop::bench::scale::sqlite_mb(&store_url),
                     &mut progress,
