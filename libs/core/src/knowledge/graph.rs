@@ -1635,7 +1635,8 @@ mod tests {
 
     /// `facts_of` gives every entity's facts as a scan of every fact would, in id order.
     fn each_entity_lists_its_facts(graph: &Graph) {
-        let mut entities: BTreeSet<&str> = graph.facts().iter().map(|f| f.entity.as_str()).collect();
+        let mut entities: BTreeSet<&str> =
+            graph.facts().iter().map(|f| f.entity.as_str()).collect();
         entities.extend(graph.by_entity.keys().map(String::as_str));
         for entity in entities {
             let listed: Vec<u64> = graph.facts_of(entity).map(|f| f.id).collect();
