@@ -7,9 +7,9 @@
 //! tenant's model sits behind a read-write lock: readers hold it while they answer and a patch
 //! waits for them, so no reader sees an event half-applied. One caller at a time brings a model
 //! forward (reading the changes before it takes the write lock); callers that find it behind
-//! wait for that one instead of queueing as writers behind each other's readers. An ontology change (or a range the
-//! store cannot replay) builds the model whole beside the live one, which keeps answering until
-//! the new one swaps in.
+//! wait for that one instead of queueing as writers behind each other's readers. An ontology
+//! change (or a range the store cannot replay) builds the model whole beside the live one,
+//! which keeps answering until the new one swaps in.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
