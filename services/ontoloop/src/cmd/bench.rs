@@ -161,7 +161,8 @@ pub enum Command {
     /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
     /// the intake, then a steady stream of single-page events while agents ask and validate;
     /// prints {"pages","ingest_pages_per_s","event_to_visible_ms":{"p50","p99"},
-    /// "ask_ms":{"p50","p99"},"validate_ms":{"p50","p99"},"rss_mb","store_mb",...} with --json.
+    /// "event_to_accepted_ms","event_to_applied_ms","ask_ms":{"p50","p99"},
+    /// "validate_ms":{"p50","p99"},"first_validate_ms","rss_mb","store_mb",...} with --json.
     Scale {
         /// Pages in the tenant (one service each, about 1.2 KB).
         #[arg(long, default_value_t = 10_000)]
