@@ -630,6 +630,27 @@ mod tests {
     }
 
     #[test]
+    fn events_below_the_lowest_pending_number_are_the_settled_ones() {
+        let pushed = Pushed::default();
+        let start = Instant::now();
+        for seq in [5, 6, 8] {
+            pushed.insert(seq, start);
+        }
+        let now = start + Duration::from_millis(40);
+        // 7 still pending: 5 and 6 are settled, 8 waits.
+        assert_eq!(
+            pushed.settled_below(7, now),
+            vec![Duration::from_millis(40); 2]
+        );
+        assert!(
+            pushed.settled_below(7, now).is_empty(),
+            "each is taken once"
+        );
+        // Nothing pending (the store says so with no number): the rest is settled.
+        assert_eq!(pushed.settled_below(i64::MAX, now).len(), 1);
+    }
+
+    #[test]
     fn names_are_distinct_words() {
         assert_ne!(service(0), service(26));
         assert!(service(100_000).chars().all(|c| c.is_ascii_alphabetic()));
