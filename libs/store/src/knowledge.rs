@@ -369,12 +369,7 @@ impl Store {
         seq: i64,
         limit: u64,
     ) -> Result<Vec<(i64, String)>, StoreError> {
-        Ok(intake_event::Entity::find()
-            .filter(intake_event::Column::Tenant.eq(tenant))
-            .filter(intake_event::Column::State.eq(intake_state::PENDING))
-            .filter(intake_event::Column::TenantSeq.lt(seq))
-            .order_by_asc(intake_event::Column::TenantSeq)
-            .limit(limit)
+        Ok(pending_before(tenant, seq, limit)
             .all(&self.db)
             .await?
             .into_iter()
@@ -390,14 +385,9 @@ impl Store {
         seq: i64,
         limit: u64,
     ) -> Result<Vec<i64>, StoreError> {
-        Ok(intake_event::Entity::find()
+        Ok(pending_before(tenant, seq, limit)
             .select_only()
             .column(intake_event::Column::TenantSeq)
-            .filter(intake_event::Column::Tenant.eq(tenant))
-            .filter(intake_event::Column::State.eq(intake_state::PENDING))
-            .filter(intake_event::Column::TenantSeq.lt(seq))
-            .order_by_asc(intake_event::Column::TenantSeq)
-            .limit(limit)
             .into_tuple::<i64>()
             .all(&self.db)
             .await?)
@@ -876,6 +866,16 @@ struct Rows {
 }
 
 /// Reads [`Rows`] of `tenant` in `txn`.
+/// The tenant's pending intake events numbered below `seq`, lowest first, at most `limit`.
+fn pending_before(tenant: &str, seq: i64, limit: u64) -> sea_orm::Select<intake_event::Entity> {
+    intake_event::Entity::find()
+        .filter(intake_event::Column::Tenant.eq(tenant))
+        .filter(intake_event::Column::State.eq(intake_state::PENDING))
+        .filter(intake_event::Column::TenantSeq.lt(seq))
+        .order_by_asc(intake_event::Column::TenantSeq)
+        .limit(limit)
+}
+
 async fn knowledge_rows(
     txn: &sea_orm::DatabaseTransaction,
     tenant: &str,

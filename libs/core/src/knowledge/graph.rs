@@ -633,12 +633,13 @@ impl Graph {
             self.next_fact_id = self.next_fact_id.max(fact.id + 1);
             match self.facts.binary_search_by_key(&fact.id, |f| f.id) {
                 Ok(at) => {
+                    let held = &self.facts[at];
+                    let moved = held.source.source_id != fact.source.source_id
+                        || held.entity != fact.entity;
                     let before = std::mem::replace(&mut self.facts[at], fact);
-                    let after = self.facts[at].clone();
-                    if before.source.source_id != after.source.source_id
-                        || before.entity != after.entity
-                    {
+                    if moved {
                         self.unindex_fact(&before);
+                        let after = self.facts[at].clone();
                         self.index_fact(&after);
                     }
                 }

@@ -435,6 +435,14 @@ impl Pushed {
         }
     }
 
+    /// Whether every event pushed so far was seen applied.
+    fn is_empty(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
     /// Takes out every event numbered below `pending` (the lowest still pending), with the
     /// time from its push to `now`.
     fn settled_below(&self, pending: i64, now: Instant) -> Vec<Duration> {
@@ -473,13 +481,7 @@ async fn applied(store: Option<&Store>, pushed: &Pushed, until: Instant) -> Vec<
         times.extend(
             pushed.settled_below(lowest.first().copied().unwrap_or(i64::MAX), Instant::now()),
         );
-        if Instant::now() >= until
-            && pushed
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_empty()
-        {
+        if Instant::now() >= until && pushed.is_empty() {
             break;
         }
     }
