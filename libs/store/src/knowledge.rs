@@ -283,51 +283,125 @@ impl Store {
                 .await?;
             }
         }
-        let mut next: HashMap<&str, i64> = HashMap::new();
+        // The keys already in the log, read a tenant at a time rather than one per event.
         let mut keyed: HashMap<(&str, &str), Intake> = HashMap::new();
-        let mut accepted = Vec::with_capacity(requests.len());
+        let mut keys: HashMap<&str, Vec<&str>> = HashMap::new();
         for request in requests {
+            if let Some(key) = request.idempotency_key.as_deref() {
+                keys.entry(request.tenant.as_str()).or_default().push(key);
+            }
+        }
+        for (tenant, keys) in &keys {
+            for chunk in keys.chunks(500) {
+                let known = intake_event::Entity::find()
+                    .filter(intake_event::Column::Tenant.eq(*tenant))
+                    .filter(intake_event::Column::IdempotencyKey.is_in(chunk.iter().copied()))
+                    .all(&txn)
+                    .await?;
+                for row in known {
+                    let Some(key) = chunk
+                        .iter()
+                        .find(|k| Some(**k) == row.idempotency_key.as_deref())
+                    else {
+                        continue;
+                    };
+                    keyed.insert((tenant, key), known_intake(&row));
+                }
+            }
+        }
+        // Numbered in the order given, then written a few hundred rows a statement.
+        let mut next: HashMap<&str, i64> = HashMap::new();
+        let mut plan: Vec<Append> = Vec::with_capacity(requests.len());
+        let mut new_keys: HashMap<(&str, &str), usize> = HashMap::new();
+        for (at, request) in requests.iter().enumerate() {
             let tenant = request.tenant.as_str();
             let key = request.idempotency_key.as_deref();
             if let Some(key) = key {
                 if let Some(known) = keyed.get(&(tenant, key)) {
-                    accepted.push(Intake {
-                        duplicate: true,
-                        ..*known
-                    });
+                    plan.push(Append::Known(*known));
                     continue;
                 }
-                if let Some(known) = intake_by_key(&txn, tenant, Some(key)).await? {
-                    accepted.push(known);
+                if let Some(&first) = new_keys.get(&(tenant, key)) {
+                    plan.push(Append::SameAs(first));
                     continue;
                 }
+                new_keys.insert((tenant, key), at);
             }
-            let seq = match next.get_mut(tenant) {
+            let seq = match next.get(tenant) {
                 Some(last) => *last + 1,
                 None => last_intake_seq(&txn, tenant).await? + 1,
             };
             next.insert(tenant, seq);
-            let inserted = intake_event::Entity::insert(intake_row(
-                tenant,
-                key,
-                &request.kind,
-                &request.body,
-                request.received_at,
-                request.lease_until,
-                request.trace_context.as_deref(),
-                seq,
-            ))
-            .exec(&txn)
-            .await?;
-            let intake = Intake {
-                row: inserted.last_insert_id,
-                seq,
-                duplicate: false,
-                pending: true,
-            };
-            if let Some(key) = key {
-                keyed.insert((tenant, key), intake);
+            plan.push(Append::New(seq));
+        }
+        let written: Vec<(usize, i64)> = plan
+            .iter()
+            .enumerate()
+            .filter_map(|(at, append)| match append {
+                Append::New(seq) => Some((at, *seq)),
+                _ => None,
+            })
+            .collect();
+        for chunk in written.chunks(200) {
+            let rows = chunk.iter().map(|(at, seq)| {
+                let request = &requests[*at];
+                intake_row(
+                    &request.tenant,
+                    request.idempotency_key.as_deref(),
+                    &request.kind,
+                    &request.body,
+                    request.received_at,
+                    request.lease_until,
+                    request.trace_context.as_deref(),
+                    *seq,
+                )
+            });
+            intake_event::Entity::insert_many(rows)
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        // Each new row's key in the log, read back by its tenant's numbers (whatever order a
+        // multi-row insert gives its keys in).
+        let mut rows: HashMap<(&str, i64), i64> = HashMap::new();
+        for (tenant, last) in &next {
+            let first = written
+                .iter()
+                .filter(|(at, _)| requests[*at].tenant == *tenant)
+                .map(|(_, seq)| *seq)
+                .min()
+                .unwrap_or(*last);
+            let found: Vec<(i64, i64)> = intake_event::Entity::find()
+                .select_only()
+                .column(intake_event::Column::Seq)
+                .column(intake_event::Column::TenantSeq)
+                .filter(intake_event::Column::Tenant.eq(*tenant))
+                .filter(intake_event::Column::TenantSeq.between(first, *last))
+                .into_tuple()
+                .all(&txn)
+                .await?;
+            for (row, seq) in found {
+                rows.insert((tenant, seq), row);
             }
+        }
+        let mut accepted: Vec<Intake> = Vec::with_capacity(requests.len());
+        for (at, append) in plan.iter().enumerate() {
+            let intake = match append {
+                Append::Known(known) => *known,
+                Append::New(seq) => Intake {
+                    row: rows
+                        .get(&(requests[at].tenant.as_str(), *seq))
+                        .copied()
+                        .ok_or_else(|| StoreError::interrupted("reading back an appended event"))?,
+                    seq: *seq,
+                    duplicate: false,
+                    pending: true,
+                },
+                // An earlier request of this group; its outcome is already in `accepted`.
+                Append::SameAs(first) => Intake {
+                    duplicate: true,
+                    ..accepted[*first]
+                },
+            };
             accepted.push(intake);
         }
         txn.commit().await?;
@@ -348,6 +422,29 @@ impl Store {
             .one(&self.db)
             .await?
             .map(|row| (row.state, row.detail)))
+    }
+
+    /// The states of several of the tenant's intake events, by number; a number that is not one
+    /// of the tenant's events is absent. One query for a run of events instead of one each.
+    pub async fn intake_states(
+        &self,
+        tenant: &str,
+        seqs: &[i64],
+    ) -> Result<HashMap<i64, String>, StoreError> {
+        let mut states = HashMap::with_capacity(seqs.len());
+        for chunk in seqs.chunks(500) {
+            let found: Vec<(i64, String)> = intake_event::Entity::find()
+                .select_only()
+                .column(intake_event::Column::TenantSeq)
+                .column(intake_event::Column::State)
+                .filter(intake_event::Column::Tenant.eq(tenant))
+                .filter(intake_event::Column::TenantSeq.is_in(chunk.iter().copied()))
+                .into_tuple()
+                .all(&self.db)
+                .await?;
+            states.extend(found);
+        }
+        Ok(states)
     }
 
     /// The stored body of the tenant's intake event `seq` (as recorded, without its number).
@@ -586,6 +683,7 @@ impl Store {
         // is what holds (and an upsert may touch a row only once per statement on PostgreSQL).
         last_write_wins(&mut commit.facts, |fact| fact.id);
         last_write_wins(&mut commit.entities, |entity| entity.id.clone());
+        last_write_wins(&mut commit.extraction_log, |(doc_id, ..)| doc_id.clone());
         let txn = self.writer.begin().await?;
         let now = Utc::now();
         let next = expected_version + 1;
@@ -713,15 +811,17 @@ impl Store {
                 .exec_without_returning(&txn)
                 .await?;
         }
-        for (doc_id, version, at) in &commit.extraction_log {
-            let row = extraction_log::ActiveModel {
-                tenant: Set(tenant.to_owned()),
-                doc_id: Set(doc_id.clone()),
-                version: Set(to_i64(*version)),
-                extracted_at: Set(*at),
-                changed_in: Set(next),
-            };
-            extraction_log::Entity::insert(row)
+        for chunk in commit.extraction_log.chunks(200) {
+            let rows = chunk
+                .iter()
+                .map(|(doc_id, version, at)| extraction_log::ActiveModel {
+                    tenant: Set(tenant.to_owned()),
+                    doc_id: Set(doc_id.clone()),
+                    version: Set(to_i64(*version)),
+                    extracted_at: Set(*at),
+                    changed_in: Set(next),
+                });
+            extraction_log::Entity::insert_many(rows)
                 .on_conflict(
                     OnConflict::columns([
                         extraction_log::Column::Tenant,
@@ -787,7 +887,8 @@ impl Store {
 /// The end of every analyst commit, inside its transaction: records the queue messages that caused
 /// it (so a redelivery is recognised) and settles its intake events, applied or failed with the
 /// reason. Only the committing tenant's events are settled: a sequence number of another tenant
-/// changes nothing.
+/// changes nothing. A run's messages go in a few statements, not one each: the applied events in
+/// one update, the failed ones each with its reason.
 pub(crate) async fn settle_in(
     txn: &sea_orm::DatabaseTransaction,
     tenant: &str,
@@ -796,15 +897,17 @@ pub(crate) async fn settle_in(
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     use crate::entity::inbox_message;
-    for (queue, message_id, body) in messages {
-        let row = inbox_message::ActiveModel {
-            queue: Set(queue.clone()),
-            message_id: Set(message_id.clone()),
-            body: Set(body.clone()),
-            received_at: Set(now),
-            ..Default::default()
-        };
-        inbox_message::Entity::insert(row)
+    for chunk in messages.chunks(200) {
+        let rows = chunk
+            .iter()
+            .map(|(queue, message_id, body)| inbox_message::ActiveModel {
+                queue: Set(queue.clone()),
+                message_id: Set(message_id.clone()),
+                body: Set(body.clone()),
+                received_at: Set(now),
+                ..Default::default()
+            });
+        inbox_message::Entity::insert_many(rows)
             .on_conflict(
                 OnConflict::columns([
                     inbox_message::Column::Queue,
@@ -817,14 +920,33 @@ pub(crate) async fn settle_in(
             .await?;
     }
     crate::feed::notify_in(txn, tenant).await?;
-    for (seq, failure) in settled {
-        let state = if failure.is_some() {
-            intake_state::FAILED
-        } else {
-            intake_state::APPLIED
-        };
+    let applied: Vec<i64> = settled
+        .iter()
+        .filter(|(_, failure)| failure.is_none())
+        .map(|(seq, _)| *seq)
+        .collect();
+    for chunk in applied.chunks(500) {
         intake_event::Entity::update_many()
-            .col_expr(intake_event::Column::State, Expr::value(state))
+            .col_expr(
+                intake_event::Column::State,
+                Expr::value(intake_state::APPLIED),
+            )
+            .col_expr(
+                intake_event::Column::Detail,
+                Expr::value(Option::<String>::None),
+            )
+            .filter(intake_event::Column::Tenant.eq(tenant))
+            .filter(intake_event::Column::TenantSeq.is_in(chunk.iter().copied()))
+            .exec(txn)
+            .await?;
+    }
+    for (seq, failure) in settled {
+        let Some(failure) = failure else { continue };
+        intake_event::Entity::update_many()
+            .col_expr(
+                intake_event::Column::State,
+                Expr::value(intake_state::FAILED),
+            )
             .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
             .filter(intake_event::Column::Tenant.eq(tenant))
             .filter(intake_event::Column::TenantSeq.eq(*seq))
@@ -844,6 +966,14 @@ fn last_write_wins<T, K: Eq + std::hash::Hash>(items: &mut Vec<T>, key: impl Fn(
         .collect();
     kept.reverse();
     *items = kept;
+}
+
+/// What one request of a group append becomes: a row the log held already, a new row with its
+/// number, or the same row as an earlier request of the group with the same key.
+enum Append {
+    Known(Intake),
+    New(i64),
+    SameAs(usize),
 }
 
 /// Hex SHA-256 of a page body; an unchanged body is not a new version.
@@ -1057,12 +1187,19 @@ async fn intake_by_key(
         .filter(intake_event::Column::IdempotencyKey.eq(key))
         .one(conn)
         .await?
-        .map(|row| Intake {
-            row: row.seq,
-            seq: row.tenant_seq,
-            duplicate: true,
-            pending: row.published_at.is_none() && row.state == intake_state::PENDING,
-        }))
+        .as_ref()
+        .map(known_intake))
+}
+
+/// An event the log already holds, as a push with its key is told of it: a duplicate, pending
+/// while unpublished and unsettled.
+fn known_intake(row: &intake_event::Model) -> Intake {
+    Intake {
+        row: row.seq,
+        seq: row.tenant_seq,
+        duplicate: true,
+        pending: row.published_at.is_none() && row.state == intake_state::PENDING,
+    }
 }
 
 #[cfg(test)]

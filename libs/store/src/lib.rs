@@ -156,6 +156,8 @@ pub struct Store {
     writer: DatabaseConnection,
     /// Word of settled intake events (see [`feed`]), shared by every clone.
     feed: std::sync::Arc<feed::Feed>,
+    /// Stamps of published outbox rows waiting to be written together, shared by every clone.
+    stamps: std::sync::Arc<outbox::Stamps>,
 }
 
 impl Store {
@@ -183,6 +185,7 @@ impl Store {
                         writer: db.clone(),
                         db,
                         feed,
+                        stamps: std::sync::Arc::default(),
                     };
                     if store.backend() == Backend::Sqlite {
                         store.tune_sqlite().await?;
@@ -381,6 +384,27 @@ impl Store {
             .count(&self.db)
             .await?;
         Ok(found > 0)
+    }
+
+    /// Whether any of the messages of one queue was recorded: one query for a run of messages.
+    pub async fn inbox_contains_any(
+        &self,
+        queue: &str,
+        message_ids: &[String],
+    ) -> Result<bool, StoreError> {
+        use entity::inbox_message::{Column, Entity};
+        use sea_orm::PaginatorTrait;
+        for chunk in message_ids.chunks(500) {
+            let found = Entity::find()
+                .filter(Column::Queue.eq(queue))
+                .filter(Column::MessageId.is_in(chunk.iter().map(String::as_str)))
+                .count(&self.db)
+                .await?;
+            if found > 0 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// At most `limit` messages of one queue recorded at or after `since` with a store id above

@@ -24,6 +24,33 @@ pub enum OutboxKind {
     Signal,
 }
 
+/// One caller's stamp waiting for its group: which log, its rows, when they were published, and
+/// where its outcome goes.
+type Stamp = (
+    OutboxKind,
+    Vec<i64>,
+    DateTime<Utc>,
+    tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+);
+
+/// The stamps callers are waiting to have written, shared by every clone of a store: a caller
+/// that comes while a group is written waits for its turn, and every stamp waiting then goes
+/// into the next group, one statement for all of them.
+#[derive(Debug, Default)]
+pub(crate) struct Stamps {
+    waiting: std::sync::Mutex<Vec<Stamp>>,
+    /// Held while a group is written.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Stamps {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Stamp>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// A row waiting to be published.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxRow {
@@ -151,8 +178,66 @@ impl Store {
         Ok(rows)
     }
 
-    /// Stamps rows as published (the broker confirmed them) and ends their lease.
+    /// Stamps rows as published (the broker confirmed them) and ends their lease. Callers
+    /// stamping at once share a write (group commit, [`Stamps`]): each returns once its own rows
+    /// are stamped.
     pub async fn outbox_published(
+        &self,
+        kind: OutboxKind,
+        rows: &[i64],
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let (sender, stamped) = tokio::sync::oneshot::channel();
+        self.stamps.lock().push((kind, rows.to_vec(), at, sender));
+        {
+            // Every caller takes a turn, so every waiting stamp is in some group.
+            let _turn = self.stamps.turn.lock().await;
+            let group = std::mem::take(&mut *self.stamps.lock());
+            if !group.is_empty() {
+                // A task of its own: a caller that goes away mid-write does not cancel the
+                // others' stamps.
+                let store = self.clone();
+                let _ = tokio::spawn(async move { store.stamp_group(group).await }).await;
+            }
+        }
+        stamped
+            .await
+            .unwrap_or_else(|_| Err(StoreError::interrupted("the stamp of a published row")))
+    }
+
+    /// Writes a group of stamps: each kind's rows in one statement (stamped with the group's
+    /// latest time), else each caller's alone; tells each caller its outcome.
+    async fn stamp_group(&self, group: Vec<Stamp>) {
+        if group.len() > 1 {
+            let latest = group
+                .iter()
+                .map(|(_, _, at, _)| *at)
+                .max()
+                .unwrap_or_else(Utc::now);
+            let mut written = Ok(());
+            for kind in [OutboxKind::Event, OutboxKind::Signal] {
+                let rows: Vec<i64> = group
+                    .iter()
+                    .filter(|(k, ..)| *k == kind)
+                    .flat_map(|(_, rows, ..)| rows.iter().copied())
+                    .collect();
+                if !rows.is_empty() && written.is_ok() {
+                    written = self.stamp_rows(kind, &rows, latest).await;
+                }
+            }
+            if written.is_ok() {
+                for (.., sender) in group {
+                    let _ = sender.send(Ok(()));
+                }
+                return;
+            }
+        }
+        for (kind, rows, at, sender) in group {
+            let _ = sender.send(self.stamp_rows(kind, &rows, at).await);
+        }
+    }
+
+    async fn stamp_rows(
         &self,
         kind: OutboxKind,
         rows: &[i64],

@@ -425,15 +425,31 @@ impl KnowledgeWriter {
         messages: &[Message],
     ) -> Result<(), Refusal> {
         let mut tenants = self.tenants.lock().await;
-        let mut ids = std::collections::HashSet::with_capacity(run.len());
-        for (at, envelope) in run {
-            let id = inbox_id(tenant, &messages[*at]);
-            let redelivered = !ids.insert(id.clone())
-                || already_settled(&self.store, tenant, envelope.seq).await?
-                || self.store.inbox_contains(topics::EVENTS, &id).await?;
-            if redelivered {
-                return Err(Refusal::Passing("a redelivery in the run".to_owned()));
+        // A redelivery in the run (twice in it, already settled or already recorded) makes
+        // the run go one event at a time; the intake and the inbox are read once for the run.
+        let ids: Vec<String> = run
+            .iter()
+            .map(|(at, _)| inbox_id(tenant, &messages[*at]))
+            .collect();
+        let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+        let seqs: Vec<i64> = run.iter().filter_map(|(_, e)| e.seq).collect();
+        let states = self.store.intake_states(tenant, &seqs).await?;
+        for seq in &seqs {
+            match states.get(seq) {
+                None => {
+                    return Err(Refusal::Invalid(format!(
+                        "sequence number {seq} is not an intake event of tenant {tenant}"
+                    )));
+                }
+                Some(state) if state != ontoloop_store::intake_state::PENDING => {
+                    return Err(Refusal::Passing("a redelivery in the run".to_owned()));
+                }
+                Some(_) => {}
             }
+        }
+        if distinct.len() < ids.len() || self.store.inbox_contains_any(topics::EVENTS, &ids).await?
+        {
+            return Err(Refusal::Passing("a redelivery in the run".to_owned()));
         }
         let mut knowledge = self.take_out(&mut tenants, tenant).await?;
         let mut commit = KnowledgeCommit::default();

@@ -29,9 +29,6 @@ use ontoloop_store::Store;
 /// The tenant the benchmark generates.
 const TENANT: &str = "scale";
 
-/// Pushes in flight while ingesting.
-const INGEST_IN_FLIGHT: usize = 16;
-
 /// Events watched for visibility at once (see [`events`]).
 const WATCHERS: usize = 32;
 
@@ -54,6 +51,8 @@ pub struct Load {
     pub events_per_second: f64,
     /// How long the steady stream runs.
     pub seconds: u64,
+    /// Pushes kept in flight while ingesting.
+    pub in_flight: usize,
 }
 
 /// Median and 99th percentile, milliseconds.
@@ -315,7 +314,7 @@ pub async fn run(
             let caller = caller.clone();
             async move { push(clients, &caller, &catalog_page(k, k)).await }
         })
-        .buffer_unordered(INGEST_IN_FLIGHT);
+        .buffer_unordered(load.in_flight.max(1));
     while let Some(seq) = pushes.next().await {
         last = last.max(seq?);
         done += 1;
@@ -358,7 +357,7 @@ pub async fn run(
         .context("the first validate")?;
     let first_validate_ms = first.elapsed().as_secs_f64() * 1000.0;
     progress(&format!(
-        "first validate (the firewall's model built) in {first_validate_ms:.0} ms"
+        "first validate (the read model built, if no other call built it) in {first_validate_ms:.0} ms"
     ));
     progress(&format!(
         "steady stream: {} events/s for {} s while agents ask and validate",

@@ -173,6 +173,10 @@ pub enum Command {
         /// Seconds the steady stream runs.
         #[arg(long, default_value_t = 30)]
         seconds: u64,
+        /// Pushes kept in flight while ingesting (a bulk load pipelines its pushes; the intake
+        /// writes the ones that arrive together in one transaction).
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        in_flight: u16,
         /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
         #[arg(long)]
         store_url: Option<String>,
@@ -274,6 +278,7 @@ impl Command {
                 pages,
                 events_per_second,
                 seconds,
+                in_flight,
                 store_url,
                 json,
             } => {
@@ -286,6 +291,7 @@ impl Command {
                     pages,
                     events_per_second,
                     seconds,
+                    in_flight: usize::from(in_flight),
                 };
                 let mut progress = |line: &str| eprintln!("bench: {line}");
                 let store_url = scratch.store_url.clone();
@@ -577,7 +583,7 @@ async fn bench_firewall(
     let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
+        std::sync::Arc::clone(&local.ctx.read_models),
     )?;
     let (mut report, answer) = ontoloop::bench::firewall::run(
         &world,
@@ -607,7 +613,7 @@ async fn bench_firewall(
             .await?;
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
+        std::sync::Arc::clone(&local.ctx.read_models),
     )?;
     let verifier = ontoloop_auth::Verifier::new(&with_auth.auth, None)
         .context("a verifier of the benchmark's tokens")?;
