@@ -1,7 +1,7 @@
 //! Bounded per-tenant caches, through the services as a client sees them: with
 //! `cache.read_models.max_entries = 10`, 50 tenants asking (twice round) all get their own right
-//! answer, evicted tenants being rebuilt from the store, while retrieval's
-//! `ontoloop_cache_entries{cache="retrieval_read_models"}` never exceeds 10. The analyst's
+//! answer, evicted tenants being rebuilt from the store, while the process's (retrieval's and the
+//! firewall's) `ontoloop_cache_entries{cache="read_models"}` never exceeds 10. The analyst's
 //! knowledge and HR records, the healer's stages and retrieval's org views are held to a budget
 //! the same way, and an evicted tenant answers as if it had stayed.
 
@@ -35,7 +35,7 @@ async fn entries(http: SocketAddr) -> usize {
         .expect("metrics");
     let line = metrics
         .lines()
-        .find(|line| line.starts_with("ontoloop_cache_entries{cache=\"retrieval_read_models\"}"))
+        .find(|line| line.starts_with("ontoloop_cache_entries{cache=\"read_models\"}"))
         .unwrap_or_else(|| panic!("no read-model gauge in {metrics}"));
     line.rsplit(' ')
         .next()

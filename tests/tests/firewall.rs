@@ -544,7 +544,7 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
         .expect("clients");
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
+        std::sync::Arc::clone(&local.ctx.read_models),
     )
     .expect("validator");
     let (mut report, answer) =
@@ -574,7 +574,7 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
     .expect("clients");
     let validator = ontoloop_firewall::Validator::new(
         local.ctx.clone(),
-        ontoloop_readmodel::Snapshots::new(local.ctx.store.clone(), local.ctx.extraction.clone()),
+        std::sync::Arc::clone(&local.ctx.read_models),
     )
     .expect("validator");
     let verifier = ontoloop_auth::Verifier::new(&with_auth.auth, None).expect("verifier");

@@ -5,6 +5,8 @@
 //! new pages, new versions, deletions and a source's listings, record values, renames (some
 //! merging two services), ACL changes and maintenance runs.
 //!
+//! And callers that find no model at once wait for one build of it.
+//!
 //! `make test` runs 600 events; `INCREMENTAL_EVENTS=10000` runs the size, and
 //! `INCREMENTAL_SEED=N` replays a run.
 
@@ -275,5 +277,47 @@ async fn a_model_patched_commit_by_commit_equals_one_built_from_the_store() {
         "the model moved: {first} -> {last}"
     );
     assert!(checkpoints >= n / 50, "{checkpoints} checkpoints");
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_that_find_no_model_wait_for_one_build() {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let clients = sandbox.clients();
+    let store = sandbox.ctx.store.clone();
+    clients
+        .push(TENANT, "admin", ontology(ONTOLOGY))
+        .await
+        .expect("ontology");
+    let seq = clients
+        .push(
+            TENANT,
+            "admin",
+            doc("p1", "wiki", "Svca is owned by the Atlas team.", &[], 1.0),
+        )
+        .await
+        .expect("page");
+    let settled = store
+        .wait_settled(TENANT, seq as i64, Duration::from_secs(60))
+        .await
+        .expect("wait");
+    assert_eq!(settled, Settled::Applied);
+    let models = std::sync::Arc::new(Snapshots::new(store, sandbox.ctx.extraction.clone()));
+    let readers: Vec<_> = (0..8)
+        .map(|_| {
+            let models = std::sync::Arc::clone(&models);
+            tokio::spawn(async move { models.get(TENANT).await.map(|m| m.version) })
+        })
+        .collect();
+    let mut versions = Vec::new();
+    for reader in readers {
+        versions.push(reader.await.expect("reader").expect("model"));
+    }
+    assert!(versions.iter().all(|v| *v == versions[0]), "{versions:?}");
+    assert_eq!(
+        models.updates().0,
+        1,
+        "eight callers found no model at once: one built it, the others waited for it"
+    );
     sandbox.shutdown().await.expect("clean shutdown");
 }

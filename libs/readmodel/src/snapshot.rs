@@ -339,6 +339,9 @@ pub struct Snapshots {
     extraction: ExtractionSetup,
     name: &'static str,
     cache: Mutex<Lru<Held>>,
+    /// The turn to build a tenant's first model, one per tenant being built: callers that
+    /// find no model wait on it instead of each building one of their own.
+    building: std::sync::Mutex<std::collections::HashMap<String, Arc<Mutex<()>>>>,
     /// Models built whole, and catch-ups patched in, since this cache was made.
     built: AtomicU64,
     patched: AtomicU64,
@@ -364,6 +367,7 @@ impl Snapshots {
             extraction,
             name,
             cache: Mutex::new(Lru::new(budget)),
+            building: std::sync::Mutex::default(),
             built: AtomicU64::new(0),
             patched: AtomicU64::new(0),
         }
@@ -384,13 +388,12 @@ impl Snapshots {
     /// tenant while holding one.
     pub async fn get(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
         let version = self.store.knowledge_version(tenant).await?;
-        let cached = self.cache.lock().await.get(tenant).cloned();
-        let Some(held) = cached else {
-            let snapshot = self.build(tenant).await?;
-            let held = Held::new(snapshot);
-            let guard = Arc::clone(&held.model).read_owned().await;
-            self.keep(tenant, held, guard.approx_bytes()).await;
-            return Ok(guard);
+        let held = match self.cached(tenant).await {
+            Some(held) => held,
+            None => match self.first(tenant).await? {
+                Ok(guard) => return Ok(guard),
+                Err(held) => held,
+            },
         };
         let guard = Arc::clone(&held.model).read_owned().await;
         if guard.holds(version) {
@@ -450,6 +453,42 @@ impl Snapshots {
         drop(turn);
         self.keep(tenant, held, bytes).await;
         Ok(guard)
+    }
+
+    async fn cached(&self, tenant: &str) -> Option<Held> {
+        self.cache.lock().await.get(tenant).cloned()
+    }
+
+    /// The tenant's first model, built by one caller at a time: `Ok` with the one this caller
+    /// built, or `Err` with the one another caller built while this one waited (which may be
+    /// behind the version this caller read, and is brought forward like any other).
+    async fn first(&self, tenant: &str) -> Result<Result<SnapshotGuard, Held>, SnapshotError> {
+        let turn = {
+            let mut building = self
+                .building
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(building.entry(tenant.to_owned()).or_default())
+        };
+        let _turn = turn.lock().await;
+        if let Some(held) = self.cached(tenant).await {
+            return Ok(Err(held));
+        }
+        let built = match self.build(tenant).await {
+            Ok(snapshot) => {
+                let held = Held::new(snapshot);
+                let guard = Arc::clone(&held.model).read_owned().await;
+                self.keep(tenant, held, guard.approx_bytes()).await;
+                Ok(Ok(guard))
+            }
+            Err(err) => Err(err),
+        };
+        // Kept (or failed) before the turn goes: a caller from now on finds the model.
+        self.building
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(tenant);
+        built
     }
 
     /// Keeps a tenant's model under the budget (again, with its size now) and reports the

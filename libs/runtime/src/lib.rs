@@ -11,7 +11,9 @@
 //! JWKS URL fetched again in the background, `jwks`), with TLS and mTLS from `[tls]` (`tls`: the
 //! servers' rustls configs, gRPC and HTTPS, and the clients' endpoints). Every gRPC call runs in
 //! a span that continues the caller's W3C trace context (`trace`), and consumers handle each
-//! message in a span that continues its publisher's. It holds no service behaviour of its own.
+//! message in a span that continues its publisher's. The context also carries the process's one
+//! cache of knowledge read models (`Context::read_models`), so services that read knowledge in
+//! one process share them. It holds no service behaviour of its own.
 
 pub mod auth;
 mod consume;
@@ -69,6 +71,10 @@ pub struct Context {
     /// Signals the services report about their own answers, buffered off the request path
     /// ([`signals::Background`]).
     pub signals: signals::Background,
+    /// The tenants' read models of knowledge, one per tenant for the whole process under
+    /// `[cache.read_models]`: retrieval and the firewall answer from the same ones when they
+    /// run in one process.
+    pub read_models: Arc<ontoloop_readmodel::Snapshots>,
 }
 
 impl Context {
@@ -103,6 +109,12 @@ impl Context {
             settings.clone(),
             SIGNAL_BUFFER,
         );
+        let read_models = Arc::new(ontoloop_readmodel::Snapshots::with_budget(
+            store.clone(),
+            extraction.clone(),
+            "read_models",
+            settings.cache.read_models,
+        ));
         Ok(Self {
             settings,
             store,
@@ -110,6 +122,7 @@ impl Context {
             extraction,
             auth,
             signals,
+            read_models,
         })
     }
 }

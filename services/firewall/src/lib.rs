@@ -11,7 +11,8 @@ mod validate;
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1::firewall_service_server::{FirewallService, FirewallServiceServer};
 use ontoloop_proto::v1::{ValidateRequest, ValidateResponse};
-use ontoloop_readmodel::Snapshots;
+use std::sync::Arc;
+
 use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status};
 
@@ -24,15 +25,7 @@ impl ontoloop_runtime::Service for Service {
     const KIND: ServiceKind = ServiceKind::Firewall;
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
-        let validator = Validator::new(
-            ctx.clone(),
-            Snapshots::with_budget(
-                ctx.store.clone(),
-                ctx.extraction.clone(),
-                "firewall_read_models",
-                ctx.settings.cache.read_models,
-            ),
-        )?;
+        let validator = Validator::new(ctx.clone(), Arc::clone(&ctx.read_models))?;
         Ok(Parts::new(FirewallServiceServer::new(Firewall {
             validator,
         })))

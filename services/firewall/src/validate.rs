@@ -9,6 +9,8 @@ use ontoloop_core::{Caller, DomainError, SignalType};
 use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
 use ontoloop_proto::{caller_from, status_from};
+use std::sync::Arc;
+
 use ontoloop_readmodel::Snapshots;
 use ontoloop_runtime::Context;
 use tonic::Status;
@@ -16,7 +18,7 @@ use tonic::Status;
 /// Validates answers for every tenant.
 pub struct Validator {
     ctx: Context,
-    snapshots: Snapshots,
+    snapshots: Arc<Snapshots>,
     policy: FirewallPolicy,
     llm: Option<LlmExtractor>,
 }
@@ -29,8 +31,9 @@ struct Checked {
 }
 
 impl Validator {
-    /// A validator over the context's store; the model extractor only when settings enable it.
-    pub fn new(ctx: Context, snapshots: Snapshots) -> anyhow::Result<Self> {
+    /// A validator over the context's store, reading `snapshots` (in a service, the process's
+    /// shared ones, `Context::read_models`); the model extractor only when settings enable it.
+    pub fn new(ctx: Context, snapshots: Arc<Snapshots>) -> anyhow::Result<Self> {
         let policy = ctx.settings.firewall.clone();
         let llm = if policy.llm.enabled {
             Some(LlmExtractor::new(policy.llm.clone())?)
@@ -112,8 +115,10 @@ impl Validator {
                 )));
             }
         };
-        let as_of =
-            ontoloop_proto::convert::instant_or(request.as_of, "as_of", chrono::Utc::now())?;
+        let asked_at = request
+            .as_of
+            .map(|at| ontoloop_proto::convert::instant_or(Some(at), "as_of", chrono::Utc::now()))
+            .transpose()?;
         let snapshot = match self.snapshots.get(caller.tenant()).await {
             Ok(snapshot) => snapshot,
             Err(err) => {
@@ -125,6 +130,8 @@ impl Validator {
                 ));
             }
         };
+        // "Now" is read once the model is held, so what it holds counts as in effect.
+        let as_of = asked_at.unwrap_or_else(chrono::Utc::now);
         if let Input::Claims(list) = &input {
             for (i, claim) in list.claims.iter().enumerate() {
                 let steps = if claim.chain.is_empty() {
@@ -150,13 +157,20 @@ impl Validator {
         // Read and checked on what the caller may see of the graph: an entity only hidden
         // facts name is as unknown as a name that names nothing.
         let graph = snapshot.graph_for(&Access::new(&caller, &snapshot.current));
-        // The parts of the model this check reads, kept while the read lock goes: reading the
-        // text may wait on a model call, and the model must not be held still for it.
+        // The parts of the model this check reads. Reading a text may wait on a model call, and
+        // the model must not be held still for it: then they are kept while the read lock goes.
+        // Otherwise the lock is kept until the check is done and they go first: a patch that
+        // found them still shared (the model is shared with retrieval) would copy them whole.
         let (ontology, current) = (
             std::sync::Arc::clone(&snapshot.ontology),
             std::sync::Arc::clone(&snapshot.current),
         );
-        drop(snapshot);
+        let held = if self.llm.is_some() && matches!(input, Input::Text(_)) {
+            drop(snapshot);
+            None
+        } else {
+            Some(snapshot)
+        };
         let (mut checked, coverage) = match &input {
             Input::Text(text) => {
                 // The pipeline (and its encoder) is CPU work: on the blocking pool, never on an
@@ -211,6 +225,8 @@ impl Validator {
         for (claim, reasons) in checked.iter_mut().zip(check_answer(&view, &to_check)) {
             claim.reasons = reasons;
         }
+        drop((graph, current, ontology));
+        drop(held);
         self.publish_signals(&caller, &checked).await;
         Ok(response(checked, coverage))
     }

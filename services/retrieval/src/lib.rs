@@ -47,12 +47,7 @@ impl ontoloop_runtime::Service for Service {
         );
         let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
         let service = RetrievalServiceServer::new(Retrieval {
-            snapshots: Snapshots::with_budget(
-                ctx.store.clone(),
-                ctx.extraction.clone(),
-                "retrieval_read_models",
-                ctx.settings.cache.read_models,
-            ),
+            snapshots: Arc::clone(&ctx.read_models),
             plate_settings: ctx.settings.plate.clone(),
             questions: QueryLog::start(ctx.store.clone(), RECENT_QUESTIONS, QUERY_LOG_BUFFER),
             views: Arc::clone(&views),
@@ -79,7 +74,8 @@ const MAX_HASH_BYTES: usize = 64;
 
 struct Retrieval {
     ctx: Context,
-    snapshots: Snapshots,
+    /// The process's read models of knowledge (shared with the firewall in one process).
+    snapshots: Arc<Snapshots>,
     views: Arc<plate::OrgViews>,
     contexts: Arc<plate::context::Contexts>,
     plate_settings: ontoloop_org::PlateSettings,
@@ -241,8 +237,12 @@ impl RetrievalService for Retrieval {
             return Ok(Response::new(answer));
         }
         let now = request.as_of.is_none();
-        let as_of = instant(request.as_of)?;
+        let asked_at = request.as_of.map(|at| instant(Some(at))).transpose()?;
         let snapshot = self.snapshot(&caller).await?;
+        // "Now" is read once the model is held: a model brought forward for this call may hold
+        // a page changed after the call came, which now must see as current, not as the future
+        // (that would read every page as of an earlier instant, a copy of them all).
+        let as_of = asked_at.unwrap_or_else(chrono::Utc::now);
         let answering = Answering::from(&self.ctx.settings.retrieval);
         let who = caller.clone();
         let (asked, response) = blocking(move || {
