@@ -8,11 +8,11 @@
 
 mod validate;
 
+use std::sync::Arc;
+
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1::firewall_service_server::{FirewallService, FirewallServiceServer};
 use ontoloop_proto::v1::{ValidateRequest, ValidateResponse};
-use std::sync::Arc;
-
 use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status};
 

@@ -1,6 +1,8 @@
 //! One validation: parse the request, read the tenant's graph (or fail closed), extract claims,
 //! run the rules, publish signals for blocks.
 
+use std::sync::Arc;
+
 use ontoloop_core::knowledge::firewall::{
     ClaimToCheck, FirewallPolicy, FirewallView, Reason, ReasonCode, Risk, Triple, check_answer,
 };
@@ -9,8 +11,6 @@ use ontoloop_core::{Caller, DomainError, SignalType};
 use ontoloop_llm::LlmExtractor;
 use ontoloop_proto::v1::{self as pb, ValidateRequest, ValidateResponse, validate_request::Input};
 use ontoloop_proto::{caller_from, status_from};
-use std::sync::Arc;
-
 use ontoloop_readmodel::Snapshots;
 use ontoloop_runtime::Context;
 use tonic::Status;
