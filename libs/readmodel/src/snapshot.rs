@@ -390,10 +390,7 @@ impl Snapshots {
         let version = self.store.knowledge_version(tenant).await?;
         let held = match self.cached(tenant).await {
             Some(held) => held,
-            None => match self.first(tenant).await? {
-                Ok(guard) => return Ok(guard),
-                Err(held) => held,
-            },
+            None => self.first(tenant).await?,
         };
         let guard = Arc::clone(&held.model).read_owned().await;
         if guard.holds(version) {
@@ -459,10 +456,10 @@ impl Snapshots {
         self.cache.lock().await.get(tenant).cloned()
     }
 
-    /// The tenant's first model, built by one caller at a time: `Ok` with the one this caller
-    /// built, or `Err` with the one another caller built while this one waited (which may be
-    /// behind the version this caller read, and is brought forward like any other).
-    async fn first(&self, tenant: &str) -> Result<Result<SnapshotGuard, Held>, SnapshotError> {
+    /// The tenant's first model, built by one caller at a time: the one this caller built, or
+    /// the one another caller built while this one waited (brought forward like any other if it
+    /// is behind the version this caller read).
+    async fn first(&self, tenant: &str) -> Result<Held, SnapshotError> {
         let turn = {
             let mut building = self
                 .building
@@ -472,14 +469,14 @@ impl Snapshots {
         };
         let _turn = turn.lock().await;
         if let Some(held) = self.cached(tenant).await {
-            return Ok(Err(held));
+            return Ok(held);
         }
         let built = match self.build(tenant).await {
             Ok(snapshot) => {
+                let bytes = snapshot.approx_bytes();
                 let held = Held::new(snapshot);
-                let guard = Arc::clone(&held.model).read_owned().await;
-                self.keep(tenant, held, guard.approx_bytes()).await;
-                Ok(Ok(guard))
+                self.keep(tenant, held.clone(), bytes).await;
+                Ok(held)
             }
             Err(err) => Err(err),
         };

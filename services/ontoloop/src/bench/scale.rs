@@ -5,7 +5,8 @@
 //! Each page (about 1.2 KB) names its own service, the team that owns it, its language and its
 //! region, among sentences that state nothing the ontology knows. Ingest is timed from the first
 //! push to the moment an Ask that waits for the last page's sequence number answers; one
-//! Validate then has the firewall build its model (timed apart). Under load,
+//! Validate is then timed apart (it builds the read model only if no other call has: in one
+//! process the firewall shares retrieval's). Under load,
 //! every event moves one service to another team; its event → visible time runs from the push to
 //! the first Ask (waiting for the event's sequence number) that answers the new team. Asks and
 //! Validates of ten claims run beside the events, one at a time each, and are timed over
@@ -99,9 +100,9 @@ pub struct ScaleReport {
     pub ask_ms: Quantiles,
     /// Validate of ten claims while events flow.
     pub validate_ms: Quantiles,
-    /// The first Validate after the ingest, before the stream: the firewall builds its read
-    /// model of the tenant (retrieval built its own answering the ingest's last Ask), so the
-    /// stream's quantiles are of models that only catch up.
+    /// The first Validate after the ingest, before the stream: it builds the tenant's read model
+    /// if no other call has (in one process the firewall shares the one retrieval built answering
+    /// the ingest's last Ask), so the stream's quantiles are of a model that only catches up.
     pub first_validate_ms: f64,
     /// Resident memory of this process (every service and the client) at the end, MiB.
     pub rss_mb: f64,
