@@ -106,10 +106,9 @@ pub(crate) async fn publish_with(
     let published = tokio::time::timeout(timeout, queue.publish(topic, message)).await;
     match published {
         Ok(Ok(())) => {
-            if let Err(err) = store.outbox_published(kind, &[row], Utc::now()).await {
-                // Published but not stamped: the relay publishes it again, harmlessly.
-                tracing::warn!(error = %err, "cannot stamp a published row");
-            }
+            // The caller needs its row durable, which it is; the stamp only spares the relay a
+            // second publish, so it is written behind the caller.
+            store.outbox_published_soon(kind, &[row], Utc::now()).await;
             true
         }
         failed => {

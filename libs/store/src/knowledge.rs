@@ -205,6 +205,25 @@ impl Store {
         lease_until: Option<DateTime<Utc>>,
         trace_context: Option<&str>,
     ) -> Result<Intake, StoreError> {
+        self.intake_accept_request(&IntakeRequest {
+            tenant: tenant.to_owned(),
+            idempotency_key: idempotency_key.map(str::to_owned),
+            kind: kind.to_owned(),
+            body: body.to_owned(),
+            received_at,
+            lease_until,
+            trace_context: trace_context.map(str::to_owned),
+        })
+        .await
+    }
+
+    /// [`Self::intake_accept`] of a request as [`Self::intake_accept_many`] takes them.
+    pub async fn intake_accept_request(
+        &self,
+        request: &IntakeRequest,
+    ) -> Result<Intake, StoreError> {
+        let (tenant, idempotency_key) =
+            (request.tenant.as_str(), request.idempotency_key.as_deref());
         // The next number is one above the tenant's highest, read and taken in one transaction
         // that holds the tenant's append lock (SQLite's write lock; on PostgreSQL a transaction
         // advisory lock on the tenant), so concurrent appends of one tenant queue instead of
@@ -228,16 +247,7 @@ impl Store {
                 return Ok(known);
             }
             let next = last_intake_seq(&txn, tenant).await? + 1;
-            let row = intake_row(
-                tenant,
-                idempotency_key,
-                kind,
-                body,
-                received_at,
-                lease_until,
-                trace_context,
-                next,
-            );
+            let row = intake_row(request, next);
             match intake_event::Entity::insert(row).exec(&txn).await {
                 Ok(inserted) => {
                     txn.commit().await?;
@@ -343,19 +353,9 @@ impl Store {
             })
             .collect();
         for chunk in written.chunks(200) {
-            let rows = chunk.iter().map(|(at, seq)| {
-                let request = &requests[*at];
-                intake_row(
-                    &request.tenant,
-                    request.idempotency_key.as_deref(),
-                    &request.kind,
-                    &request.body,
-                    request.received_at,
-                    request.lease_until,
-                    request.trace_context.as_deref(),
-                    *seq,
-                )
-            });
+            let rows = chunk
+                .iter()
+                .map(|(at, seq)| intake_row(&requests[*at], *seq));
             intake_event::Entity::insert_many(rows)
                 .exec_without_returning(&txn)
                 .await?;
@@ -1147,29 +1147,19 @@ async fn last_intake_seq(
 }
 
 /// A new intake row: pending, unpublished, leased to its accepter until `lease_until`.
-#[allow(clippy::too_many_arguments)]
-fn intake_row(
-    tenant: &str,
-    idempotency_key: Option<&str>,
-    kind: &str,
-    body: &str,
-    received_at: DateTime<Utc>,
-    lease_until: Option<DateTime<Utc>>,
-    trace_context: Option<&str>,
-    seq: i64,
-) -> intake_event::ActiveModel {
+fn intake_row(request: &IntakeRequest, seq: i64) -> intake_event::ActiveModel {
     intake_event::ActiveModel {
-        tenant: Set(tenant.to_owned()),
+        tenant: Set(request.tenant.clone()),
         tenant_seq: Set(seq),
-        idempotency_key: Set(idempotency_key.map(str::to_owned)),
-        kind: Set(kind.to_owned()),
-        body: Set(body.to_owned()),
-        received_at: Set(received_at),
+        idempotency_key: Set(request.idempotency_key.clone()),
+        kind: Set(request.kind.clone()),
+        body: Set(request.body.clone()),
+        received_at: Set(request.received_at),
         state: Set(intake_state::PENDING.to_owned()),
         detail: Set(None),
         published_at: Set(None),
-        claimed_until: Set(lease_until),
-        trace_context: Set(trace_context.map(str::to_owned)),
+        claimed_until: Set(request.lease_until),
+        trace_context: Set(request.trace_context.clone()),
         ..Default::default()
     }
 }

@@ -7,6 +7,7 @@
 mod entity;
 mod feed;
 pub mod gate;
+pub mod group;
 pub mod knowledge;
 pub mod model_cache;
 pub mod org;
@@ -156,7 +157,7 @@ pub struct Store {
     writer: DatabaseConnection,
     /// Word of settled intake events (see [`feed`]), shared by every clone.
     feed: std::sync::Arc<feed::Feed>,
-    /// Stamps of published outbox rows waiting to be written together, shared by every clone.
+    /// The writer of published outbox rows' stamps (group commit), shared by every clone.
     stamps: std::sync::Arc<outbox::Stamps>,
 }
 
@@ -181,14 +182,9 @@ impl Store {
             match Database::connect(options).await {
                 Ok(db) => {
                     let feed = std::sync::Arc::new(feed::Feed::new(&db, &settings.url));
-                    let mut store = Self {
-                        writer: db.clone(),
-                        db,
-                        feed,
-                        stamps: std::sync::Arc::default(),
-                    };
-                    if store.backend() == Backend::Sqlite {
-                        store.tune_sqlite().await?;
+                    let mut writer = db.clone();
+                    if db.get_database_backend() == DbBackend::Sqlite {
+                        tune_sqlite(&db).await?;
                         let mut options = ConnectOptions::new(settings.url.clone());
                         options
                             .max_connections(1)
@@ -196,9 +192,15 @@ impl Store {
                             .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
                             .acquire_timeout(Duration::from_millis(WRITE_WAIT_MS))
                             .sqlx_logging(false);
-                        store.writer = Database::connect(options).await?;
+                        writer = Database::connect(options).await?;
                     }
-                    return Ok(store);
+                    let stamps = std::sync::Arc::new(outbox::stamps(writer.clone()));
+                    return Ok(Self {
+                        db,
+                        writer,
+                        feed,
+                        stamps,
+                    });
                 }
                 Err(err) => match backoff.delay_after(attempt) {
                     Some(wait) => {
@@ -487,16 +489,15 @@ impl Store {
             }
         })
     }
+}
 
-    async fn tune_sqlite(&self) -> Result<(), StoreError> {
-        use sea_orm::ConnectionTrait;
-        // WAL lets readers proceed while the analyst writes; the busy timeout turns lock
-        // contention between pooled connections into a short wait instead of an error.
-        self.db
-            .execute_unprepared("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;")
-            .await?;
-        Ok(())
-    }
+/// WAL lets readers proceed while the analyst writes; the busy timeout turns lock contention
+/// between pooled connections into a short wait instead of an error.
+async fn tune_sqlite(db: &DatabaseConnection) -> Result<(), StoreError> {
+    use sea_orm::ConnectionTrait;
+    db.execute_unprepared("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;")
+        .await?;
+    Ok(())
 }
 
 pub use ontoloop_core::redact_url as redact;

@@ -8,10 +8,12 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 
 use crate::entity::{intake_event, signal_intake};
+use crate::group::GroupCommit;
 use crate::knowledge::intake_state;
 use crate::{Store, StoreError};
 
@@ -24,31 +26,25 @@ pub enum OutboxKind {
     Signal,
 }
 
-/// One caller's stamp waiting for its group: which log, its rows, when they were published, and
-/// where its outcome goes.
-type Stamp = (
-    OutboxKind,
-    Vec<i64>,
-    DateTime<Utc>,
-    tokio::sync::oneshot::Sender<Result<(), StoreError>>,
-);
+/// One caller's stamp: which log, its rows, and when they were published.
+pub(crate) type Stamp = (OutboxKind, Vec<i64>, DateTime<Utc>);
 
-/// The stamps callers are waiting to have written, shared by every clone of a store: a caller
-/// that comes while a group is written waits for its turn, and every stamp waiting then goes
-/// into the next group, one statement for all of them.
-#[derive(Debug, Default)]
-pub(crate) struct Stamps {
-    waiting: std::sync::Mutex<Vec<Stamp>>,
-    /// Held while a group is written.
-    turn: tokio::sync::Mutex<()>,
-}
+/// The writer of stamps, shared by every clone of a store: stamps of callers at once share one
+/// statement ([`GroupCommit`]).
+pub(crate) type Stamps = GroupCommit<Stamp, Result<(), StoreError>>;
 
-impl Stamps {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Stamp>> {
-        self.waiting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+/// Stamps waiting for the writer at most; a caller past them waits to join the queue.
+const STAMPS_WAITING: usize = 4096;
+
+/// Stamps written in one group at most.
+const STAMPS_GROUP: usize = 1024;
+
+/// Starts the stamp writer over `writer` (the store's write connection) on the current runtime.
+pub(crate) fn stamps(writer: DatabaseConnection) -> Stamps {
+    GroupCommit::spawn(STAMPS_WAITING, STAMPS_GROUP, move |group| {
+        let writer = writer.clone();
+        async move { stamp_group(&writer, group).await }
+    })
 }
 
 /// A row waiting to be published.
@@ -187,89 +183,21 @@ impl Store {
         rows: &[i64],
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let (sender, stamped) = tokio::sync::oneshot::channel();
-        self.stamps.lock().push((kind, rows.to_vec(), at, sender));
-        {
-            // Every caller takes a turn, so every waiting stamp is in some group.
-            let _turn = self.stamps.turn.lock().await;
-            let group = std::mem::take(&mut *self.stamps.lock());
-            if !group.is_empty() {
-                // A task of its own: a caller that goes away mid-write does not cancel the
-                // others' stamps.
-                let store = self.clone();
-                let _ = tokio::spawn(async move { store.stamp_group(group).await }).await;
-            }
-        }
-        stamped
+        self.stamps
+            .submit((kind, rows.to_vec(), at))
             .await
-            .unwrap_or_else(|_| Err(StoreError::interrupted("the stamp of a published row")))
+            .unwrap_or_else(|| Err(StoreError::interrupted("the stamp of a published row")))
     }
 
-    /// Writes a group of stamps: each kind's rows in one statement (stamped with the group's
-    /// latest time), else each caller's alone; tells each caller its outcome.
-    async fn stamp_group(&self, group: Vec<Stamp>) {
-        if group.len() > 1 {
-            let latest = group
-                .iter()
-                .map(|(_, _, at, _)| *at)
-                .max()
-                .unwrap_or_else(Utc::now);
-            let mut written = Ok(());
-            for kind in [OutboxKind::Event, OutboxKind::Signal] {
-                let rows: Vec<i64> = group
-                    .iter()
-                    .filter(|(k, ..)| *k == kind)
-                    .flat_map(|(_, rows, ..)| rows.iter().copied())
-                    .collect();
-                if !rows.is_empty() && written.is_ok() {
-                    written = self.stamp_rows(kind, &rows, latest).await;
-                }
-            }
-            if written.is_ok() {
-                for (.., sender) in group {
-                    let _ = sender.send(Ok(()));
-                }
-                return;
-            }
+    /// [`Self::outbox_published`] without waiting for the write, for a publisher whose caller
+    /// needs only the row itself to be durable (the intake's own fast path): a row whose stamp
+    /// is lost to a crash keeps its lease and is published again by the relay, which consumers
+    /// take as the redelivery it is. Waits only while the writer's queue is full. A failed write
+    /// is logged by the writer.
+    pub async fn outbox_published_soon(&self, kind: OutboxKind, rows: &[i64], at: DateTime<Utc>) {
+        if !self.stamps.hand_over((kind, rows.to_vec(), at)).await {
+            tracing::warn!("the stamp writer is gone; the relay publishes the row again");
         }
-        for (kind, rows, at, sender) in group {
-            let _ = sender.send(self.stamp_rows(kind, &rows, at).await);
-        }
-    }
-
-    async fn stamp_rows(
-        &self,
-        kind: OutboxKind,
-        rows: &[i64],
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        for chunk in rows.chunks(500) {
-            match kind {
-                OutboxKind::Event => {
-                    intake_event::Entity::update_many()
-                        .col_expr(intake_event::Column::PublishedAt, Expr::value(at))
-                        .col_expr(
-                            intake_event::Column::ClaimedUntil,
-                            Expr::value(Option::<DateTime<Utc>>::None),
-                        )
-                        .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
-                        .exec(&self.writer)
-                        .await?;
-                }
-                OutboxKind::Signal => {
-                    signal_intake::Entity::update_many()
-                        .col_expr(signal_intake::Column::PublishedAt, Expr::value(at))
-                        .col_expr(
-                            signal_intake::Column::ClaimedUntil,
-                            Expr::value(Option::<DateTime<Utc>>::None),
-                        )
-                        .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
-                        .exec(&self.writer)
-                        .await?;
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Ends the lease on rows whose publish failed, so the relay takes them at once.
@@ -369,4 +297,78 @@ impl Store {
             .await?;
         Ok(OutboxBacklog { events, signals })
     }
+}
+
+/// Writes a group of stamps: each kind's rows in one statement (stamped with the group's latest
+/// time), else each caller's alone; each caller's outcome, in order. A failure is logged here
+/// too, for callers that do not wait for it.
+async fn stamp_group(
+    writer: &DatabaseConnection,
+    group: Vec<Stamp>,
+) -> Vec<Result<(), StoreError>> {
+    if group.len() > 1 {
+        let latest = group
+            .iter()
+            .map(|(_, _, at)| *at)
+            .max()
+            .unwrap_or_else(Utc::now);
+        let mut written = Ok(());
+        for kind in [OutboxKind::Event, OutboxKind::Signal] {
+            let rows: Vec<i64> = group
+                .iter()
+                .filter(|(k, ..)| *k == kind)
+                .flat_map(|(_, rows, _)| rows.iter().copied())
+                .collect();
+            if !rows.is_empty() && written.is_ok() {
+                written = stamp_rows(writer, kind, &rows, latest).await;
+            }
+        }
+        if written.is_ok() {
+            return group.iter().map(|_| Ok(())).collect();
+        }
+    }
+    let mut outcomes = Vec::with_capacity(group.len());
+    for (kind, rows, at) in group {
+        let outcome = stamp_rows(writer, kind, &rows, at).await;
+        if let Err(err) = &outcome {
+            tracing::warn!(error = %err, rows = rows.len(), "cannot stamp published rows; the relay publishes them again");
+        }
+        outcomes.push(outcome);
+    }
+    outcomes
+}
+
+async fn stamp_rows(
+    writer: &DatabaseConnection,
+    kind: OutboxKind,
+    rows: &[i64],
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    for chunk in rows.chunks(500) {
+        match kind {
+            OutboxKind::Event => {
+                intake_event::Entity::update_many()
+                    .col_expr(intake_event::Column::PublishedAt, Expr::value(at))
+                    .col_expr(
+                        intake_event::Column::ClaimedUntil,
+                        Expr::value(Option::<DateTime<Utc>>::None),
+                    )
+                    .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
+                    .exec(writer)
+                    .await?;
+            }
+            OutboxKind::Signal => {
+                signal_intake::Entity::update_many()
+                    .col_expr(signal_intake::Column::PublishedAt, Expr::value(at))
+                    .col_expr(
+                        signal_intake::Column::ClaimedUntil,
+                        Expr::value(Option::<DateTime<Utc>>::None),
+                    )
+                    .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
+                    .exec(writer)
+                    .await?;
+            }
+        }
+    }
+    Ok(())
 }

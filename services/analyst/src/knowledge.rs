@@ -256,7 +256,10 @@ impl KnowledgeWriter {
 
     /// Handles a batch of the events queue: one outcome per message, in order. Each tenant's
     /// events are taken in intake order (the intake publishes pushes in flight in whatever order
-    /// their writes finish), those without an intake number after them in the order they came.
+    /// their writes finish), those without an intake number after them in the order they came;
+    /// deliveries of events already applied are done at once, and the tenant's events still
+    /// pending below the batch's highest number join it from the intake log
+    /// ([`Self::settled_and_earlier`]).
     /// Runs of a tenant's plain changes (see [`groupable`]) apply as one commit, so a busy tenant
     /// pays one transaction, one knowledge version and one read-model catch-up per run instead
     /// of per event. Anything else is handled alone, as [`Self::handle`] handles it, and so is
@@ -264,6 +267,8 @@ impl KnowledgeWriter {
     /// writer, an earlier event another replica holds): grouping changes the cost, never the
     /// outcome.
     pub async fn handle_batch(&self, messages: &[Message]) -> Vec<Handled> {
+        // The batch, then the earlier events it brings along from the intake log.
+        let mut all: Vec<Message> = messages.to_vec();
         let mut outcomes: Vec<Option<Handled>> = vec![None; messages.len()];
         // Each tenant's messages; no event for one handled alone.
         let mut tenants: Vec<(String, Vec<Delivered>)> = Vec::new();
@@ -286,33 +291,97 @@ impl KnowledgeWriter {
             }
         }
         for (tenant, mut events) in tenants {
+            self.settled_and_earlier(&tenant, &mut events, &mut all, &mut outcomes)
+                .await;
             events.sort_by_key(|(_, order, _)| *order);
             let mut run: Vec<(usize, EventEnvelope)> = Vec::new();
             for (at, _, envelope) in events {
                 match envelope {
                     Some(envelope) if run.len() < GROUP_MAX => run.push((at, envelope)),
                     Some(envelope) => {
-                        self.handle_run(&tenant, &run, messages, &mut outcomes)
-                            .await;
+                        self.handle_run(&tenant, &run, &all, &mut outcomes).await;
                         run = vec![(at, envelope)];
                     }
                     None => {
-                        self.handle_run(&tenant, &run, messages, &mut outcomes)
-                            .await;
+                        self.handle_run(&tenant, &run, &all, &mut outcomes).await;
                         run.clear();
-                        outcomes[at] = Some(self.handle_alone(&messages[at]).await);
+                        outcomes[at] = Some(self.handle_alone(&all[at]).await);
                     }
                 }
             }
-            self.handle_run(&tenant, &run, messages, &mut outcomes)
-                .await;
+            self.handle_run(&tenant, &run, &all, &mut outcomes).await;
         }
+        // The events brought along are the intake's, not the batch's: what became of them is
+        // logged, and they are taken again when their own delivery comes.
+        for (message, outcome) in all.iter().zip(&outcomes).skip(messages.len()) {
+            if let Some(handled @ (Handled::Retry(_) | Handled::Reject(_))) = outcome {
+                tracing::debug!(id = %message.id, ?handled, "an earlier event brought along did not apply");
+            }
+        }
+        outcomes.truncate(messages.len());
         outcomes
             .into_iter()
             .map(|outcome| {
                 outcome.unwrap_or_else(|| Handled::Retry("the event was not handled".to_owned()))
             })
             .collect()
+    }
+
+    /// Prepares one tenant's part of a batch in one read of its intake states and one of its
+    /// pending events. A delivery of an event already applied is done at once (a redelivery has no
+    /// second effect) and leaves `events`. The tenant's events still pending below the batch's
+    /// highest number and not in it (published later than the batch's, or lost to a broker)
+    /// join `events` from the intake log, added to `all`: runs then commit whole instead of
+    /// breaking at every gap. A read that fails leaves everything as it was.
+    async fn settled_and_earlier(
+        &self,
+        tenant: &str,
+        events: &mut Vec<Delivered>,
+        all: &mut Vec<Message>,
+        outcomes: &mut Vec<Option<Handled>>,
+    ) {
+        let seqs: Vec<i64> = events
+            .iter()
+            .filter(|(.., envelope)| envelope.is_some())
+            .map(|(_, order, _)| *order)
+            .filter(|seq| *seq != i64::MAX)
+            .collect();
+        let Some(&highest) = seqs.iter().max() else {
+            return;
+        };
+        if let Ok(states) = self.store.intake_states(tenant, &seqs).await {
+            events.retain(|(at, order, envelope)| {
+                let applied = envelope.is_some()
+                    && states
+                        .get(order)
+                        .is_some_and(|state| state == ontoloop_store::intake_state::APPLIED);
+                if applied {
+                    outcomes[*at] = Some(Handled::Done);
+                }
+                !applied
+            });
+        }
+        let Ok(pending) = self
+            .store
+            .intake_pending_before(tenant, highest, EARLIER_BATCH)
+            .await
+        else {
+            return;
+        };
+        let present: std::collections::HashSet<i64> =
+            events.iter().map(|(_, order, _)| *order).collect();
+        for (seq, body) in pending {
+            if present.contains(&seq) {
+                continue;
+            }
+            let message = ontoloop_runtime::outbox::event_message(tenant, seq, &body);
+            let envelope = EventEnvelope::parse(&message.body)
+                .ok()
+                .filter(|envelope| groupable(&envelope.event));
+            events.push((all.len(), seq, envelope));
+            all.push(message);
+            outcomes.push(None);
+        }
     }
 
     /// Handles a run of one tenant's plain changes: in one commit when it can, else one by one.
