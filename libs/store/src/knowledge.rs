@@ -433,16 +433,22 @@ impl Store {
     ) -> Result<HashMap<i64, String>, StoreError> {
         let mut states = HashMap::with_capacity(seqs.len());
         for chunk in seqs.chunks(500) {
-            let found: Vec<(i64, String)> = intake_event::Entity::find()
+            // `kind` is read too, though unused: with only the number and the state, SQLite
+            // (no statistics) reads them off the (tenant, state, number) index, which covers
+            // them, by scanning every row of the tenant; with a column that index lacks it
+            // looks each number up by the (tenant, number) key. At 100,000 events that was
+            // 10 ms a call instead of a fraction of one.
+            let found: Vec<(i64, String, String)> = intake_event::Entity::find()
                 .select_only()
                 .column(intake_event::Column::TenantSeq)
                 .column(intake_event::Column::State)
+                .column(intake_event::Column::Kind)
                 .filter(intake_event::Column::Tenant.eq(tenant))
                 .filter(intake_event::Column::TenantSeq.is_in(chunk.iter().copied()))
                 .into_tuple()
                 .all(&self.db)
                 .await?;
-            states.extend(found);
+            states.extend(found.into_iter().map(|(seq, state, _)| (seq, state)));
         }
         Ok(states)
     }
