@@ -37,7 +37,7 @@ impl<R: Send + 'static, O: Send + 'static> GroupCommit<R, O> {
     pub fn spawn<F, Fut>(queue: usize, max_group: usize, mut write: F) -> Self
     where
         F: FnMut(Vec<R>) -> Fut + Send + 'static,
-        Fut: Future<Output = Vec<O>> + Send,
+        Fut: Future<Output = Vec<O>> + Send + 'static,
     {
         let (sender, mut receiver) = mpsc::channel::<Waiting<R, O>>(queue.max(1));
         let max_group = max_group.max(1);
@@ -45,7 +45,15 @@ impl<R: Send + 'static, O: Send + 'static> GroupCommit<R, O> {
             let mut waiting = Vec::with_capacity(max_group);
             while receiver.recv_many(&mut waiting, max_group).await > 0 {
                 let (writes, callers): (Vec<R>, Vec<_>) = waiting.drain(..).unzip();
-                let outcomes = write(writes).await;
+                // A task of its own, so a write that panics fails its own group (its callers are
+                // told nothing, as when the writer is gone), not every group after it.
+                let outcomes = match tokio::spawn(write(writes)).await {
+                    Ok(outcomes) => outcomes,
+                    Err(err) => {
+                        tracing::error!(error = %err, writes = callers.len(), "a group write failed");
+                        Vec::new()
+                    }
+                };
                 // A caller whose outcome is missing (or who left) learns it from its handle.
                 for (caller, outcome) in callers.into_iter().zip(outcomes) {
                     let _ = caller.send(outcome);
@@ -118,6 +126,16 @@ mod tests {
         }
         // One alone, then the nineteen waiting in groups of at most sixteen.
         assert_eq!(*groups.lock().expect("lock"), vec![1, 16, 3]);
+    }
+
+    #[tokio::test]
+    async fn a_group_whose_write_panics_fails_alone() {
+        let writer = GroupCommit::spawn(4, 4, |writes: Vec<u32>| async move {
+            assert!(writes != [13], "a write that panics");
+            writes
+        });
+        assert_eq!(writer.submit(13).await, None);
+        assert_eq!(writer.submit(7).await, Some(7), "the writer goes on");
     }
 
     #[tokio::test]
