@@ -5,7 +5,8 @@
 //! new pages, new versions, deletions and a source's listings, record values, renames (some
 //! merging two services), ACL changes and maintenance runs.
 //!
-//! And callers that find no model at once wait for one build of it.
+//! And callers that find no model at once wait for one build of it; a kept model follows
+//! commits with no caller asking.
 //!
 //! `make test` runs 600 events; `INCREMENTAL_EVENTS=10000` runs the size, and
 //! `INCREMENTAL_SEED=N` replays a run.
@@ -319,5 +320,59 @@ async fn callers_that_find_no_model_wait_for_one_build() {
         1,
         "eight callers found no model at once: one built it, the others waited for it"
     );
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
+/// A kept model follows the store's commits with no caller asking (`Snapshots::follow`): after
+/// a commit it is brought forward in the background, and `recent` then holds the commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_model_follows_commits_with_no_caller() {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let clients = sandbox.clients();
+    let store = sandbox.ctx.store.clone();
+    let seq = clients
+        .push(TENANT, "admin", ontology(ONTOLOGY))
+        .await
+        .expect("ontology");
+    store
+        .wait_settled(TENANT, seq as i64, Duration::from_secs(60))
+        .await
+        .expect("wait");
+    let models = std::sync::Arc::new(Snapshots::new(
+        store.clone(),
+        sandbox.ctx.extraction.clone(),
+    ));
+    models.follow();
+    let before = models.get(TENANT).await.expect("model").version;
+    let seq = clients
+        .push(
+            TENANT,
+            "admin",
+            doc("p1", "wiki", "Svca is owned by the Atlas team.", &[], 1.0),
+        )
+        .await
+        .expect("page");
+    let settled = store
+        .wait_settled(TENANT, seq as i64, Duration::from_secs(60))
+        .await
+        .expect("wait");
+    assert_eq!(settled, Settled::Applied);
+    let version = store.knowledge_version(TENANT).await.expect("version");
+    assert!(
+        version > before,
+        "the page was committed: {before} -> {version}"
+    );
+    // Only the follower brings it forward: no caller asks until it has.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while models.updates().1 == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (built, patched) = models.updates();
+    assert_eq!(built, 1, "built once, by the first get");
+    assert!(patched >= 1, "the follower brought the model forward");
+    let model = models.recent(TENANT).await.expect("model");
+    assert_eq!(model.version, version);
+    assert!(model.current.contains_key("p1"));
+    drop(model);
     sandbox.shutdown().await.expect("clean shutdown");
 }

@@ -261,7 +261,14 @@ fn with_the_model_a_question_word_is_matched_by_meaning_not_only_by_spelling() {
     let link = |ontology: &Ontology| {
         let mut graph = Graph::new(ontology);
         graph.apply_page(ontology, &page, chrono::Utc::now());
-        ask::link(question, ontology, &graph, &[]).expect("links")
+        ask::link(
+            question,
+            ontology,
+            &graph,
+            &[],
+            &ontoloop_core::knowledge::extract::Extract,
+        )
+        .expect("links")
     };
     let (setup, err) = ontoloop_embed::extraction_setup(Default::default());
     assert!(err.is_none(), "{err:?}");

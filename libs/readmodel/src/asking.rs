@@ -88,7 +88,10 @@ pub fn ask_text(
     // Linked and answered on what the caller may see: an entity only hidden facts name is as
     // unknown as a name that names nothing.
     let graph = snapshot.graph_for(&Access::new(caller, &snapshot.current));
-    let asked = match ask::link(asking.text, &snapshot.ontology, &graph, &pages) {
+    let claims = snapshot
+        .claims
+        .for_caller(std::sync::Arc::ptr_eq(&graph, &snapshot.graph));
+    let asked = match ask::link(asking.text, &snapshot.ontology, &graph, &pages, &claims) {
         Ok(mut question) => {
             // A scope the caller gives is the one asked about, whatever the words say.
             if !asking.scope.is_everywhere() {
@@ -154,6 +157,9 @@ pub fn answer(
         top_k: answering.top_k,
         // ask::answer answers in the question's scope.
         scope: &Scope::everywhere(),
+        claims: &snapshot
+            .claims
+            .for_caller(std::ptr::eq(graph, &*snapshot.graph)),
     };
     ask::answer(&view, design, question, searched)
 }

@@ -7,12 +7,14 @@
 //!
 //! `asking` answers one question from a read model (retrieval's `Ask` and `Lookup`, and the
 //! analyst's gate replaying recent questions against the live graph and a shadow); `QueryLog`
-//! keeps those recent questions.
+//! keeps those recent questions; `claims` keeps the claims of the pages questions read. A
+//! follower task brings the models callers read forward after each commit (`Snapshots::follow`).
 //!
 //! It only reads the store, but for the query log; it must never write knowledge (the analyst
 //! is the one writer).
 
 pub mod asking;
+mod claims;
 mod dense;
 mod hybrid;
 mod query_log;

@@ -9,7 +9,13 @@
 //! counts a replaced document in its term and document counts until a merge drops it, so an
 //! index updated in place would rank a little differently from one built afresh over the same
 //! pages. With live statistics both rank alike.
+//!
+//! An update can be written beside readers ([`PageIndex::stage`]: its documents added and
+//! committed, its statistics counted aside) and made searchable later under an exclusive hold
+//! ([`PageIndex::publish`]: the statistics moved and the reader reloaded), so readers never wait
+//! for the indexing itself.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -98,7 +104,39 @@ struct TextIndex {
     parts: Parts,
     /// The writer kept between updates by a large index ([`LIVE_WRITER_MIN_DOCS`]) while a
     /// process slot was free: an update commits on it and its merges run in the background.
-    live: Option<LiveWriter>,
+    /// Behind a lock of its own so an update is written beside readers ([`TextIndex::stage`]).
+    live: std::sync::Mutex<Option<LiveWriter>>,
+}
+
+/// Documents an update wrote and committed that readers do not see yet, and what they change in
+/// the statistics: readers go on searching the index as it was until it is published
+/// ([`PageIndex::publish`]), so the costly write and commit need no exclusive hold on the model.
+pub struct Staged(StatsDelta);
+
+/// How the statistics of the live documents move with an update: the documents, tokens and
+/// document frequencies it adds (positive) and takes out (negative).
+#[derive(Default)]
+struct StatsDelta {
+    docs: i64,
+    text_tokens: i64,
+    acl_tokens: i64,
+    text_df: HashMap<String, i64>,
+    acl_df: HashMap<String, i64>,
+}
+
+impl StatsDelta {
+    /// Counts `page` in (`sign` 1) or out (`sign` -1).
+    fn count(&mut self, page: &DocTerms, sign: i64) {
+        self.docs += sign;
+        self.text_tokens += sign * page.tokens as i64;
+        self.acl_tokens += sign * page.acl.len() as i64;
+        for term in &page.terms {
+            *self.text_df.entry(term.clone()).or_default() += sign;
+        }
+        for value in page.acl.iter().collect::<BTreeSet<_>>() {
+            *self.acl_df.entry(value.clone()).or_default() += sign;
+        }
+    }
 }
 
 /// A writer kept alive between updates, holding one of the process's [`MAX_LIVE_WRITERS`]
@@ -174,35 +212,35 @@ impl LiveStats {
         }
     }
 
-    fn add(&mut self, page: &DocTerms) {
-        self.docs += 1;
-        self.text_tokens += page.tokens;
-        self.acl_tokens += page.acl.len() as u64;
-        for term in &page.terms {
-            *self.text_df.entry(term.clone()).or_default() += 1;
-        }
-        for value in page.acl.iter().collect::<BTreeSet<_>>() {
-            *self.acl_df.entry(value.clone()).or_default() += 1;
-        }
+    /// Moves the statistics by `delta` (never below zero).
+    fn apply(&mut self, delta: StatsDelta) {
+        let moved = |held: u64, by: i64| held.saturating_add_signed(by);
+        self.docs = moved(self.docs, delta.docs);
+        self.text_tokens = moved(self.text_tokens, delta.text_tokens);
+        self.acl_tokens = moved(self.acl_tokens, delta.acl_tokens);
+        Self::move_counts(&mut self.text_df, delta.text_df);
+        Self::move_counts(&mut self.acl_df, delta.acl_df);
     }
 
-    fn remove(&mut self, page: &DocTerms) {
-        self.docs = self.docs.saturating_sub(1);
-        self.text_tokens = self.text_tokens.saturating_sub(page.tokens);
-        self.acl_tokens = self.acl_tokens.saturating_sub(page.acl.len() as u64);
-        for term in &page.terms {
-            Self::decrement(&mut self.text_df, term);
-        }
-        for value in page.acl.iter().collect::<BTreeSet<_>>() {
-            Self::decrement(&mut self.acl_df, value);
-        }
-    }
-
-    fn decrement(counts: &mut HashMap<String, u64>, key: &str) {
-        if let Some(count) = counts.get_mut(key) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                counts.remove(key);
+    fn move_counts(counts: &mut HashMap<String, u64>, by: HashMap<String, i64>) {
+        for (key, by) in by {
+            if by == 0 {
+                continue;
+            }
+            match counts.entry(key) {
+                Entry::Occupied(mut held) => {
+                    let count = held.get().saturating_add_signed(by);
+                    if count == 0 {
+                        held.remove();
+                    } else {
+                        *held.get_mut() = count;
+                    }
+                }
+                Entry::Vacant(none) => {
+                    if by > 0 {
+                        none.insert(by.unsigned_abs());
+                    }
+                }
             }
         }
     }
@@ -256,6 +294,22 @@ impl PageIndex {
         self.0.update(pages)
     }
 
+    /// Writes and commits what [`PageIndex::update`] would, beside readers: they see it once it
+    /// is [`published`](PageIndex::publish). Stage one update at a time and publish each before
+    /// the next; a staged update never published is seen by the next one's readers, with
+    /// statistics that do not count it (rebuild the index instead).
+    pub fn stage<'a>(
+        &self,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<Staged> {
+        self.0.stage(pages)
+    }
+
+    /// Makes a staged update searchable.
+    pub fn publish(&mut self, staged: Staged) -> tantivy::Result<()> {
+        self.0.publish(staged)
+    }
+
     /// Page ids best first, at most `limit`, among pages `caller` may read (an ACL entry names
     /// the principal or one of the caller's groups). The permission filter is part of the
     /// query, so a page the caller may not read is never ranked.
@@ -280,6 +334,19 @@ impl PassageIndex {
         pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
     ) -> tantivy::Result<()> {
         self.0.update(pages)
+    }
+
+    /// As [`PageIndex::stage`].
+    pub fn stage<'a>(
+        &self,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<Staged> {
+        self.0.stage(pages)
+    }
+
+    /// As [`PageIndex::publish`].
+    pub fn publish(&mut self, staged: Staged) -> tantivy::Result<()> {
+        self.0.publish(staged)
     }
 
     /// Passages best first, at most `limit`, among pages `caller` may read; the permission
@@ -323,65 +390,85 @@ impl TextIndex {
             acl,
             stats: LiveStats::new(text, acl),
             parts,
-            live: None,
+            live: std::sync::Mutex::new(None),
         };
         built.update(pages.into_iter().map(|page| (None, page)))?;
         Ok(built)
     }
 
-    /// See [`PageIndex::update`]. A small index makes a writer for the update and lets it go
-    /// after it, merges included, so an idle tenant holds no indexing threads or buffers. A
-    /// large one keeps its writer while a process slot is free ([`LiveWriter`]): the update
-    /// only commits, and merges run beside the readers instead of before them.
+    /// See [`PageIndex::update`].
     fn update<'a>(
         &mut self,
         pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
     ) -> tantivy::Result<()> {
-        if self.live.is_none() && self.stats.docs >= LIVE_WRITER_MIN_DOCS {
-            self.live = LiveWriter::claim(&self.index)?;
+        let staged = self.stage(pages)?;
+        self.publish(staged)
+    }
+
+    /// See [`PageIndex::stage`]. A small index makes a writer for the update and lets it go
+    /// after it, merges included, so an idle tenant holds no indexing threads or buffers. A
+    /// large one keeps its writer while a process slot is free ([`LiveWriter`]): the update
+    /// only commits, and merges run beside the readers.
+    fn stage<'a>(
+        &self,
+        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+    ) -> tantivy::Result<Staged> {
+        let mut live = self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if live.is_none() && self.stats.docs >= LIVE_WRITER_MIN_DOCS {
+            *live = LiveWriter::claim(&self.index)?;
         }
         // Taken out while it writes; a writer whose commit failed is not kept.
-        match self.live.take() {
-            Some(mut live) => {
-                self.write(&mut live.0, pages)?;
-                self.live = Some(live);
+        match live.take() {
+            Some(mut writer) => {
+                let staged = self.write(&mut writer.0, pages)?;
+                *live = Some(writer);
+                Ok(staged)
             }
             None => {
+                drop(live);
                 let mut writer = writer(&self.index)?;
-                self.write(&mut writer, pages)?;
+                let staged = self.write(&mut writer, pages)?;
                 writer.wait_merging_threads()?;
+                Ok(staged)
             }
         }
-        self.reader.reload()?;
-        Ok(())
+    }
+
+    /// See [`PageIndex::publish`]: the statistics move by the staged documents and readers see
+    /// the commit.
+    fn publish(&mut self, staged: Staged) -> tantivy::Result<()> {
+        self.stats.apply(staged.0);
+        self.reader.reload()
     }
 
     /// Deletes and adds the documents of each `(old, new)` pair on `writer` and commits.
     fn write<'a>(
-        &mut self,
+        &self,
         writer: &mut IndexWriter<TantivyDocument>,
         pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
-    ) -> tantivy::Result<()> {
+    ) -> tantivy::Result<Staged> {
+        let mut delta = StatsDelta::default();
         // A tombstone (a deleted page) is never indexed: it only takes its page's documents out.
         for (old, page) in pages {
             if let Some(old) = old.filter(|old| !old.deleted) {
                 writer.delete_term(Term::from_field_text(self.page, &old.source_id));
                 for text in (self.parts)(old) {
-                    let terms = self.terms_of(&text, old);
-                    self.stats.remove(&terms);
+                    delta.count(&self.terms_of(&text, old), -1);
                 }
             }
             if page.deleted {
                 continue;
             }
             for (n, text) in (self.parts)(page).into_iter().enumerate() {
-                let terms = self.terms_of(&text, page);
-                self.stats.add(&terms);
+                delta.count(&self.terms_of(&text, page), 1);
                 writer.add_document(self.document(page, n, text))?;
             }
         }
         writer.commit()?;
-        Ok(())
+        Ok(Staged(delta))
     }
 
     /// A document's tokens, distinct terms and ACL values, as the index counts them.
@@ -569,6 +656,34 @@ mod tests {
         assert_eq!(index.search("Pro plan costs", 3, &alice)[0], "a");
     }
 
+    /// A staged update is written beside readers: they search the index as it was, with its
+    /// statistics, until it is published; then it ranks as an index built afresh.
+    #[test]
+    fn a_staged_update_is_seen_only_once_published() {
+        let old = page("a", "The Pro plan costs 49 per user per month.", &[]);
+        let other = page("b", "Office guide for the Pro team.", &[]);
+        let mut index = PageIndex::build([&old, &other]).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        let new = PageVersion {
+            version: 2,
+            ..page("a", "The Enterprise plan is quoted per contract.", &[])
+        };
+        let before = index.search("Pro plan", 3, &alice);
+        let staged = index.stage([(Some(&old), &new)]).expect("stage");
+        assert_eq!(index.search("Pro plan", 3, &alice), before);
+        assert!(index.search("Enterprise contract", 3, &alice).is_empty());
+        index.publish(staged).expect("publish");
+        let fresh = PageIndex::build([&new, &other]).expect("index");
+        assert_eq!(index.search("Enterprise contract", 3, &alice), vec!["a"]);
+        for query in ["Pro plan", "plan", "Enterprise contract"] {
+            assert_eq!(
+                index.search(query, 3, &alice),
+                fresh.search(query, 3, &alice),
+                "{query}"
+            );
+        }
+    }
+
     #[test]
     fn a_large_index_keeps_its_writer_and_ranks_as_one_built_afresh() {
         let words = [
@@ -603,7 +718,10 @@ mod tests {
             index.update([(Some(&current[at]), &next)]).expect("update");
             current[at] = next;
         }
-        assert!(index.0.live.is_some(), "a large index keeps its writer");
+        assert!(
+            index.0.live.lock().expect("writer slot").is_some(),
+            "a large index keeps its writer"
+        );
         let fresh = PageIndex::build(current.iter().filter(|p| !p.deleted)).expect("index");
         for query in [
             "plan price",

@@ -6,14 +6,18 @@
 //! entities and names; every version of it is the one a build from the store would give. Each
 //! tenant's model sits behind a read-write lock: readers hold it while they answer and a patch
 //! waits for them, so no reader sees an event half-applied. One caller at a time brings a model
-//! forward (reading the changes before it takes the write lock); callers that find it behind
-//! wait for that one instead of queueing as writers behind each other's readers. An ontology
-//! change (or a range the store cannot replay) builds the model whole beside the live one,
-//! which keeps answering until the new one swaps in.
+//! forward: it reads the changes and writes the changed pages into the BM25 indexes beside the
+//! readers (committed, not yet seen), and takes the write lock only to make them seen and patch
+//! the maps. Callers that need the latest model ([`Snapshots::get`]) wait for that one instead of
+//! queueing as writers behind each other's readers; callers that do not
+//! ([`Snapshots::recent`]) answer from the model as it stands meanwhile. A follower task
+//! ([`Snapshots::follow`]) brings kept models forward after each commit, so callers seldom meet
+//! one behind. An ontology change (or a range the store cannot replay) builds the model whole
+//! beside the live one, which keeps answering until the new one swaps in.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 
 use ontoloop_core::knowledge::passage::{PageHistory, chunk_page};
 use ontoloop_core::knowledge::{
@@ -24,8 +28,9 @@ use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_store::{KnowledgeChanges, Store, StoreError};
 use tokio::sync::{Mutex, OwnedRwLockReadGuard, RwLock};
 
+use crate::claims::ClaimMemo;
 use crate::dense::{DenseIndex, LazyDense};
-use crate::search::{PageIndex, PassageIndex};
+use crate::search::{PageIndex, PassageIndex, Staged};
 
 /// What retrieval answers from, for one tenant at one knowledge version.
 pub struct Snapshot {
@@ -70,6 +75,8 @@ pub struct Snapshot {
     views: std::sync::Mutex<Vec<(Vec<u64>, Arc<Graph>)>>,
     /// Whether any fact or page has an ACL: without one every caller sees the whole graph.
     restricted: bool,
+    /// The claims of the pages questions read, kept ([`ClaimMemo`]).
+    pub(crate) claims: ClaimMemo,
 }
 
 /// Chunk hash → positions of the page versions holding a chunk with it.
@@ -269,6 +276,9 @@ pub enum SnapshotError {
     /// The page index could not be built.
     #[error("build the page index: {0}")]
     Index(#[from] tantivy::TantivyError),
+    /// The task indexing a catch-up's pages failed.
+    #[error("index the pages of a catch-up: {0}")]
+    Staging(String),
 }
 
 impl ontoloop_core::ServiceError for SnapshotError {
@@ -277,7 +287,9 @@ impl ontoloop_core::ServiceError for SnapshotError {
         match self {
             SnapshotError::NoOntology(_) => ErrorCode::FailedPrecondition,
             SnapshotError::Store(_) => ErrorCode::Unavailable,
-            SnapshotError::Ontology(_) | SnapshotError::Index(_) => ErrorCode::Internal,
+            SnapshotError::Ontology(_) | SnapshotError::Index(_) | SnapshotError::Staging(_) => {
+                ErrorCode::Internal
+            }
         }
     }
 }
@@ -322,6 +334,10 @@ fn text_bytes(page: &PageVersion) -> usize {
 struct Held {
     model: Arc<RwLock<Snapshot>>,
     forward: Arc<Mutex<()>>,
+    /// Whether a caller asked for the model since the follower last brought it forward: a model
+    /// nobody reads (a tenant loading its pages, or gone quiet) is left for its next reader to
+    /// bring forward in one catch-up, not followed commit by commit.
+    read: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Held {
@@ -329,6 +345,7 @@ impl Held {
         Self {
             model: Arc::new(RwLock::new(snapshot)),
             forward: Arc::new(Mutex::new(())),
+            read: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         }
     }
 }
@@ -345,6 +362,45 @@ pub struct Snapshots {
     /// Models built whole, and catch-ups patched in, since this cache was made.
     built: AtomicU64,
     patched: AtomicU64,
+    /// The task following the store's commits ([`Snapshots::follow`]), stopped with the cache.
+    follower: std::sync::OnceLock<tokio::task::AbortHandle>,
+    /// Word of the store's commits (`Store::commits`): it moves after each.
+    commits: tokio::sync::watch::Receiver<u64>,
+    /// Each tenant's knowledge version as [`Snapshots::recent`] last read it.
+    known: std::sync::Mutex<HashMap<String, KnownVersion>>,
+}
+
+/// How long a tenant's knowledge version read with no word of a commit since is used again by
+/// [`Snapshots::recent`]: the longest a commit without word (another process's, on one SQLite
+/// file) goes unseen by it, as long as the store's own waiters take to read it.
+pub const KNOWN_VERSION_TTL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Tenants whose knowledge version is kept at most; past it, only versions read within
+/// [`KNOWN_VERSION_TTL`] stay and a new tenant's is not kept.
+const MAX_KNOWN_VERSIONS: usize = 4096;
+
+/// A tenant's knowledge version, the word of commits it was read under and when.
+struct KnownVersion {
+    version: i64,
+    word: u64,
+    read_at: std::time::Instant,
+}
+
+impl Drop for Snapshots {
+    fn drop(&mut self) {
+        if let Some(follower) = self.follower.get() {
+            follower.abort();
+        }
+    }
+}
+
+/// Whether a caller that finds its tenant's model behind waits for it to be brought forward.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Always: the answer holds every commit made before the call.
+    ForLatest,
+    /// Only when no other caller is bringing it forward already.
+    UnlessUnderWay,
 }
 
 impl Snapshots {
@@ -363,6 +419,7 @@ impl Snapshots {
         budget: CacheBudget,
     ) -> Self {
         Self {
+            commits: store.commits(),
             store,
             extraction,
             name,
@@ -370,6 +427,8 @@ impl Snapshots {
             building: std::sync::Mutex::default(),
             built: AtomicU64::new(0),
             patched: AtomicU64::new(0),
+            follower: std::sync::OnceLock::new(),
+            known: std::sync::Mutex::default(),
         }
     }
 
@@ -388,18 +447,100 @@ impl Snapshots {
     /// tenant while holding one.
     pub async fn get(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
         let version = self.store.knowledge_version(tenant).await?;
+        self.held(tenant, version, Wait::ForLatest).await
+    }
+
+    /// The tenant's read model as [`Snapshots::get`] gives it, except while another caller (or
+    /// the [follower](Snapshots::follow)) brings it forward: then the model as it stands, without
+    /// waiting, at most that one catch-up behind. For a caller that named no write of its own to
+    /// read: an answer that must hold a given event waits for it first and then calls `get`.
+    /// The tenant's knowledge version it reads is one read since the store's last word of a
+    /// commit and at most [`KNOWN_VERSION_TTL`] ago, else read again.
+    pub async fn recent(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
+        let version = self.known_version(tenant).await?;
+        self.held(tenant, version, Wait::UnlessUnderWay).await
+    }
+
+    /// The tenant's knowledge version as [`Snapshots::recent`] reads it.
+    async fn known_version(&self, tenant: &str) -> Result<i64, SnapshotError> {
+        // The word is read before the version: a commit while it is read moves the word, and the
+        // next call reads again.
+        let word = *self.commits.borrow();
+        let now = std::time::Instant::now();
+        {
+            let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(held) = known.get(tenant)
+                && held.word == word
+                && now.duration_since(held.read_at) < KNOWN_VERSION_TTL
+            {
+                return Ok(held.version);
+            }
+        }
+        let version = self.store.knowledge_version(tenant).await?;
+        self.know(tenant, version, word, now);
+        Ok(version)
+    }
+
+    /// Keeps `version` as the tenant's, read under `word` at `read_at`.
+    fn know(&self, tenant: &str, version: i64, word: u64, read_at: std::time::Instant) {
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.len() >= MAX_KNOWN_VERSIONS && !known.contains_key(tenant) {
+            known.retain(|_, held| read_at.duration_since(held.read_at) < KNOWN_VERSION_TTL);
+            if known.len() >= MAX_KNOWN_VERSIONS {
+                return;
+            }
+        }
+        known.insert(
+            tenant.to_owned(),
+            KnownVersion {
+                version,
+                word,
+                read_at,
+            },
+        );
+    }
+
+    async fn held(
+        &self,
+        tenant: &str,
+        version: i64,
+        wait: Wait,
+    ) -> Result<SnapshotGuard, SnapshotError> {
         let held = match self.cached(tenant).await {
             Some(held) => held,
             None => self.first(tenant).await?,
         };
+        held.read.store(true, Ordering::Relaxed);
         let guard = Arc::clone(&held.model).read_owned().await;
         if guard.holds(version) {
             return Ok(guard);
         }
-        drop(guard);
         // One caller brings the model forward; the others wait for it here, not in the model's
         // lock, so a line of callers never queues readers behind one writer after another.
-        let turn = Arc::clone(&held.forward).lock_owned().await;
+        // The guard is not held across the catch-up, which takes the model's write lock.
+        let turn = match Arc::clone(&held.forward).try_lock_owned() {
+            Ok(turn) => {
+                drop(guard);
+                turn
+            }
+            Err(_) if wait == Wait::UnlessUnderWay => return Ok(guard),
+            Err(_) => {
+                drop(guard);
+                Arc::clone(&held.forward).lock_owned().await
+            }
+        };
+        self.forward(tenant, &held, version, turn).await
+    }
+
+    /// Brings `held` to `version` (or later) while this caller holds its `turn`, and returns it
+    /// held for reading.
+    async fn forward(
+        &self,
+        tenant: &str,
+        held: &Held,
+        version: i64,
+        turn: tokio::sync::OwnedMutexGuard<()>,
+    ) -> Result<SnapshotGuard, SnapshotError> {
         let guard = Arc::clone(&held.model).read_owned().await;
         // Another caller may have brought it forward while this one waited.
         if guard.holds(version) {
@@ -407,37 +548,54 @@ impl Snapshots {
         }
         let from = guard.version;
         drop(guard);
-        // What the commits since wrote is read while readers go on answering from the model
-        // as it is; only this caller changes it (it holds the turn).
+        // What the commits since wrote is read, and its pages indexed, while readers go on
+        // answering from the model as it is; only this caller changes it (it holds the turn).
+        // The write lock is taken only to make them seen.
         let changes = if from < version {
             Some(self.store.knowledge_changes_since(tenant, from).await?)
         } else {
             None
         };
-        let mut model = Arc::clone(&held.model).write_owned().await;
-        match changes {
+        let now = chrono::Utc::now();
+        let mut model = match changes {
             Some(Some(changes)) => {
-                if let Err(err) = model.apply(changes) {
-                    // Half applied: never answer from it. A version below every real one makes
-                    // the next reader build the model whole (no commit range from it is
-                    // complete).
-                    model.version = -1;
-                    return Err(err);
+                let reading = Arc::clone(&held.model).read_owned().await;
+                let staging = tokio::task::spawn_blocking(move || {
+                    let staged = reading.stage(&changes, now);
+                    (changes, staged)
+                });
+                let mut model;
+                match staging.await {
+                    Ok((changes, staged)) => {
+                        model = Arc::clone(&held.model).write_owned().await;
+                        if let Err(err) = model.apply(changes, now, Some(staged)) {
+                            // Half applied: never answer from it. A version below every real
+                            // one makes the next reader build the model whole (no commit range
+                            // from it is complete).
+                            model.version = -1;
+                            return Err(err);
+                        }
+                    }
+                    Err(err) => {
+                        // The index may hold part of what was staged: build it whole next.
+                        Arc::clone(&held.model).write_owned().await.version = -1;
+                        return Err(SnapshotError::Staging(err.to_string()));
+                    }
                 }
                 self.count(&self.patched, "patch");
+                model
             }
             Some(None) => {
                 // Built beside the live model, which readers keep using meanwhile.
-                drop(model);
                 let fresh = self.build(tenant).await?;
-                model = Arc::clone(&held.model).write_owned().await;
+                let mut model = Arc::clone(&held.model).write_owned().await;
                 if fresh.version > model.version {
                     *model = fresh;
                 }
+                model
             }
-            None => {}
-        }
-        let now = chrono::Utc::now();
+            None => Arc::clone(&held.model).write_owned().await,
+        };
         if model.due(now) {
             if let Err(err) = model.advance(now) {
                 model.version = -1;
@@ -448,8 +606,68 @@ impl Snapshots {
         let bytes = model.approx_bytes();
         let guard = model.downgrade();
         drop(turn);
-        self.keep(tenant, held, bytes).await;
+        self.keep(tenant, held.clone(), bytes).await;
         Ok(guard)
+    }
+
+    /// Follows the store's commits (`Store::commits`): after each, every kept model behind its
+    /// tenant's knowledge version and read since its last catch-up by the follower is brought
+    /// forward, so callers of [`Snapshots::recent`] seldom meet one behind and never wait for
+    /// it. A model nobody reads meanwhile is left for its next caller. Runs until the cache is
+    /// dropped; a failure is logged and the next caller tries again.
+    pub fn follow(self: &Arc<Self>) {
+        let cache = Arc::downgrade(self);
+        let mut commits = self.store.commits();
+        let follower = tokio::spawn(async move {
+            while commits.changed().await.is_ok() {
+                let Some(cache) = cache.upgrade() else {
+                    return;
+                };
+                cache.catch_up().await;
+            }
+        });
+        if let Err(follower) = self.follower.set(follower.abort_handle()) {
+            // Already followed: one follower is enough.
+            follower.abort();
+        }
+    }
+
+    /// Brings every kept model behind its tenant's knowledge version forward.
+    async fn catch_up(&self) {
+        let kept: Vec<(String, Held)> = {
+            let cache = self.cache.lock().await;
+            cache
+                .iter()
+                .map(|(tenant, held)| (tenant.to_owned(), held.clone()))
+                .collect()
+        };
+        if kept.is_empty() {
+            return;
+        }
+        let tenants: Vec<String> = kept.iter().map(|(tenant, _)| tenant.clone()).collect();
+        let word = *self.commits.borrow();
+        let read_at = std::time::Instant::now();
+        let versions = match self.store.knowledge_versions(&tenants).await {
+            Ok(versions) => versions,
+            Err(err) => {
+                tracing::debug!(error = %err, "read models: cannot read knowledge versions");
+                return;
+            }
+        };
+        for (tenant, held) in kept {
+            let version = versions.get(&tenant).copied().unwrap_or_default();
+            self.know(&tenant, version, word, read_at);
+            if held.model.read().await.holds(version) || !held.read.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            // A caller bringing it forward already does this follower's work.
+            let Ok(turn) = Arc::clone(&held.forward).try_lock_owned() else {
+                continue;
+            };
+            if let Err(err) = self.forward(&tenant, &held, version, turn).await {
+                tracing::warn!(tenant = %tenant, error = %err, "read models: cannot follow a commit");
+            }
+        }
     }
 
     async fn cached(&self, tenant: &str) -> Option<Held> {
@@ -592,6 +810,7 @@ impl Snapshot {
             chunk_index: std::sync::OnceLock::new(),
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
+            claims: ClaimMemo::default(),
         })
     }
 }
@@ -600,9 +819,53 @@ impl Snapshot {
 pub type SnapshotGuard = OwnedRwLockReadGuard<Snapshot>;
 
 impl Snapshot {
-    /// Brings this model to `changes.version` with what the commits since its version wrote.
-    fn apply(&mut self, changes: KnowledgeChanges) -> Result<(), SnapshotError> {
-        let now = chrono::Utc::now();
+    /// Indexes, beside readers, the pages `changes` makes current at `now`
+    /// ([`PageIndex::stage`]): the costly part of [`Snapshot::apply`], done under a read guard
+    /// so readers go on answering while it runs. Apply the changes with the same `now` next.
+    fn stage(&self, changes: &KnowledgeChanges, now: chrono::DateTime<chrono::Utc>) -> StagedPages {
+        let due: Vec<&PageVersion> = changes
+            .pages
+            .iter()
+            .filter(|page| page.effective_at() <= now)
+            .collect();
+        self.stage_moves(due)
+    }
+
+    /// Stages in the page and passage indexes what making each of `pages` current would move.
+    fn stage_moves<'a>(&self, pages: impl IntoIterator<Item = &'a PageVersion>) -> StagedPages {
+        // Each moved page's version before the changes (none for a new page) and its newest, as
+        // `bring_in` will move them.
+        let mut moves: BTreeMap<&str, (Option<&PageVersion>, &PageVersion)> = BTreeMap::new();
+        for page in pages {
+            let held = moves
+                .get(page.source_id.as_str())
+                .map(|(_, newest)| *newest)
+                .or_else(|| self.current.get(&page.source_id));
+            if held.is_none_or(|held| page.version > held.version) {
+                let before = self.current.get(&page.source_id);
+                moves
+                    .entry(&page.source_id)
+                    .and_modify(|(_, newest)| *newest = page)
+                    .or_insert((before, page));
+            }
+        }
+        let pairs = || moves.values().copied();
+        let index = self.index.stage(pairs());
+        let passages = match self.passages.get() {
+            Some(Some(passages)) => Some(passages.stage(pairs())),
+            _ => None,
+        };
+        StagedPages { index, passages }
+    }
+
+    /// Brings this model to `changes.version` with what the commits since its version wrote,
+    /// its pages indexed already by `staged` ([`Snapshot::stage`] with the same `now`) or here.
+    fn apply(
+        &mut self,
+        changes: KnowledgeChanges,
+        now: chrono::DateTime<chrono::Utc>,
+        staged: Option<StagedPages>,
+    ) -> Result<(), SnapshotError> {
         let held = self.versions.len();
         let mut due = Vec::new();
         for page in changes.pages {
@@ -617,7 +880,7 @@ impl Snapshot {
         }
         self.scheduled
             .sort_by_key(|p| (p.effective_at(), p.version));
-        self.bring_in(due)?;
+        self.bring_in(due, staged)?;
         if let Some(index) = self.chunk_index.get_mut() {
             index_chunks(index, &self.versions, held);
         }
@@ -635,6 +898,7 @@ impl Snapshot {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
+        self.claims.graph_changed();
         self.version = changes.version;
         Ok(())
     }
@@ -643,7 +907,7 @@ impl Snapshot {
     fn advance(&mut self, now: chrono::DateTime<chrono::Utc>) -> Result<(), SnapshotError> {
         let due_count = self.scheduled.partition_point(|p| p.effective_at() <= now);
         let due: Vec<PageVersion> = self.scheduled.drain(..due_count).collect();
-        self.bring_in(due)?;
+        self.bring_in(due, None)?;
         // Who may read a page is decided by its version in effect.
         self.views
             .lock()
@@ -653,8 +917,17 @@ impl Snapshot {
     }
 
     /// Makes each of `pages` (versions in effect) its page's current version where newer than
-    /// the one held, and patches the page, passage and dense indexes with the moves.
-    fn bring_in(&mut self, pages: Vec<PageVersion>) -> Result<(), SnapshotError> {
+    /// the one held, and patches the page, passage and dense indexes with the moves: publishes
+    /// `staged` (the same pages staged against this model as it is), or stages them here.
+    fn bring_in(
+        &mut self,
+        pages: Vec<PageVersion>,
+        staged: Option<StagedPages>,
+    ) -> Result<(), SnapshotError> {
+        let staged = match staged {
+            Some(staged) => staged,
+            None => self.stage_moves(&pages),
+        };
         // Each moved page's version before the changes (none for a new page), by page id.
         let mut moved: BTreeMap<String, Option<PageVersion>> = BTreeMap::new();
         let current = Arc::make_mut(&mut self.current);
@@ -676,13 +949,24 @@ impl Snapshot {
                 .iter()
                 .filter_map(|(id, before)| Some((before.as_ref(), current.get(id)?)))
         };
-        self.index.update(pairs())?;
+        self.index.publish(staged.index?)?;
         if let Some(Some(passages)) = self.passages.get_mut() {
-            passages.update(pairs())?;
+            match staged.passages {
+                Some(passage_update) => passages.publish(passage_update?)?,
+                // Built by a reader after the pages were staged, from the pages before them.
+                None => passages.update(pairs())?,
+            }
         }
         self.dense.update(pairs().map(|(_, page)| page));
         Ok(())
     }
+}
+
+/// What [`Snapshot::stage_moves`] wrote: the page index's update and the passage index's when
+/// it was built, each to publish or, failed, to report.
+struct StagedPages {
+    index: tantivy::Result<Staged>,
+    passages: Option<tantivy::Result<Staged>>,
 }
 
 #[cfg(test)]

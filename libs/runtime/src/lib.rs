@@ -13,7 +13,8 @@
 //! a span that continues the caller's W3C trace context (`trace`), and consumers handle each
 //! message in a span that continues its publisher's. The context also carries the process's one
 //! cache of knowledge read models (`Context::read_models`), so services that read knowledge in
-//! one process share them. It holds no service behaviour of its own.
+//! one process share them, and it starts the cache's follower of commits
+//! (`Snapshots::follow`). It holds no service behaviour of its own.
 
 pub mod auth;
 mod consume;
@@ -115,6 +116,7 @@ impl Context {
             "read_models",
             settings.cache.read_models,
         ));
+        read_models.follow();
         Ok(Self {
             settings,
             store,

@@ -578,6 +578,26 @@ impl Store {
             .map_or(0, |row| row.knowledge_version))
     }
 
+    /// The knowledge version of each of `tenants` (0 for one that never committed), read a few
+    /// hundred tenants a statement.
+    pub async fn knowledge_versions(
+        &self,
+        tenants: &[String],
+    ) -> Result<HashMap<String, i64>, StoreError> {
+        let mut versions: HashMap<String, i64> =
+            tenants.iter().map(|tenant| (tenant.clone(), 0)).collect();
+        for some in tenants.chunks(500) {
+            let rows = tenant_state::Entity::find()
+                .filter(tenant_state::Column::Tenant.is_in(some.iter().cloned()))
+                .all(&self.db)
+                .await?;
+            for row in rows {
+                versions.insert(row.tenant, row.knowledge_version);
+            }
+        }
+        Ok(versions)
+    }
+
     /// A tenant's whole knowledge, read in one transaction: every row of one knowledge version,
     /// never a commit half-seen.
     pub async fn load_knowledge(&self, tenant: &str) -> Result<KnowledgeRows, StoreError> {

@@ -119,7 +119,7 @@ impl Validator {
             .as_of
             .map(|at| ontoloop_proto::convert::instant_or(Some(at), "as_of", chrono::Utc::now()))
             .transpose()?;
-        let snapshot = match self.snapshots.get(caller.tenant()).await {
+        let snapshot = match self.snapshots.recent(caller.tenant()).await {
             Ok(snapshot) => snapshot,
             Err(err) => {
                 // Fail closed: nothing passes a firewall that cannot read the graph.

@@ -147,11 +147,16 @@ impl Retrieval {
         }
     }
 
-    async fn snapshot(&self, caller: &Caller) -> Result<SnapshotGuard, Status> {
-        self.snapshots
-            .get(caller.tenant())
-            .await
-            .map_err(status_from)
+    /// The caller's read model: holding every commit made before the call when the caller
+    /// waited for a write of its own (`applied`, its `min_sequence`), else the most recent one
+    /// without waiting for a catch-up another call or the follower has under way.
+    async fn snapshot(&self, caller: &Caller, applied: u64) -> Result<SnapshotGuard, Status> {
+        let held = if applied > 0 {
+            self.snapshots.get(caller.tenant()).await
+        } else {
+            self.snapshots.recent(caller.tenant()).await
+        };
+        held.map_err(status_from)
     }
 
     /// Counts the answer by status, and tells the analyst what it revealed (abstentions,
@@ -238,7 +243,7 @@ impl RetrievalService for Retrieval {
         }
         let now = request.as_of.is_none();
         let asked_at = request.as_of.map(|at| instant(Some(at))).transpose()?;
-        let snapshot = self.snapshot(&caller).await?;
+        let snapshot = self.snapshot(&caller, applied).await?;
         // "Now" is read once the model is held: a model brought forward for this call may hold
         // a page changed after the call came, which now must see as current, not as the future
         // (that would read every page as of an earlier instant, a copy of them all).
@@ -277,7 +282,7 @@ impl RetrievalService for Retrieval {
         }
         let design = wire::design(&request.design)?;
         let applied = self.wait_for(&caller, request.min_sequence).await?;
-        let snapshot = self.snapshot(&caller).await?;
+        let snapshot = self.snapshot(&caller, applied).await?;
         if let Some(unknown) = request
             .predicate_path
             .iter()
@@ -345,7 +350,7 @@ impl RetrievalService for Retrieval {
             )));
         }
         let applied = self.wait_for(&caller, request.min_sequence).await?;
-        let snapshot = self.snapshot(&caller).await?;
+        let snapshot = self.snapshot(&caller, applied).await?;
         let who = caller.clone();
         let response = blocking(move || {
             let cited = Anchor {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::answer::{Answer, AnswerStatus, Finding, Hedge, HedgeCode};
 use super::designs::{self, Design, KnowledgeView};
-use super::extract::{Claim, extract_claims};
+use super::extract::{Claim, PageClaims};
 use super::graph::{Graph, PageVersion};
 use super::ontology::{Ontology, PredicateKind};
 use super::passage::Chunk;
@@ -188,16 +188,18 @@ fn covers(wanted: &BTreeSet<String>, named: &BTreeSet<String>, passage: &Passage
 }
 
 /// Links `text` onto the graph. `found` are the current versions of the pages the caller's
-/// search for the text found: the names they state link entities the graph does not know yet.
+/// search for the text found: the names they state (read by `claims`) link entities the graph
+/// does not know yet.
 pub fn link(
     text: &str,
     ontology: &Ontology,
     graph: &Graph,
     found: &[&PageVersion],
+    claims: &dyn PageClaims,
 ) -> Result<Question, Unmapped> {
     let claims: Vec<Claim> = found
         .iter()
-        .flat_map(|page| extract_claims(ontology, &page.body))
+        .flat_map(|page| claims.stated(ontology, page).as_ref().clone())
         .collect();
     let mut extra = names_in_claims(ontology, &claims);
     // A rename passes the old name's type on to the new one.
@@ -406,6 +408,7 @@ mod tests {
     use super::*;
     use crate::Caller;
     use crate::knowledge::Access;
+    use crate::knowledge::extract::Extract;
     use crate::knowledge::ontology::tests::sample;
 
     fn page(id: &str, body: &str) -> PageVersion {
@@ -442,7 +445,7 @@ mod tests {
         let graph = Graph::new(&ontology);
         let question = "How much does the plan that includes Tessaly Pier cost?";
         let found = page("p", "Tessaly Pier is included in the Pro plan.");
-        let linked = link(question, &ontology, &graph, &[&found]).expect("links");
+        let linked = link(question, &ontology, &graph, &[&found], &Extract).expect("links");
         assert_eq!(
             (linked.entity.as_str(), linked.path.clone()),
             (
@@ -452,7 +455,7 @@ mod tests {
         );
         assert_eq!(linked.text, question);
         assert_eq!(
-            link("Is it raining?", &ontology, &graph, &[]),
+            link("Is it raining?", &ontology, &graph, &[], &Extract),
             Err(Unmapped::NoPredicate)
         );
     }
@@ -482,9 +485,10 @@ mod tests {
             hedge_below_authority: 0,
             top_k: 5,
             scope: &Scope::everywhere(),
+            claims: &Extract,
         };
         let asked = |text: &str| {
-            let question = link(text, &ontology, &graph, &[]).expect("links");
+            let question = link(text, &ontology, &graph, &[], &Extract).expect("links");
             (
                 question.scope.to_string(),
                 answer(&view, Design::Ontoloop, question, None).answer,
@@ -527,9 +531,16 @@ mod tests {
             hedge_below_authority: 0,
             top_k: 5,
             scope: &Scope::everywhere(),
+            claims: &Extract,
         };
-        let question =
-            link("How much does the Pro plan cost?", &ontology, &graph, &[]).expect("links");
+        let question = link(
+            "How much does the Pro plan cost?",
+            &ontology,
+            &graph,
+            &[],
+            &Extract,
+        )
+        .expect("links");
         let found = vec!["p".to_owned()];
         let asked = answer(&view, Design::Ontoloop, question, Some(&found));
         assert_eq!(asked.answer.status, AnswerStatus::Answered);
@@ -569,6 +580,7 @@ mod tests {
             hedge_below_authority: 0,
             top_k: 5,
             scope: &Scope::everywhere(),
+            claims: &Extract,
         };
         // Understood: owned_by then led_by, no hedge.
         let question = link(
@@ -576,6 +588,7 @@ mod tests {
             &ontology,
             &graph,
             &[],
+            &Extract,
         )
         .expect("links");
         let asked = answer(&view, Design::Ontoloop, question, None);
@@ -587,6 +600,7 @@ mod tests {
             &ontology,
             &graph,
             &[],
+            &Extract,
         )
         .expect("links");
         assert_eq!(question.unexplained, ["audits"]);

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use super::answer::{
     Answer, AnswerStatus, Candidate, ScopedValue, SlotContext, SlotDecision, decide, same_value,
 };
-use super::extract::{Claim, claims_in_sentence, split_sentences};
+use super::extract::{Claim, PageClaims, claims_in_sentence, split_sentences};
 use super::graph::{Access, Fact, Graph, PageVersion, SourceRef};
 use super::ontology::{Ontology, PredicateKind};
 use super::scope::{Applicable, Scope, by_scope};
@@ -87,6 +87,9 @@ pub struct KnowledgeView<'a> {
     /// Where the answer should hold; everywhere asks for the value that holds everywhere, and
     /// values that differ by scope then need one ([`AnswerStatus::NeedsScope`]).
     pub scope: &'a Scope,
+    /// The claims of the pages ontoloop's policy reads ([`Extract`](super::extract::Extract)
+    /// extracts them at each read; a read model keeps them).
+    pub claims: &'a dyn PageClaims,
 }
 
 impl KnowledgeView<'_> {
@@ -208,18 +211,14 @@ fn ontoloop_slot(
         }
     }
     let lexicon = graph.lexicon(view.ontology);
-    let claims_of = |page: &PageVersion| {
-        view.ontology
-            .extraction()
-            .scoped_claims(view.ontology, &page.body, &lexicon)
-    };
-    let mut page_claims: BTreeMap<String, Vec<(Scope, Claim)>> = read
+    let claims_of = |page: &PageVersion| view.claims.scoped(view.ontology, page, &lexicon);
+    let mut page_claims: BTreeMap<String, std::sync::Arc<Vec<(Scope, Claim)>>> = read
         .iter()
         .map(|(id, p)| (id.clone(), claims_of(p)))
         .collect();
     let renames: Vec<Claim> = page_claims
         .values()
-        .flatten()
+        .flat_map(|claims| claims.iter())
         .filter(|(_, c)| c.kind == PredicateKind::Rename)
         .map(|(_, c)| c.clone())
         .collect();
@@ -688,6 +687,7 @@ mod tests {
             hedge_below_authority: 0,
             top_k: 3,
             scope: &Scope::everywhere(),
+            claims: &crate::knowledge::extract::Extract,
         };
         let hops = ["price".to_owned()];
         Design::ALL
@@ -768,6 +768,7 @@ mod tests {
                 hedge_below_authority: 0,
                 top_k: 3,
                 scope: &Scope::everywhere(),
+                claims: &crate::knowledge::extract::Extract,
             };
             answer(
                 &view,
@@ -859,6 +860,7 @@ mod tests {
                 hedge_below_authority: 0,
                 top_k: 3,
                 scope: &scope,
+                claims: &crate::knowledge::extract::Extract,
             };
             answer(
                 &view,

@@ -1,6 +1,11 @@
 //! The pattern extractor: sentences of a text to claims, with the ontology's patterns.
 
+use std::sync::Arc;
+
+use super::graph::PageVersion;
 use super::ontology::{Ontology, Predicate, PredicateKind};
+use super::scope::Scope;
+use super::semantic::Lexicon;
 
 /// Version of the rule set, recorded on every fact it produces.
 pub const RULE_SET: &str = "patterns/v1";
@@ -95,6 +100,45 @@ pub fn extract_claims(ontology: &Ontology, text: &str) -> Vec<Claim> {
     ontology
         .extraction()
         .claims(ontology, text, &super::semantic::Lexicon::default())
+}
+
+/// The claims of page versions as an answer reads them: [`Extract`] extracts them again at each
+/// call; a read model keeps them for the state of the graph it holds, so the pages many
+/// questions find are read once.
+pub trait PageClaims: Sync {
+    /// What [`extract_claims`] finds in the page's body.
+    fn stated(&self, ontology: &Ontology, page: &PageVersion) -> Arc<Vec<Claim>>;
+
+    /// What the ontology's pipeline finds in the page's body knowing `known`'s names, each with
+    /// the scope it holds in (`Extraction::scoped_claims`).
+    fn scoped(
+        &self,
+        ontology: &Ontology,
+        page: &PageVersion,
+        known: &Lexicon,
+    ) -> Arc<Vec<(Scope, Claim)>>;
+}
+
+/// Claims extracted at each call, nothing kept.
+pub struct Extract;
+
+impl PageClaims for Extract {
+    fn stated(&self, ontology: &Ontology, page: &PageVersion) -> Arc<Vec<Claim>> {
+        Arc::new(extract_claims(ontology, &page.body))
+    }
+
+    fn scoped(
+        &self,
+        ontology: &Ontology,
+        page: &PageVersion,
+        known: &Lexicon,
+    ) -> Arc<Vec<(Scope, Claim)>> {
+        Arc::new(
+            ontology
+                .extraction()
+                .scoped_claims(ontology, &page.body, known),
+        )
+    }
 }
 
 /// Every claim the ontology's exact patterns find in `text`, in sentence order.
