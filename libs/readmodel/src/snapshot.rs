@@ -641,10 +641,21 @@ impl Snapshots {
                 .map(|(tenant, held)| (tenant.to_owned(), held.clone()))
                 .collect()
         };
-        if kept.is_empty() {
+        // Each model's turn is taken before its version is read: a caller of `recent` meanwhile
+        // finds the catch-up under way and answers at once, instead of finding the model behind
+        // with its turn free and catching it up itself. A model whose turn a caller holds is
+        // being brought forward already.
+        let turns: Vec<(String, Held, tokio::sync::OwnedMutexGuard<()>)> = kept
+            .into_iter()
+            .filter_map(|(tenant, held)| {
+                let turn = Arc::clone(&held.forward).try_lock_owned().ok()?;
+                Some((tenant, held, turn))
+            })
+            .collect();
+        if turns.is_empty() {
             return;
         }
-        let tenants: Vec<String> = kept.iter().map(|(tenant, _)| tenant.clone()).collect();
+        let tenants: Vec<String> = turns.iter().map(|(tenant, ..)| tenant.clone()).collect();
         let word = *self.commits.borrow();
         let read_at = std::time::Instant::now();
         let versions = match self.store.knowledge_versions(&tenants).await {
@@ -654,16 +665,12 @@ impl Snapshots {
                 return;
             }
         };
-        for (tenant, held) in kept {
+        for (tenant, held, turn) in turns {
             let version = versions.get(&tenant).copied().unwrap_or_default();
             self.know(&tenant, version, word, read_at);
             if held.model.read().await.holds(version) || !held.read.swap(false, Ordering::Relaxed) {
                 continue;
             }
-            // A caller bringing it forward already does this follower's work.
-            let Ok(turn) = Arc::clone(&held.forward).try_lock_owned() else {
-                continue;
-            };
             if let Err(err) = self.forward(&tenant, &held, version, turn).await {
                 tracing::warn!(tenant = %tenant, error = %err, "read models: cannot follow a commit");
             }
