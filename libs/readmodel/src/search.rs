@@ -3,7 +3,9 @@
 //! them), and [`PassageIndex`] over the passages of those versions (one document per chunk of
 //! [`chunk_page`]: the page's title, the chunk's headings and its text). Both live as long as
 //! their read model and are updated page by page as versions move. Query terms are
-//! de-duplicated and ties go to the lower page id (then the lower chunk), so rankings are stable.
+//! de-duplicated, stop words and question words left out (core's `question::is_stop_word`, unless
+//! the query holds nothing else), and ties go to the lower page id (then the lower chunk), so
+//! rankings are stable.
 //!
 //! Scores are computed with statistics of the live documents only ([`LiveStats`]): tantivy
 //! counts a replaced document in its term and document counts until a merge drops it, so an
@@ -33,6 +35,7 @@ use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocum
 use ontoloop_core::Caller;
 use ontoloop_core::knowledge::PageVersion;
 use ontoloop_core::knowledge::passage::chunk_page;
+use ontoloop_core::knowledge::question::is_stop_word;
 
 /// The fields a document's page id and part number are kept in (fast fields: a search reads
 /// them, and breaks ties with them, without loading a stored document).
@@ -577,7 +580,10 @@ impl TextIndex {
             .collect()
     }
 
-    /// The query's terms as the index tokenises them, first occurrence only.
+    /// The query's terms as the index tokenises them, first occurrence only, without stop words
+    /// and question words ("who", "the": a page holding only those is no answer, and scoring
+    /// every page that holds one costs a pass over the whole index) unless the query holds
+    /// nothing else.
     fn terms(&self, query: &str) -> Vec<String> {
         let Ok(mut analyzer) = self.index.tokenizer_for_field(self.text) else {
             return Vec::new();
@@ -589,7 +595,12 @@ impl TextIndex {
                 terms.push(token.text.clone());
             }
         });
-        terms
+        let telling: Vec<String> = terms
+            .iter()
+            .filter(|term| !is_stop_word(term))
+            .cloned()
+            .collect();
+        if telling.is_empty() { terms } else { telling }
     }
 }
 
@@ -630,6 +641,24 @@ mod tests {
         assert_eq!(index.search("How much is the Pro plan?", 3, &cfo)[0], "b");
         assert!(index.search("", 3, &alice).is_empty());
         assert!(index.search("zebra", 3, &alice).is_empty());
+    }
+
+    /// Stop words and question words are left out of a query: a page holding only those is no
+    /// answer. A query of nothing else is searched as it is.
+    #[test]
+    fn a_query_searches_the_words_that_say_what_it_is_about() {
+        let pages = vec![
+            page("a", "The Pro plan costs 49 per user per month.", &[]),
+            page(
+                "b",
+                "Who reads this guide? The on-call engineer, who answers.",
+                &[],
+            ),
+        ];
+        let index = PageIndex::build(&pages).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        assert_eq!(index.search("Who owns the Pro plan?", 5, &alice), vec!["a"]);
+        assert_eq!(index.search("Who is who?", 5, &alice), vec!["b"]);
     }
 
     #[test]

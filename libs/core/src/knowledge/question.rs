@@ -48,6 +48,12 @@ pub(crate) const STOPWORDS: &[&str] = &[
     "s",
 ];
 
+/// Whether `word` (lower-cased) is a stop word or a question word: it says nothing of what a
+/// question is about, so a search for the question leaves it out.
+pub fn is_stop_word(word: &str) -> bool {
+    STOPWORDS.contains(&word) || QUESTION_WORDS.contains(&word)
+}
+
 /// Irregular English verb forms folded onto the stem of their base, so `led` meets `lead`
 /// and `kept` meets `keep`. General English, not any ontology's words.
 const IRREGULAR: &[(&str, &str)] = &[
