@@ -281,15 +281,8 @@ async fn a_model_patched_commit_by_commit_equals_one_built_from_the_store() {
     sandbox.shutdown().await.expect("clean shutdown");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn callers_that_find_no_model_wait_for_one_build() {
-    let sandbox = Sandbox::embedded(&[]).await;
-    let clients = sandbox.clients();
-    let store = sandbox.ctx.store.clone();
-    clients
-        .push(TENANT, "admin", ontology(ONTOLOGY))
-        .await
-        .expect("ontology");
+/// Pushes one page naming one owner and waits until the analyst applied it.
+async fn push_one_page(clients: &ontoloop_tests::Clients, store: &ontoloop_store::Store) {
     let seq = clients
         .push(
             TENANT,
@@ -303,6 +296,18 @@ async fn callers_that_find_no_model_wait_for_one_build() {
         .await
         .expect("wait");
     assert_eq!(settled, Settled::Applied);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_that_find_no_model_wait_for_one_build() {
+    let sandbox = Sandbox::embedded(&[]).await;
+    let clients = sandbox.clients();
+    let store = sandbox.ctx.store.clone();
+    clients
+        .push(TENANT, "admin", ontology(ONTOLOGY))
+        .await
+        .expect("ontology");
+    push_one_page(&clients, &store).await;
     let models = std::sync::Arc::new(Snapshots::new(store, sandbox.ctx.extraction.clone()));
     let readers: Vec<_> = (0..8)
         .map(|_| {
@@ -344,19 +349,7 @@ async fn a_kept_model_follows_commits_with_no_caller() {
     ));
     models.follow();
     let before = models.get(TENANT).await.expect("model").version;
-    let seq = clients
-        .push(
-            TENANT,
-            "admin",
-            doc("p1", "wiki", "Svca is owned by the Atlas team.", &[], 1.0),
-        )
-        .await
-        .expect("page");
-    let settled = store
-        .wait_settled(TENANT, seq as i64, Duration::from_secs(60))
-        .await
-        .expect("wait");
-    assert_eq!(settled, Settled::Applied);
+    push_one_page(&clients, &store).await;
     let version = store.knowledge_version(TENANT).await.expect("version");
     assert!(
         version > before,

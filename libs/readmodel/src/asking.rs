@@ -88,9 +88,7 @@ pub fn ask_text(
     // Linked and answered on what the caller may see: an entity only hidden facts name is as
     // unknown as a name that names nothing.
     let graph = snapshot.graph_for(&Access::new(caller, &snapshot.current));
-    let claims = snapshot
-        .claims
-        .for_caller(std::sync::Arc::ptr_eq(&graph, &snapshot.graph));
+    let claims = snapshot.claims_for(&graph);
     let asked = match ask::link(asking.text, &snapshot.ontology, &graph, &pages, &claims) {
         Ok(mut question) => {
             // A scope the caller gives is the one asked about, whatever the words say.
@@ -157,9 +155,7 @@ pub fn answer(
         top_k: answering.top_k,
         // ask::answer answers in the question's scope.
         scope: &Scope::everywhere(),
-        claims: &snapshot
-            .claims
-            .for_caller(std::ptr::eq(graph, &*snapshot.graph)),
+        claims: &snapshot.claims_for(graph),
     };
     ask::answer(&view, design, question, searched)
 }

@@ -76,7 +76,7 @@ pub struct Snapshot {
     /// Whether any fact or page has an ACL: without one every caller sees the whole graph.
     restricted: bool,
     /// The claims of the pages questions read, kept ([`ClaimMemo`]).
-    pub(crate) claims: ClaimMemo,
+    claims: ClaimMemo,
 }
 
 /// Chunk hash → positions of the page versions holding a chunk with it.
@@ -231,6 +231,12 @@ impl Snapshot {
         }
         views.push((hidden, Arc::clone(&graph)));
         graph
+    }
+
+    /// The claims of pages as a caller who sees `graph` (from [`Snapshot::graph_for`]) reads
+    /// them: kept ones, those read with the graph's names only when it is the whole graph.
+    pub(crate) fn claims_for(&self, graph: &Graph) -> crate::claims::Memo<'_> {
+        self.claims.for_caller(std::ptr::eq(graph, &*self.graph))
     }
 
     /// The version of every page in effect at `at` (pages that did not exist yet are absent).
