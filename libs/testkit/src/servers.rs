@@ -3,6 +3,7 @@
 //! ports. The URLs come from `ONTOLOOP_TEST_DATABASE_URL` and `ONTOLOOP_TEST_AMQP_URL`, with the
 //! local defaults `.ci/run` starts.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sea_orm::{ConnectionTrait, Database, DbErr};
@@ -22,7 +23,7 @@ pub fn amqp_url() -> String {
 /// A queue-name prefix no other test or system uses, so tests sharing RabbitMQ never take each
 /// other's messages (`queue.namespace`).
 pub fn amqp_namespace(test: &str) -> String {
-    format!("test-{test}-{}-{}.", std::process::id(), nanos())
+    format!("test-{test}-{}.", unique())
 }
 
 /// A loopback port free when asked (for settings that take a fixed port).
@@ -55,7 +56,7 @@ impl PgDatabase {
         let cut = base
             .rfind('/')
             .ok_or_else(|| DbErr::Custom(format!("admin URL names no database: {base}")))?;
-        let name = format!("ontoloop_test_{}_{}", std::process::id(), nanos());
+        let name = format!("ontoloop_test_{}", unique().replace('-', "_"));
         let admin = Database::connect(&base).await?;
         admin
             .execute_unprepared(&format!("CREATE DATABASE {name}"))
@@ -81,10 +82,18 @@ impl PgDatabase {
     }
 }
 
-/// Nanoseconds since the epoch: with the process id, a name no other run uses.
-fn nanos() -> u128 {
-    SystemTime::now()
+/// A name part no other test uses: the process id and the clock keep runs apart, a count kept
+/// by this process keeps apart tests that ask in the same clock tick (two PostgreSQL tests once
+/// got the same database name because the clock had not moved between them).
+fn unique() -> String {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    format!(
+        "{}-{nanos}-{}",
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::Relaxed)
+    )
 }
