@@ -60,6 +60,14 @@ struct TenantKnowledge {
     /// version without reading every version of every page.
     latest: HashMap<String, usize>,
     log: BTreeMap<String, u64>,
+    /// Text bytes of `pages` ([`page_bytes`]), kept as pages are added: weighing the knowledge
+    /// after each commit must not read every page (a third of a commit's time at 100,000 pages).
+    text_bytes: usize,
+}
+
+/// Text bytes of one page version, as [`TenantKnowledge::approx_bytes`] counts them.
+fn page_bytes(page: &PageVersion) -> usize {
+    page.body.len() + page.title.len() + page.source_id.len()
 }
 
 impl TenantKnowledge {
@@ -102,12 +110,14 @@ impl TenantKnowledge {
 
     /// Approximate memory: every page version's text, and a fixed share per fact.
     fn approx_bytes(&self) -> usize {
-        let text: usize = self
-            .pages
-            .iter()
-            .map(|p| p.body.len() + p.title.len() + p.source_id.len())
-            .sum();
-        text + self.graph.facts().len() * FACT_BYTES
+        self.text_bytes + self.graph.facts().len() * FACT_BYTES
+    }
+
+    /// Adds `page` as its page's newest version.
+    fn add_page(&mut self, page: PageVersion) {
+        self.text_bytes += page_bytes(&page);
+        self.latest.insert(page.source_id.clone(), self.pages.len());
+        self.pages.push(page);
     }
 }
 
@@ -984,6 +994,7 @@ impl KnowledgeWriter {
             ontology_text: rows.ontology.clone(),
             graph,
             latest: TenantKnowledge::latest_of(&rows.pages),
+            text_bytes: rows.pages.iter().map(page_bytes).sum(),
             pages: rows.pages,
             log: rows.extraction_log,
         })
@@ -1181,10 +1192,7 @@ fn step(
                 deleted: false,
                 effective_from,
             };
-            knowledge.pages.push(page.clone());
-            knowledge
-                .latest
-                .insert(doc_id.clone(), knowledge.pages.len() - 1);
+            knowledge.add_page(page.clone());
             commit.pages.push(page.clone());
             if *hold {
                 return Ok(());
@@ -1346,10 +1354,7 @@ fn delete_pages(
             .extraction_log
             .push((tombstone.source_id.clone(), tombstone.version, at));
         commit.pages.push(tombstone.clone());
-        knowledge.pages.push(tombstone);
-        knowledge
-            .latest
-            .insert(doc_id.clone(), knowledge.pages.len() - 1);
+        knowledge.add_page(tombstone);
     }
 }
 
