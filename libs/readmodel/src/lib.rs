@@ -18,6 +18,7 @@ mod claims;
 mod dense;
 mod hybrid;
 mod query_log;
+mod ram;
 mod search;
 mod snapshot;
 

@@ -15,7 +15,7 @@
 //! An update can be written beside readers ([`PageIndex::stage`]: its documents added and
 //! committed, its statistics counted aside) and made searchable later under an exclusive hold
 //! ([`PageIndex::publish`]: the statistics moved and the reader reloaded), so readers never wait
-//! for the indexing itself.
+//! for the indexing itself. Both indexes live in RAM ([`crate::ram::RamIndexDirectory`]).
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -378,7 +378,11 @@ impl TextIndex {
             ),
         );
         let acl = schema.add_text_field("acl", STRING);
-        let index = Index::create_in_ram(schema.build());
+        let index = Index::create(
+            crate::ram::RamIndexDirectory::default(),
+            schema.build(),
+            tantivy::IndexSettings::default(),
+        )?;
         // Reloaded by each update once it is committed, never behind its back.
         let reader = index
             .reader_builder()
