@@ -106,6 +106,9 @@ pub struct ScaleReport {
     pub first_validate_ms: f64,
     /// Resident memory of this process (every service and the client) at the end, MiB.
     pub rss_mb: f64,
+    /// The most this process held resident at any moment of the run (`VmHWM`), MiB: the
+    /// ingest and the read model's first catch-up over it included.
+    pub peak_rss_mb: f64,
     /// Size of the store on disk, MiB (0 when the store is not a SQLite file).
     pub store_mb: f64,
     /// Events pushed under load, and how many never became visible.
@@ -132,7 +135,7 @@ impl ScaleReport {
              ask               p50 {:>8.2} ms   p99 {:>8.2} ms   ({} asks)\n\
              validate (10)     p50 {:>8.2} ms   p99 {:>8.2} ms   ({} validates; the first, \
              before the stream, {:.0} ms)\n\
-             rss {:.1} MB, store {:.1} MB, {} calls failed\n",
+             rss {:.1} MB (peak {:.1} MB), store {:.1} MB, {} calls failed\n",
             self.pages,
             self.ingest_pages_per_s,
             self.event_to_visible_ms.p50,
@@ -151,6 +154,7 @@ impl ScaleReport {
             self.validates,
             self.first_validate_ms,
             self.rss_mb,
+            self.peak_rss_mb,
             self.store_mb,
             self.errors,
         )
@@ -389,6 +393,7 @@ pub async fn run(
         validate_ms: Quantiles::of(validate_times),
         first_validate_ms,
         rss_mb: super::memory::rss_mb(),
+        peak_rss_mb: super::plate::peak_rss_mb(),
         store_mb: store_mb(),
         errors: event_errors + ask_errors + validate_errors,
     })
