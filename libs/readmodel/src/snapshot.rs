@@ -376,9 +376,10 @@ pub struct Snapshots {
     known: std::sync::Mutex<HashMap<String, KnownVersion>>,
 }
 
-/// How long a tenant's knowledge version read with no word of a commit since is used again by
-/// [`Snapshots::recent`]: the longest a commit without word (another process's, on one SQLite
-/// file) goes unseen by it, as long as the store's own waiters take to read it.
+/// How long a tenant's knowledge version is used again by [`Snapshots::recent`] (without the
+/// follower, only while no word of a commit came since): the longest a commit without word
+/// (another process's, on one SQLite file), or one the follower has not read yet, goes unseen by
+/// it, as long as the store's own waiters take to read it.
 pub const KNOWN_VERSION_TTL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Tenants whose knowledge version is kept at most; past it, only versions read within
