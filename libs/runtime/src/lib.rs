@@ -20,6 +20,9 @@
 /// Every ontoloop process allocates with jemalloc: under the scale benchmark's load glibc's
 /// malloc left the process holding about twice the resident memory (`ontoloop bench scale`,
 /// 30,000 pages: 853 MB against 431 MB), freed memory fragmented across its per-thread arenas.
+/// The C code linked in (SQLite, each connection on a thread of its own) allocates with it too
+/// (`unprefixed_malloc_on_supported_platforms`: jemalloc is the process's `malloc`): left on
+/// glibc's, 100,000 pages at 50 events/s ended at 1.43 GB instead of 1.20 GB.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
