@@ -239,7 +239,7 @@ impl Store {
 
     /// Records a change the gate judged; returns its id.
     pub async fn gate_record(&self, record: &GateRecord) -> Result<i64, StoreError> {
-        gate_record_in(&self.db, record).await
+        gate_record_in(&self.writer, record).await
     }
 
     /// The tenant's changes, newest first, at most `limit`.
@@ -276,7 +276,7 @@ impl Store {
     /// when the change is not (or no longer) in `from`: two reviewers deciding at once settle
     /// it once.
     pub async fn gate_decide(&self, tenant: &str, step: &GateMove) -> Result<bool, StoreError> {
-        gate_move_in(&self.db, tenant, step).await
+        gate_move_in(&self.writer, tenant, step).await
     }
 
     /// The tenant's newest change that went live (by itself or approved) and was not rolled
