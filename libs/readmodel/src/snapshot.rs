@@ -562,40 +562,51 @@ impl Snapshots {
         drop(guard);
         // What the commits since wrote is read, and its pages indexed, while readers go on
         // answering from the model as it is; only this caller changes it (it holds the turn).
-        // The write lock is taken only to make them seen.
+        // The pages are indexed on the blocking pool while the store reads the rest of the
+        // changes. The write lock is taken only to make them seen.
         let changes = if from < version {
-            Some(self.store.knowledge_changes_since(tenant, from).await?)
+            let reading = Arc::clone(&held.model).read_owned().await;
+            let began = std::sync::atomic::AtomicBool::new(false);
+            let read = self
+                .store
+                .knowledge_changes_since_with(tenant, from, |pages| {
+                    began.store(true, Ordering::Relaxed);
+                    stage_read(reading, pages)
+                })
+                .await;
+            match read {
+                Ok(changes) => Some(changes),
+                Err(err) => {
+                    if began.load(Ordering::Relaxed) {
+                        // The index may hold what was staged: build it whole next.
+                        Arc::clone(&held.model).write_owned().await.version = -1;
+                    }
+                    return Err(err.into());
+                }
+            }
         } else {
             None
         };
-        let now = chrono::Utc::now();
-        let mut model = match changes {
-            Some(Some(changes)) => {
-                let reading = Arc::clone(&held.model).read_owned().await;
-                let staging = tokio::task::spawn_blocking(move || {
-                    let staged = reading.stage(&changes, now);
-                    (changes, staged)
-                });
-                let mut model;
-                match staging.await {
-                    Ok((changes, staged)) => {
-                        model = Arc::clone(&held.model).write_owned().await;
-                        if let Err(err) = model.apply(changes, now, Some(staged)) {
-                            // Half applied: never answer from it. A version below every real
-                            // one makes the next reader build the model whole (no commit range
-                            // from it is complete).
-                            model.version = -1;
-                            return Err(err);
-                        }
-                    }
+        let (mut model, now) = match changes {
+            Some(Some((changes, staging))) => {
+                let (now, staged) = match staging {
+                    Ok(staged) => staged,
                     Err(err) => {
                         // The index may hold part of what was staged: build it whole next.
                         Arc::clone(&held.model).write_owned().await.version = -1;
                         return Err(SnapshotError::Staging(err.to_string()));
                     }
+                };
+                let mut model = Arc::clone(&held.model).write_owned().await;
+                if let Err(err) = model.apply(changes, now, Some(staged)) {
+                    // Half applied: never answer from it. A version below every real one
+                    // makes the next reader build the model whole (no commit range from it is
+                    // complete).
+                    model.version = -1;
+                    return Err(err);
                 }
                 self.count(&self.patched, "patch");
-                model
+                (model, now)
             }
             Some(None) => {
                 // Built beside the live model, which readers keep using meanwhile.
@@ -604,9 +615,12 @@ impl Snapshots {
                 if fresh.version > model.version {
                     *model = fresh;
                 }
-                model
+                (model, chrono::Utc::now())
             }
-            None => Arc::clone(&held.model).write_owned().await,
+            None => (
+                Arc::clone(&held.model).write_owned().await,
+                chrono::Utc::now(),
+            ),
         };
         if model.due(now) {
             if let Err(err) = model.advance(now) {
@@ -838,12 +852,12 @@ impl Snapshot {
 pub type SnapshotGuard = OwnedRwLockReadGuard<Snapshot>;
 
 impl Snapshot {
-    /// Indexes, beside readers, the pages `changes` makes current at `now`
-    /// ([`PageIndex::stage`]): the costly part of [`Snapshot::apply`], done under a read guard
-    /// so readers go on answering while it runs. Apply the changes with the same `now` next.
-    fn stage(&self, changes: &KnowledgeChanges, now: chrono::DateTime<chrono::Utc>) -> StagedPages {
-        let due: Vec<&PageVersion> = changes
-            .pages
+    /// Indexes, beside readers, the pages among `pages` (read from the store's changes) current
+    /// at `now` ([`PageIndex::stage`]): the costly part of [`Snapshot::apply`], done under a
+    /// read guard so readers go on answering while it runs. Apply the changes with the same
+    /// `now` next.
+    fn stage(&self, pages: &[PageVersion], now: chrono::DateTime<chrono::Utc>) -> StagedPages {
+        let due: Vec<&PageVersion> = pages
             .iter()
             .filter(|page| page.effective_at() <= now)
             .collect();
@@ -978,6 +992,28 @@ impl Snapshot {
         }
         self.dense.update(pairs().map(|(_, page)| page));
         Ok(())
+    }
+}
+
+/// Stages `pages`, just read from the store, against the model `reading` on the blocking pool
+/// ([`Snapshot::stage`]), at the "now" read once they were read: every page a commit made by
+/// then is in effect by it. Gives the pages back with the staged update, or none when the task
+/// failed.
+async fn stage_read(
+    reading: OwnedRwLockReadGuard<Snapshot>,
+    pages: Vec<PageVersion>,
+) -> (
+    Vec<PageVersion>,
+    Result<(chrono::DateTime<chrono::Utc>, StagedPages), tokio::task::JoinError>,
+) {
+    let now = chrono::Utc::now();
+    let staging = tokio::task::spawn_blocking(move || {
+        let staged = reading.stage(&pages, now);
+        (pages, staged)
+    });
+    match staging.await {
+        Ok((pages, staged)) => (pages, Ok((now, staged))),
+        Err(err) => (Vec::new(), Err(err)),
     }
 }
 

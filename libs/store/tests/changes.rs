@@ -1,7 +1,9 @@
 //! `knowledge_changes_since` on both backends: what commits after a version wrote (pages,
 //! extraction log, entities, facts — a fact superseded later read as it is now — and entities
-//! merged away), an empty change set at the current version, and `None` (load whole) across an
-//! ontology change or from a version the store kept no commit record of.
+//! merged away), in order whatever order a commit wrote them in; the pages handed over before
+//! the rest is read (`knowledge_changes_since_with`); an empty change set at the current
+//! version; and `None` (load whole) across an ontology change or from a version the store kept
+//! no commit record of.
 
 use std::collections::BTreeSet;
 
@@ -149,6 +151,19 @@ async fn every_case(store: &Store) {
     assert_eq!(changes.removed_entities, vec!["ent:b".to_owned()]);
     assert_eq!(changes.facts.len(), 2);
     assert!(changes.facts[0].valid_to.is_some(), "read as it is now");
+    // The pages go to `with_pages` before the rest is read, and come back with what it made.
+    let (handed, made) = store
+        .knowledge_changes_since_with(tenant, v1, |pages| async move {
+            let versions: Vec<u64> = pages.iter().map(|p| p.version).collect();
+            (pages, versions)
+        })
+        .await
+        .expect("read")
+        .expect("replayable");
+    assert_eq!(made, vec![1, 2]);
+    assert_eq!(handed.pages, changes.pages);
+    assert_eq!(handed.facts, changes.facts);
+    assert_eq!(handed.entities, changes.entities);
     let since_v2 = store
         .knowledge_changes_since(tenant, v2)
         .await
@@ -172,11 +187,48 @@ async fn every_case(store: &Store) {
             .expect("read")
             .is_none()
     );
+    // Rows one commit wrote out of order come back in order: pages by id then version,
+    // entities and facts by id.
+    let v4 = store
+        .commit_knowledge(
+            tenant,
+            v3,
+            KnowledgeCommit {
+                pages: vec![page("z", 1), page("q", 2), page("q", 1)],
+                entities: vec![entity("ent:z"), entity("ent:c")],
+                facts: vec![fact(9, "ent:z", "Zephyr"), fact(5, "ent:c", "Comet")],
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("third version");
+    let ordered = store
+        .knowledge_changes_since(tenant, v3)
+        .await
+        .expect("read")
+        .expect("replayable");
+    assert_eq!(ordered.version, v4);
+    assert_eq!(
+        ordered
+            .pages
+            .iter()
+            .map(|p| (p.source_id.as_str(), p.version))
+            .collect::<Vec<_>>(),
+        vec![("q", 1), ("q", 2), ("z", 1)]
+    );
+    assert_eq!(
+        ordered.entities.iter().map(|e| &e.id).collect::<Vec<_>>(),
+        vec!["ent:c", "ent:z"]
+    );
+    assert_eq!(
+        ordered.facts.iter().map(|f| f.id).collect::<Vec<_>>(),
+        vec![5, 9]
+    );
     // The whole load agrees.
     let rows = store.load_knowledge(tenant).await.expect("load");
-    assert_eq!(rows.version, v3);
-    assert_eq!(rows.facts.len(), 2);
-    assert_eq!(rows.entities.len(), 1);
+    assert_eq!(rows.version, v4);
+    assert_eq!(rows.facts.len(), 4);
+    assert_eq!(rows.entities.len(), 3);
     let scopes: Vec<String> = rows.facts.iter().map(|f| f.scope.encode()).collect();
     assert!(
         scopes.contains(&String::new()) && scopes.contains(&"plan=Pro, region=EU".to_owned()),
