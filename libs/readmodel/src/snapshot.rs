@@ -347,6 +347,12 @@ struct Held {
 }
 
 impl Held {
+    /// Makes the next reader build the model whole: a version below every real one, from which
+    /// no commit range is complete. For a model its indexes may hold unpublished pages of.
+    async fn build_whole_next(&self) {
+        Arc::clone(&self.model).write_owned().await.version = -1;
+    }
+
     fn new(snapshot: Snapshot) -> Self {
         Self {
             model: Arc::new(RwLock::new(snapshot)),
@@ -578,8 +584,8 @@ impl Snapshots {
                 Ok(changes) => Some(changes),
                 Err(err) => {
                     if began.load(Ordering::Relaxed) {
-                        // The index may hold what was staged: build it whole next.
-                        Arc::clone(&held.model).write_owned().await.version = -1;
+                        // The index may hold what was staged.
+                        held.build_whole_next().await;
                     }
                     return Err(err.into());
                 }
@@ -592,8 +598,8 @@ impl Snapshots {
                 let (now, staged) = match staging {
                     Ok(staged) => staged,
                     Err(err) => {
-                        // The index may hold part of what was staged: build it whole next.
-                        Arc::clone(&held.model).write_owned().await.version = -1;
+                        // The index may hold part of what was staged.
+                        held.build_whole_next().await;
                         return Err(SnapshotError::Staging(err.to_string()));
                     }
                 };

@@ -155,12 +155,22 @@ impl MemoryReport {
 
 /// Resident memory of this process in MiB (`VmRSS`); 0 where /proc is unavailable.
 pub fn rss_mb() -> f64 {
+    status_mb("VmRSS:")
+}
+
+/// Peak resident set size of this process in MiB (`VmHWM`); 0 where /proc is unavailable.
+pub fn peak_rss_mb() -> f64 {
+    status_mb("VmHWM:")
+}
+
+/// One kB field of `/proc/self/status`, in MiB; 0 where it cannot be read.
+fn status_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<f64>().ok())
         })

@@ -164,7 +164,7 @@ pub async fn run(settings: Settings, people: usize, items: usize) -> anyhow::Res
     latencies.sort_unstable();
 
     let qps = throughput(&clients, &callers, &request).await?;
-    let peak_rss_mb = peak_rss_mb();
+    let peak_rss_mb = super::memory::peak_rss_mb();
     let mut transfers = Vec::with_capacity(TRANSFERS);
     for nth in 0..TRANSFERS {
         transfers.push(transfer_latency(&mut clients, &tenant.tenant, &tenant.org, nth).await?);
@@ -433,20 +433,6 @@ fn rebuild_time(people: usize) -> f64 {
         .collect();
     times.sort_unstable();
     ms(times[times.len() / 2])
-}
-
-/// Peak resident set size of this process in MiB (`VmHWM`); 0 where /proc is unavailable.
-pub fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 fn ms(duration: Duration) -> f64 {

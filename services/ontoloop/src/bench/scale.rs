@@ -393,7 +393,7 @@ pub async fn run(
         validate_ms: Quantiles::of(validate_times),
         first_validate_ms,
         rss_mb: super::memory::rss_mb(),
-        peak_rss_mb: super::plate::peak_rss_mb(),
+        peak_rss_mb: super::memory::peak_rss_mb(),
         store_mb: store_mb(),
         errors: event_errors + ask_errors + validate_errors,
     })
