@@ -166,14 +166,30 @@ impl LiveWriter {
 }
 
 /// A writer of `index` as every update uses one: one indexing thread, one merging thread,
-/// [`WRITER_BUDGET`] of buffer.
+/// [`WRITER_BUDGET`] of buffer, and [`merge_policy`].
 fn writer(index: &Index) -> tantivy::Result<IndexWriter<TantivyDocument>> {
     let options = IndexWriterOptions::builder()
         .memory_budget_per_thread(WRITER_BUDGET)
         .num_worker_threads(1)
         .num_merge_threads(1)
         .build();
-    index.writer_with_options(options)
+    let writer = index.writer_with_options(options)?;
+    writer.set_merge_policy(Box::new(merge_policy()));
+    Ok(writer)
+}
+
+/// Segments below this many documents count as one size when merges are chosen.
+const MIN_MERGE_LAYER_DOCS: u32 = 100;
+
+/// tantivy's log merge policy, with segments of like size merged together, except that only
+/// segments under [`MIN_MERGE_LAYER_DOCS`] count as one size (tantivy's default is 10,000). Each
+/// update commits a segment of a few documents; with the default, those fell in one layer with
+/// every segment of up to 10,000 documents, so an index of that size was rewritten whole every
+/// few updates.
+fn merge_policy() -> tantivy::indexer::LogMergePolicy {
+    let mut policy = tantivy::indexer::LogMergePolicy::default();
+    policy.set_min_layer_size(MIN_MERGE_LAYER_DOCS);
+    policy
 }
 
 impl Drop for LiveWriter {
