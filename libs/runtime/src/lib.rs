@@ -26,6 +26,20 @@
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's options, read when it starts (`MALLOC_CONF` in the environment still overrides
+/// them): freed pages go back to the system within about a second (`dirty_decay_ms` 1,000 and
+/// `muzzy_decay_ms` 0, instead of 10,000 each), purged by a thread of jemalloc's own
+/// (`background_thread`) rather than when the thread that freed them next allocates. A read
+/// model's first catch-up over a large load frees most of what it allocates (the changes read,
+/// the index writers' buffers, segments merged away); with the defaults that memory stayed
+/// resident for seconds, so at 100,000 pages at 50 events/s the peak was 1.71 GB instead of
+/// 1.42 GB. A C string, as jemalloc reads it (symbol `malloc_conf`, where jemalloc is the
+/// process's `malloc`: Linux).
+#[cfg(target_os = "linux")]
+#[unsafe(export_name = "malloc_conf")]
+pub static MALLOC_CONF: &[u8; 60] =
+    b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 pub mod auth;
 mod consume;
 mod group;
