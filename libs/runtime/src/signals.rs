@@ -154,13 +154,59 @@ async fn report_with(
 
 /// Signals a service reports about its own answers (retrieval's abstentions, the firewall's
 /// blocks), taken off the request path: [`Background::report`] only puts the report in a bounded
-/// buffer, and one task per context records and publishes what is buffered. When the buffer is
-/// full (the store or the broker slow or away) the report is dropped and counted
-/// (`ontoloop_signals_dropped_total`), so no request ever waits on the intake.
+/// buffer, and one task per context records and publishes what is buffered. A report is
+/// dropped and counted (`ontoloop_signals_dropped_total`) when the buffer is full (the store or
+/// the broker slow or away) or when the process has taken in [`SELF_REPORTS_PER_SECOND`] of them
+/// already (bursts of up to [`SELF_REPORT_BURST`]), so no request ever waits on the intake and
+/// callers cannot keep the store's one writer busy recording their blocks: each recorded signal
+/// is a write transaction, and agents validating in a loop claims that all fail (ten a call,
+/// thousands of calls a second) kept the events' commits waiting behind those writes.
 #[derive(Clone)]
 pub struct Background {
     /// Each report with the trace context of the request that made it.
     sender: tokio::sync::mpsc::Sender<(SignalReport, Option<String>)>,
+    rate: std::sync::Arc<std::sync::Mutex<Rate>>,
+}
+
+/// Self-reported signals the process takes in per second at most, over every tenant (signals an
+/// agent reports through telemetry are not counted: each is its own call).
+pub const SELF_REPORTS_PER_SECOND: f64 = 20.0;
+
+/// Self-reported signals taken in at once after a quiet spell.
+pub const SELF_REPORT_BURST: f64 = 200.0;
+
+/// A token bucket: `per_second` tokens a second, at most `burst` held.
+#[derive(Debug)]
+struct Rate {
+    per_second: f64,
+    burst: f64,
+    tokens: f64,
+    at: std::time::Instant,
+}
+
+impl Rate {
+    /// A full bucket at `now`.
+    fn new(per_second: f64, burst: f64, now: std::time::Instant) -> Self {
+        Self {
+            per_second,
+            burst,
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// Takes a token at `now`; `false` when none is left.
+    fn take(&mut self, now: std::time::Instant) -> bool {
+        let earned = now.saturating_duration_since(self.at).as_secs_f64() * self.per_second;
+        self.tokens = (self.tokens + earned).min(self.burst);
+        self.at = self.at.max(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl Background {
@@ -183,28 +229,47 @@ impl Background {
                 }
             }
         });
-        Self { sender }
-    }
-
-    /// Buffers `report` for the intake, or drops and counts it when the buffer is full. Never
-    /// waits.
-    pub fn report(&self, report: SignalReport) {
-        let trace = ontoloop_observability::trace::current_stored();
-        if let Err(err) = self.sender.try_send((report, trace)) {
-            let reporter = match &err {
-                tokio::sync::mpsc::error::TrySendError::Full((r, _))
-                | tokio::sync::mpsc::error::TrySendError::Closed((r, _)) => r.reporter.clone(),
-            };
-            // The reporter is a service's own name, never data.
-            ontoloop_observability::metrics::global().add(
-                "ontoloop_signals_dropped_total",
-                "Signals a service reported about its own answers and dropped because the \
-                 buffer to the intake was full.",
-                &[("reporter", reporter.as_str())],
-                1.0,
-            );
+        let rate = Rate::new(
+            SELF_REPORTS_PER_SECOND,
+            SELF_REPORT_BURST,
+            std::time::Instant::now(),
+        );
+        Self {
+            sender,
+            rate: std::sync::Arc::new(std::sync::Mutex::new(rate)),
         }
     }
+
+    /// Buffers `report` for the intake, or drops and counts it when the process is over its
+    /// rate or the buffer is full. Never waits.
+    pub fn report(&self, report: SignalReport) {
+        let admitted = self
+            .rate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(std::time::Instant::now());
+        if !admitted {
+            dropped(&report.reporter);
+            return;
+        }
+        let trace = ontoloop_observability::trace::current_stored();
+        if let Err(err) = self.sender.try_send((report, trace)) {
+            let (tokio::sync::mpsc::error::TrySendError::Full((report, _))
+            | tokio::sync::mpsc::error::TrySendError::Closed((report, _))) = err;
+            dropped(&report.reporter);
+        }
+    }
+}
+
+/// Counts a self-reported signal dropped. The reporter is a service's own name, never data.
+fn dropped(reporter: &str) {
+    ontoloop_observability::metrics::global().add(
+        "ontoloop_signals_dropped_total",
+        "Signals a service reported about its own answers and dropped: the process over its rate \
+         of them, or the buffer to the intake full.",
+        &[("reporter", reporter)],
+        1.0,
+    );
 }
 
 /// The signals-queue message announcing `report`, graded by its subject's frequency.
@@ -255,6 +320,23 @@ mod tests {
         assert_eq!(report.subject(), "project kite");
         report.entity = "--".into();
         assert_eq!(report.subject(), "owner");
+    }
+
+    #[test]
+    fn the_rate_admits_a_burst_then_its_rate() {
+        let start = std::time::Instant::now();
+        let mut rate = Rate::new(20.0, 200.0, start);
+        let burst = (0..250).filter(|_| rate.take(start)).count();
+        assert_eq!(burst, 200, "a full bucket admits its burst and no more");
+        // Half a second later: ten more, then none.
+        let later = start + std::time::Duration::from_millis(500);
+        let refilled = (0..50).filter(|_| rate.take(later)).count();
+        assert_eq!(refilled, 10);
+        // A long quiet spell fills it up to the burst again, not beyond.
+        let quiet = later + std::time::Duration::from_secs(3600);
+        assert_eq!((0..1000).filter(|_| rate.take(quiet)).count(), 200);
+        // An instant from before the last take earns nothing and is refused.
+        assert!(!rate.take(start));
     }
 
     #[test]
