@@ -181,14 +181,21 @@ fn writer(index: &Index) -> tantivy::Result<IndexWriter<TantivyDocument>> {
 /// Segments below this many documents count as one size when merges are chosen.
 const MIN_MERGE_LAYER_DOCS: u32 = 100;
 
+/// Share of a segment's documents that may be deleted (replaced versions) before its layer is
+/// merged, which drops them.
+const MAX_DELETED_SHARE: f32 = 0.5;
+
 /// tantivy's log merge policy, with segments of like size merged together, except that only
 /// segments under [`MIN_MERGE_LAYER_DOCS`] count as one size (tantivy's default is 10,000). Each
 /// update commits a segment of a few documents; with the default, those fell in one layer with
 /// every segment of up to 10,000 documents, so an index of that size was rewritten whole every
-/// few updates.
+/// few updates. A large segment is then seldom merged, so one whose documents are more than
+/// [`MAX_DELETED_SHARE`] replaced is merged for that alone (tantivy's default never does): the
+/// index holds at most about twice the live documents however long the pages keep changing.
 fn merge_policy() -> tantivy::indexer::LogMergePolicy {
     let mut policy = tantivy::indexer::LogMergePolicy::default();
     policy.set_min_layer_size(MIN_MERGE_LAYER_DOCS);
+    policy.set_del_docs_ratio_before_merge(MAX_DELETED_SHARE);
     policy
 }
 
@@ -628,6 +635,46 @@ impl TextIndex {
 mod tests {
     use super::*;
     use chrono::Utc;
+
+    #[test]
+    fn merges_leave_a_large_segment_alone_until_much_of_it_is_replaced() {
+        use tantivy::index::{SegmentId, SegmentMeta};
+        use tantivy::indexer::MergePolicy;
+        let index = Index::create_in_ram(Schema::builder().build());
+        let meta = |docs: u32| index.new_segment_meta(SegmentId::generate_random(), docs);
+        let merged = |policy: &dyn MergePolicy, segments: &[SegmentMeta]| {
+            let mut ids: Vec<String> = policy
+                .compute_merge_candidates(segments)
+                .into_iter()
+                .flat_map(|candidate| candidate.0)
+                .map(|id| id.uuid_string())
+                .collect();
+            ids.sort();
+            ids
+        };
+        let ids = |segments: &[SegmentMeta]| {
+            let mut ids: Vec<String> = segments.iter().map(|s| s.id().uuid_string()).collect();
+            ids.sort();
+            ids
+        };
+        // An index of 5,000 documents and the segments of eight updates.
+        let large = meta(5_000);
+        let updates: Vec<SegmentMeta> = (0..8).map(|_| meta(2)).collect();
+        let mut segments = vec![large.clone()];
+        segments.extend(updates.iter().cloned());
+        // tantivy's default merges the large one with them; this policy only the updates.
+        let default = tantivy::indexer::LogMergePolicy::default();
+        assert_eq!(merged(&default, &segments), ids(&segments));
+        assert_eq!(merged(&merge_policy(), &segments), ids(&updates));
+        // Alone with two updates it stays, unless more than half of it was replaced.
+        let few = [large.clone(), meta(2), meta(2)];
+        assert!(merged(&merge_policy(), &few).is_empty());
+        let replaced = large.with_delete_meta(2_600, 1);
+        assert_eq!(
+            merged(&merge_policy(), &[replaced.clone(), meta(2)]),
+            ids(&[replaced])
+        );
+    }
 
     fn page(id: &str, body: &str, acl: &[&str]) -> PageVersion {
         PageVersion {
