@@ -33,7 +33,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// model's first catch-up over a large load frees most of what it allocates (the changes read,
 /// the index writers' buffers, segments merged away); with the defaults that memory stayed
 /// resident for seconds, so at 100,000 pages at 50 events/s the peak was 1.71 GB instead of
-/// 1.42 GB. A C string, as jemalloc reads it (symbol `malloc_conf`, where jemalloc is the
+/// 1.43 GB. A C string, as jemalloc reads it (symbol `malloc_conf`, where jemalloc is the
 /// process's `malloc`: Linux).
 #[cfg(target_os = "linux")]
 #[unsafe(export_name = "malloc_conf")]
