@@ -605,15 +605,16 @@ impl Store {
         let state = tenant_state::Entity::find_by_id(tenant.to_owned())
             .one(&txn)
             .await?;
-        let rows = knowledge_rows(&txn, tenant, None).await?;
+        let pages = page_rows(&txn, tenant, None).await?;
+        let other = other_rows(&txn, tenant, None).await?;
         txn.commit().await?;
         Ok(KnowledgeRows {
             ontology: state.as_ref().and_then(|s| s.ontology.clone()),
             version: state.map_or(0, |s| s.knowledge_version),
-            pages: rows.pages,
-            extraction_log: rows.extraction_log.into_iter().collect(),
-            entities: rows.entities,
-            facts: rows.facts,
+            pages,
+            extraction_log: other.extraction_log.into_iter().collect(),
+            entities: other.entities,
+            facts: other.facts,
         })
     }
 
@@ -1039,17 +1040,12 @@ pub fn content_hash(body: &str) -> String {
         .collect()
 }
 
-/// A tenant's knowledge rows: all of them, or with `since` those a commit after that version
-/// wrote. Pages oldest first per page; entities in id order (where two claim one name, the graph
-/// gives it to the later id, the same on every backend); facts in id order.
-struct Rows {
-    pages: Vec<PageVersion>,
-    extraction_log: Vec<(String, u64)>,
-    entities: Vec<Entity>,
-    facts: Vec<Fact>,
-}
+// A tenant's knowledge rows, read by `page_rows` and `other_rows`: all of them, or with `since`
+// those a commit after that version wrote. Pages oldest first per page; entities in id order
+// (where two claim one name, the graph gives it to the later id, the same on every backend);
+// facts in id order.
 
-/// [`Rows`] but the pages.
+/// A tenant's knowledge rows but its pages.
 struct OtherRows {
     extraction_log: Vec<(String, u64)>,
     entities: Vec<Entity>,
@@ -1066,27 +1062,11 @@ fn pending_before(tenant: &str, seq: i64, limit: u64) -> sea_orm::Select<intake_
         .limit(limit)
 }
 
-/// Reads [`Rows`] of `tenant` in `txn`.
-async fn knowledge_rows(
-    txn: &sea_orm::DatabaseTransaction,
-    tenant: &str,
-    since: Option<i64>,
-) -> Result<Rows, StoreError> {
-    let pages = page_rows(txn, tenant, since).await?;
-    let other = other_rows(txn, tenant, since).await?;
-    Ok(Rows {
-        pages,
-        extraction_log: other.extraction_log,
-        entities: other.entities,
-        facts: other.facts,
-    })
-}
-
 // Each read is ordered here, not by its query: with `since` the rows come through the
 // (tenant, changed_in) index, and SQLite sorts them in a temporary B-tree, spilled to disk for
 // a large range (the pages of a whole load).
 
-/// The page versions of [`Rows`].
+/// The page versions of `tenant`, read in `txn`.
 async fn page_rows(
     txn: &sea_orm::DatabaseTransaction,
     tenant: &str,
@@ -1107,7 +1087,7 @@ async fn page_rows(
     Ok(pages)
 }
 
-/// The rest of [`Rows`].
+/// The rest of `tenant`'s knowledge rows ([`OtherRows`]), read in `txn`.
 async fn other_rows(
     txn: &sea_orm::DatabaseTransaction,
     tenant: &str,

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use chrono::Utc;
 use ontoloop_core::knowledge::{Entity, Fact, PageVersion, Scope, SourceRef};
 use ontoloop_settings::Loader;
-use ontoloop_store::{KnowledgeCommit, Store};
+use ontoloop_store::{KnowledgeChanges, KnowledgeCommit, Store};
 use ontoloop_testkit::servers::PgDatabase;
 
 async fn connect(url: &str) -> Store {
@@ -74,6 +74,14 @@ fn fact(id: u64, entity: &str, object: &str) -> Fact {
     }
 }
 
+/// What commits after `since` wrote; `None` when the tenant must be loaded whole.
+async fn changes_since(store: &Store, tenant: &str, since: i64) -> Option<KnowledgeChanges> {
+    store
+        .knowledge_changes_since(tenant, since)
+        .await
+        .expect("read")
+}
+
 async fn every_case(store: &Store) {
     let tenant = "changes";
     let v1 = store
@@ -102,13 +110,7 @@ async fn every_case(store: &Store) {
         .await
         .expect("page");
     // From before the ontology: load whole.
-    assert!(
-        store
-            .knowledge_changes_since(tenant, 0)
-            .await
-            .expect("read")
-            .is_none()
-    );
+    assert!(changes_since(store, tenant, 0).await.is_none());
     let mut superseded = fact(1, "ent:a", "Atlas");
     superseded.valid_to = Some(Utc::now());
     let v3 = store
@@ -132,10 +134,8 @@ async fn every_case(store: &Store) {
         )
         .await
         .expect("second version");
-    let changes = store
-        .knowledge_changes_since(tenant, v1)
+    let changes = changes_since(store, tenant, v1)
         .await
-        .expect("read")
         .expect("replayable from the ontology's version");
     assert_eq!(changes.version, v3);
     assert_eq!(
@@ -164,29 +164,17 @@ async fn every_case(store: &Store) {
     assert_eq!(handed.pages, changes.pages);
     assert_eq!(handed.facts, changes.facts);
     assert_eq!(handed.entities, changes.entities);
-    let since_v2 = store
-        .knowledge_changes_since(tenant, v2)
-        .await
-        .expect("read")
-        .expect("replayable");
+    let since_v2 = changes_since(store, tenant, v2).await.expect("replayable");
     assert_eq!(since_v2.pages.len(), 1);
     assert_eq!(since_v2.facts.len(), 2);
     assert!(since_v2.entities.is_empty());
-    let none = store
-        .knowledge_changes_since(tenant, v3)
+    let none = changes_since(store, tenant, v3)
         .await
-        .expect("read")
         .expect("at the current version");
     assert_eq!(none.version, v3);
     assert!(none.pages.is_empty() && none.facts.is_empty() && none.entities.is_empty());
     // A version ahead of the store (a reader of another store): load whole.
-    assert!(
-        store
-            .knowledge_changes_since(tenant, v3 + 5)
-            .await
-            .expect("read")
-            .is_none()
-    );
+    assert!(changes_since(store, tenant, v3 + 5).await.is_none());
     // Rows one commit wrote out of order come back in order: pages by id then version,
     // entities and facts by id.
     let v4 = store
@@ -202,11 +190,7 @@ async fn every_case(store: &Store) {
         )
         .await
         .expect("third version");
-    let ordered = store
-        .knowledge_changes_since(tenant, v3)
-        .await
-        .expect("read")
-        .expect("replayable");
+    let ordered = changes_since(store, tenant, v3).await.expect("replayable");
     assert_eq!(ordered.version, v4);
     assert_eq!(
         ordered
