@@ -13,7 +13,8 @@ use ontoloop_core::knowledge::{
 };
 use sea_orm::sea_query::{Expr, Func, OnConflict};
 use sea_orm::{
-    ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set, SqlErr, TransactionTrait,
+    ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, SqlErr,
+    TransactionTrait,
 };
 
 use crate::entity::{
@@ -545,7 +546,8 @@ impl Store {
     }
 
     /// Marks the tenant's intake event `seq` failed outside a knowledge commit (a body that never
-    /// parsed, a publish that failed). Another tenant's number changes nothing.
+    /// parsed, a publish that failed). Another tenant's number, or an event settled already (a
+    /// replica applied it meanwhile), changes nothing.
     pub async fn intake_fail(
         &self,
         tenant: &str,
@@ -562,6 +564,7 @@ impl Store {
             .col_expr(intake_event::Column::Detail, Expr::value(reason.to_owned()))
             .filter(intake_event::Column::Tenant.eq(tenant))
             .filter(intake_event::Column::TenantSeq.eq(seq))
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
             .exec(&txn)
             .await?;
         crate::feed::notify_in(&txn, tenant).await?;
@@ -944,6 +947,12 @@ impl Store {
 /// reason. Only the committing tenant's events are settled: a sequence number of another tenant
 /// changes nothing. A run's messages go in a few statements, not one each: the applied events in
 /// one update, the failed ones each with its reason.
+///
+/// Each event is settled once: a commit whose event is settled already, or whose message is
+/// recorded already, fails with [`StoreError::Conflict`] and writes nothing. Two replicas may
+/// both find an event pending and apply it; the one that commits second built its change on a
+/// version that already held the first's (its version guard passes), and without this check its
+/// page version would be a second copy of the same text.
 pub(crate) async fn settle_in(
     txn: &sea_orm::DatabaseTransaction,
     tenant: &str,
@@ -952,6 +961,16 @@ pub(crate) async fn settle_in(
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     use crate::entity::inbox_message;
+    let settled_again = || StoreError::Conflict {
+        tenant: tenant.to_owned(),
+    };
+    let distinct: std::collections::HashSet<(&str, &str)> = messages
+        .iter()
+        .map(|(queue, id, _)| (queue.as_str(), id.as_str()))
+        .collect();
+    if distinct.len() < messages.len() {
+        return Err(settled_again());
+    }
     for chunk in messages.chunks(200) {
         let rows = chunk
             .iter()
@@ -962,7 +981,7 @@ pub(crate) async fn settle_in(
                 received_at: Set(now),
                 ..Default::default()
             });
-        inbox_message::Entity::insert_many(rows)
+        let recorded = inbox_message::Entity::insert_many(rows)
             .on_conflict(
                 OnConflict::columns([
                     inbox_message::Column::Queue,
@@ -973,15 +992,20 @@ pub(crate) async fn settle_in(
             )
             .exec_without_returning(txn)
             .await?;
+        if usize::try_from(recorded).ok() != Some(chunk.len()) {
+            return Err(settled_again());
+        }
     }
     crate::feed::notify_in(txn, tenant).await?;
-    let applied: Vec<i64> = settled
+    let mut applied: Vec<i64> = settled
         .iter()
         .filter(|(_, failure)| failure.is_none())
         .map(|(seq, _)| *seq)
         .collect();
+    applied.sort_unstable();
+    applied.dedup();
     for chunk in applied.chunks(500) {
-        intake_event::Entity::update_many()
+        let moved = intake_event::Entity::update_many()
             .col_expr(
                 intake_event::Column::State,
                 Expr::value(intake_state::APPLIED),
@@ -992,12 +1016,17 @@ pub(crate) async fn settle_in(
             )
             .filter(intake_event::Column::Tenant.eq(tenant))
             .filter(intake_event::Column::TenantSeq.is_in(chunk.iter().copied()))
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
             .exec(txn)
-            .await?;
+            .await?
+            .rows_affected;
+        if settled_before(txn, tenant, chunk, moved).await? {
+            return Err(settled_again());
+        }
     }
     for (seq, failure) in settled {
         let Some(failure) = failure else { continue };
-        intake_event::Entity::update_many()
+        let moved = intake_event::Entity::update_many()
             .col_expr(
                 intake_event::Column::State,
                 Expr::value(intake_state::FAILED),
@@ -1005,10 +1034,35 @@ pub(crate) async fn settle_in(
             .col_expr(intake_event::Column::Detail, Expr::value(failure.clone()))
             .filter(intake_event::Column::Tenant.eq(tenant))
             .filter(intake_event::Column::TenantSeq.eq(*seq))
+            .filter(intake_event::Column::State.eq(intake_state::PENDING))
             .exec(txn)
-            .await?;
+            .await?
+            .rows_affected;
+        if settled_before(txn, tenant, std::slice::from_ref(seq), moved).await? {
+            return Err(settled_again());
+        }
     }
     Ok(())
+}
+
+/// Whether some of `seqs` are events of `tenant` settled before this commit, given that `moved`
+/// of them were just moved from pending: fewer moved than the tenant has. A number that is not
+/// the tenant's is not counted (settling it changes nothing, as [`settle_in`] says).
+async fn settled_before(
+    txn: &sea_orm::DatabaseTransaction,
+    tenant: &str,
+    seqs: &[i64],
+    moved: u64,
+) -> Result<bool, StoreError> {
+    if usize::try_from(moved).ok() == Some(seqs.len()) {
+        return Ok(false);
+    }
+    let held = intake_event::Entity::find()
+        .filter(intake_event::Column::Tenant.eq(tenant))
+        .filter(intake_event::Column::TenantSeq.is_in(seqs.iter().copied()))
+        .count(txn)
+        .await?;
+    Ok(moved < held)
 }
 
 /// Keeps only the last of the items that share a key, in the order of those last writes.

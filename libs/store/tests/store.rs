@@ -213,6 +213,67 @@ async fn maintenance_runs_keep_the_model_usage(store: &Store) {
     );
 }
 
+/// Each intake event is settled once: two replicas that both found an event pending both apply
+/// it, and the second commit, built on the version that already holds the first's, passes the
+/// version guard. Its settling fails the commit instead (a conflict, retried, which then finds
+/// the event settled), and so does recording a queue message recorded already; nothing of it is
+/// written. A number that is not the tenant's still changes nothing, and marking an applied
+/// event failed leaves it applied.
+async fn an_event_is_settled_once(store: &Store) {
+    let tenant = "once";
+    let (seq, _) = store
+        .intake_append(tenant, Some("first"), "doc.upsert", "{}", Utc::now())
+        .await
+        .expect("append");
+    let (later, _) = store
+        .intake_append(tenant, Some("second"), "doc.upsert", "{}", Utc::now())
+        .await
+        .expect("append");
+    let message = |id: &str| ("events".to_owned(), id.to_owned(), "{}".to_owned());
+    let applying = |seqs: &[i64], messages: Vec<(String, String, String)>| KnowledgeCommit {
+        settled: seqs.iter().map(|seq| (*seq, None)).collect(),
+        messages,
+        ..KnowledgeCommit::default()
+    };
+    let version = store
+        .commit_knowledge(tenant, 0, applying(&[seq], vec![message("m-1")]))
+        .await
+        .expect("the first commit of the event");
+    for (what, again) in [
+        ("the same event", applying(&[seq], vec![message("m-2")])),
+        ("a later event with it", applying(&[seq, later], vec![])),
+        ("the same message", applying(&[later], vec![message("m-1")])),
+        (
+            "a message twice",
+            applying(&[later], vec![message("m-3"), message("m-3")]),
+        ),
+    ] {
+        let second = store.commit_knowledge(tenant, version, again).await;
+        assert!(
+            matches!(second, Err(StoreError::Conflict { .. })),
+            "{what} settled again: {second:?}"
+        );
+        assert_eq!(
+            store.knowledge_version(tenant).await.expect("version"),
+            version,
+            "{what}: nothing of the refused commit is written"
+        );
+        let state = store.intake_state(tenant, later).await.expect("state");
+        assert_eq!(state.map(|(state, _)| state).as_deref(), Some("pending"));
+    }
+    store
+        .intake_fail(tenant, seq, "a late refusal")
+        .await
+        .expect("fail");
+    let state = store.intake_state(tenant, seq).await.expect("state");
+    assert_eq!(state, Some(("applied".to_owned(), None)), "applied stays");
+    let next = store
+        .commit_knowledge(tenant, version, applying(&[later, later + 1000], vec![]))
+        .await
+        .expect("a number not the tenant's changes nothing");
+    assert_eq!(next, version + 1);
+}
+
 /// What an acknowledged request's trace context was comes back with its row when a publisher
 /// claims it, for an event and for a signal, so a late publish continues that trace.
 async fn outbox_rows_keep_the_request_trace(store: &Store) {
@@ -269,6 +330,7 @@ async fn sqlite_migrations_and_round_trip() {
     model_answers_persist_bounded_per_model(&store).await;
     maintenance_runs_keep_the_model_usage(&store).await;
     outbox_rows_keep_the_request_trace(&store).await;
+    an_event_is_settled_once(&store).await;
     store.close().await.expect("close");
 }
 
@@ -284,6 +346,7 @@ async fn postgres_migrations_and_round_trip() {
     model_answers_persist_bounded_per_model(&store).await;
     maintenance_runs_keep_the_model_usage(&store).await;
     outbox_rows_keep_the_request_trace(&store).await;
+    an_event_is_settled_once(&store).await;
     store.close().await.expect("close");
     database.drop_now().await.expect("drop test database");
 }
