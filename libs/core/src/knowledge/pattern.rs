@@ -136,14 +136,24 @@ impl Pattern {
 
     /// Matches one sentence (surrounding white space ignored).
     pub fn matches(&self, sentence: &str) -> Option<Match> {
+        let sentence = sentence.trim();
+        // A sentence the pattern fits holds each of its literals: most sentences are refused
+        // by a substring search instead of by trying every end of the first slot.
+        let literals_held = self.pieces.iter().all(|piece| match piece {
+            Piece::Literal(literal) => sentence.contains(literal.as_str()),
+            Piece::Slot(_) => true,
+        });
+        if !literals_held {
+            return None;
+        }
         let mut found = Vec::new();
-        if match_from(&self.pieces, sentence.trim(), &mut found) {
+        if match_from(&self.pieces, sentence, &mut found) {
             let mut subject = None;
             let mut object = None;
             for (slot, value) in found {
                 match slot {
-                    Slot::Subject => subject = Some(value),
-                    Slot::Object | Slot::ObjectNumber => object = Some(value),
+                    Slot::Subject => subject = Some(value.to_owned()),
+                    Slot::Object | Slot::ObjectNumber => object = Some(value.to_owned()),
                 }
             }
             return object.map(|object| Match { subject, object });
@@ -152,7 +162,10 @@ impl Pattern {
     }
 }
 
-fn match_from(pieces: &[Piece], text: &str, found: &mut Vec<(Slot, String)>) -> bool {
+/// Matches `pieces` against the whole of `text`, pushing each slot's value (a part of `text`)
+/// on `found`. A bare slot tries its ends shortest first, and only ends the next piece can follow
+/// from: the end of the text for the last piece, a place the next literal starts at otherwise.
+fn match_from<'t>(pieces: &[Piece], text: &'t str, found: &mut Vec<(Slot, &'t str)>) -> bool {
     let Some((first, rest)) = pieces.split_first() else {
         return text.is_empty();
     };
@@ -161,24 +174,30 @@ fn match_from(pieces: &[Piece], text: &str, found: &mut Vec<(Slot, String)>) -> 
             .strip_prefix(literal.as_str())
             .is_some_and(|after| match_from(rest, after, found)),
         Piece::Slot(slot) => {
-            let ends: Vec<usize> = match slot {
-                Slot::ObjectNumber => number_ends(text),
-                Slot::Subject | Slot::Object => {
-                    text.char_indices().map(|(i, c)| i + c.len_utf8()).collect()
-                }
-            };
-            for end in ends {
+            let mut ends_at = |end: usize| {
                 let value = text[..end].trim();
                 if value.is_empty() {
-                    continue;
+                    return false;
                 }
-                found.push((*slot, value.to_owned()));
+                found.push((*slot, value));
                 if match_from(rest, &text[end..], found) {
                     return true;
                 }
                 found.pop();
+                false
+            };
+            match slot {
+                Slot::ObjectNumber => number_ends(text).into_iter().any(ends_at),
+                Slot::Subject | Slot::Object => text
+                    .char_indices()
+                    .map(|(i, c)| i + c.len_utf8())
+                    .filter(|&end| match rest.first() {
+                        None => end == text.len(),
+                        Some(Piece::Literal(literal)) => text[end..].starts_with(literal.as_str()),
+                        Some(Piece::Slot(_)) => true,
+                    })
+                    .any(&mut ends_at),
             }
-            false
         }
     }
 }
