@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::answer::{Candidate, SlotContext, decide, same_value};
-use super::graph::{Access, Fact, Graph};
+use super::graph::{Access, Entity, Fact, Graph};
 use super::ontology::Ontology;
 use super::scope::Scope;
 use crate::settings::{InvalidSetting, share};
@@ -247,8 +247,13 @@ struct Slot<'a> {
 
 /// The facts of the claim's slot that hold throughout `scope` (a fact of a narrower or another
 /// scope says nothing of the claim), a value of a wider scope giving way to a narrower one.
-fn slot<'a>(view: &FirewallView<'a>, triple: &Triple, scope: &Scope) -> Slot<'a> {
-    let entity = view.graph.resolve(&triple.subject).map(|e| e.id.clone());
+fn slot<'a>(
+    view: &FirewallView<'a>,
+    triple: &Triple,
+    scope: &Scope,
+    subject: Option<&Entity>,
+) -> Slot<'a> {
+    let entity = subject.map(|e| e.id.clone());
     let mut s = Slot {
         entity: entity.clone(),
         readable_current: Vec::new(),
@@ -310,7 +315,16 @@ fn slot<'a>(view: &FirewallView<'a>, triple: &Triple, scope: &Scope) -> Slot<'a>
 
 /// Rule `unknown_entity`: the subject, or an object that should be an entity, is unknown.
 pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason> {
-    if view.graph.resolve(&triple.subject).is_none() {
+    unknown_entity_of(view, triple, view.graph.resolve(&triple.subject))
+}
+
+/// [`unknown_entity`] with the triple's subject resolved already (`subject`).
+fn unknown_entity_of(
+    view: &FirewallView<'_>,
+    triple: &Triple,
+    subject: Option<&Entity>,
+) -> Option<Reason> {
+    if subject.is_none() {
         return Some(Reason::new(
             ReasonCode::UnknownEntity,
             format!("no entity or alias is called {:?}", shown(&triple.subject)),
@@ -486,7 +500,9 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple, scope: &Scope) -> 
             ),
         )];
     }
-    if let Some(reason) = unknown_entity(view, triple) {
+    // The subject is resolved once for every rule below.
+    let subject = view.graph.resolve(&triple.subject);
+    if let Some(reason) = unknown_entity_of(view, triple, subject) {
         return vec![reason];
     }
     if view
@@ -495,8 +511,7 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple, scope: &Scope) -> 
         .is_some_and(|p| p.kind == super::ontology::PredicateKind::Rename)
     {
         // A rename claim holds when both names are one entity.
-        let same = view.graph.resolve(&triple.subject).map(|e| &e.id)
-            == view.graph.resolve(&triple.object).map(|e| &e.id);
+        let same = subject.map(|e| &e.id) == view.graph.resolve(&triple.object).map(|e| &e.id);
         return if same {
             Vec::new()
         } else {
@@ -510,7 +525,7 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple, scope: &Scope) -> 
             )]
         };
     }
-    let s = slot(view, triple, scope);
+    let s = slot(view, triple, scope, subject);
     let mut reasons: Vec<Reason> = [
         expired_relationship(&s),
         contradicted(&s, triple),
