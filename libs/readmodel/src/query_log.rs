@@ -1,7 +1,7 @@
 //! The tenant's recent questions, kept for the analyst's gate to replay against the live graph
 //! and a shadow before a rebuild goes live. Off the request path: [`QueryLog::record`] only puts
-//! the question in a bounded buffer, and one task writes what is buffered in batches, keeping at
-//! most `keep` per tenant; when the buffer is full the question is dropped and counted
+//! the question in a bounded buffer, and one task writes what is buffered in batches (what came
+//! within [`GATHER`] of the first), keeping at most `keep` per tenant; when the buffer is full the question is dropped and counted
 //! (`ontoloop_query_log_dropped_total`), so no answer ever waits on the store.
 
 use chrono::Utc;
@@ -18,6 +18,11 @@ pub const QUERY_LOG_BUFFER: usize = 1_024;
 
 /// Questions written in one batch at most.
 const BATCH: usize = 256;
+
+/// How long the questions after a first one are gathered into its batch: the longest a
+/// question waits to be logged (the gate's replay of the newest questions misses at most this
+/// moment's).
+pub const GATHER: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Who asked, as the log keeps it: a replay answers with what they could read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +58,23 @@ impl QueryLog {
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(BATCH);
             while buffered.recv_many(&mut batch, BATCH).await > 0 {
+                // Questions come one at a time: those of the next moment join the first, so a
+                // busy tenant's log costs a write every [`GATHER`] instead of one per question
+                // (each a transaction on the store's one writer, which the analyst's commits
+                // wait for).
+                let gathered = tokio::time::sleep(GATHER);
+                tokio::pin!(gathered);
+                while batch.len() < BATCH {
+                    let room = BATCH - batch.len();
+                    tokio::select! {
+                        () = &mut gathered => break,
+                        got = buffered.recv_many(&mut batch, room) => {
+                            if got == 0 {
+                                break;
+                            }
+                        }
+                    }
+                }
                 if let Err(err) = store.query_log_append(&batch, keep).await {
                     tracing::warn!(error = %err, questions = batch.len(), "cannot log questions");
                 }
