@@ -1,8 +1,9 @@
 //! The tenant's recent questions, kept for the analyst's gate to replay against the live graph
 //! and a shadow before a rebuild goes live. Off the request path: [`QueryLog::record`] only puts
 //! the question in a bounded buffer, and one task writes what is buffered in batches (what came
-//! within [`GATHER`] of the first), keeping at most `keep` per tenant; when the buffer is full the question is dropped and counted
-//! (`ontoloop_query_log_dropped_total`), so no answer ever waits on the store.
+//! within [`GATHER`] of the first), keeping at most `keep` per tenant; when the buffer is full
+//! the question is dropped and counted (`ontoloop_query_log_dropped_total`), so no answer ever
+//! waits on the store.
 
 use chrono::Utc;
 use ontoloop_core::Caller;
