@@ -313,13 +313,9 @@ fn slot<'a>(
     s
 }
 
-/// Rule `unknown_entity`: the subject, or an object that should be an entity, is unknown.
-pub fn unknown_entity(view: &FirewallView<'_>, triple: &Triple) -> Option<Reason> {
-    unknown_entity_of(view, triple, view.graph.resolve(&triple.subject))
-}
-
-/// [`unknown_entity`] with the triple's subject resolved already (`subject`).
-fn unknown_entity_of(
+/// Rule `unknown_entity`: the subject (`subject`, as the graph resolved it), or an object that
+/// should be an entity, is unknown.
+fn unknown_entity(
     view: &FirewallView<'_>,
     triple: &Triple,
     subject: Option<&Entity>,
@@ -502,7 +498,7 @@ pub fn check_triple(view: &FirewallView<'_>, triple: &Triple, scope: &Scope) -> 
     }
     // The subject is resolved once for every rule below.
     let subject = view.graph.resolve(&triple.subject);
-    if let Some(reason) = unknown_entity_of(view, triple, subject) {
+    if let Some(reason) = unknown_entity(view, triple, subject) {
         return vec![reason];
     }
     if view
