@@ -964,13 +964,6 @@ pub(crate) async fn settle_in(
     let settled_again = || StoreError::Conflict {
         tenant: tenant.to_owned(),
     };
-    let distinct: std::collections::HashSet<(&str, &str)> = messages
-        .iter()
-        .map(|(queue, id, _)| (queue.as_str(), id.as_str()))
-        .collect();
-    if distinct.len() < messages.len() {
-        return Err(settled_again());
-    }
     for chunk in messages.chunks(200) {
         let rows = chunk
             .iter()
@@ -992,6 +985,7 @@ pub(crate) async fn settle_in(
             )
             .exec_without_returning(txn)
             .await?;
+        // A message recorded before, or twice in this commit, is not inserted again.
         if usize::try_from(recorded).ok() != Some(chunk.len()) {
             return Err(settled_again());
         }
