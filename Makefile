@@ -16,9 +16,10 @@ run: link
 	ONTOLOOP__AUTH__MODE=dev $(BIN) up
 
 # The same feature set as `make test` (tokio's test-util is on for every build, see Cargo.toml),
-# so whichever of the two runs first builds the dependencies for both.
+# so whichever of the two runs first builds the dependencies for both. `ontoloop-bench` (the
+# benchmarks and `gen-org`, which `ontoloop bench` and `ontoloop gen-org` run) lands beside the CLI.
 build: model
-	$(CARGO) build -p ontoloop --bins
+	$(CARGO) build -p ontoloop -p ontoloop-bench --bins
 
 link: build
 	@mkdir -p $(BINDIR) && ln -sf $(BIN) $(BINDIR)/ontoloop \
@@ -64,10 +65,10 @@ test: python-client
 ## the signals benchmark through RabbitMQ, the broker-outage, plate and passage-search benchmarks, the scale
 ## benchmark at 10,000 and 100,000 pages, and last the memory benchmark at the issue's full size
 ## (1,000,000 signals: about 35 minutes on 2 cores), in a release build (latency figures mean
-## nothing in a debug build)
+## nothing in a debug build), all through the `ontoloop-bench` binary (libs/bench)
 # The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
 WORLDS ?= $(wildcard ../shared/bench/*.world.json tests/fixtures/*.world.json)
-RELEASE_BIN := $(CARGO_TARGET_DIR)/release/ontoloop
+BENCH := $(CARGO_TARGET_DIR)/release/ontoloop-bench
 # Builds name the whole workspace (`--workspace`, here and in fuzz and outbox-long) so they
 # resolve one feature set and share what `make test` and each other built; a `-p` build resolves
 # its own and compiles much of the graph again.
@@ -77,22 +78,22 @@ bench: model
 	$(CARGO) build --release --workspace --bins
 	@for world in $(WORLDS); do \
 	  for mode in structured nl; do \
-	    $(RELEASE_BIN) bench drift --world $$world --mode $$mode || exit 1; echo; \
+	    $(BENCH) drift --world $$world --mode $$mode || exit 1; echo; \
 	  done; \
-	  $(RELEASE_BIN) bench drift --world $$world --mode structured --extractor patterns || exit 1; echo; \
-	  $(RELEASE_BIN) bench firewall --world $$world || exit 1; echo; \
-	  $(RELEASE_BIN) bench extract --world $$world || exit 1; echo; \
+	  $(BENCH) drift --world $$world --mode structured --extractor patterns || exit 1; echo; \
+	  $(BENCH) firewall --world $$world || exit 1; echo; \
+	  $(BENCH) extract --world $$world || exit 1; echo; \
 	done
 	@scripts/ensure-services.sh
-	$(RELEASE_BIN) bench signals --signals 100000 --amqp-url '$(AMQP_URL)'
-	$(RELEASE_BIN) bench signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
-	$(RELEASE_BIN) bench outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
-	$(RELEASE_BIN) bench plate --people 10000 --items 100000
-	$(RELEASE_BIN) bench passages --pages 10000 --questions 1000
-	$(RELEASE_BIN) bench gate --pages 10000 --questions 1000
-	$(RELEASE_BIN) bench scale --pages 10000 --events-per-second 50
-	$(RELEASE_BIN) bench scale --pages 100000 --events-per-second 50
-	$(RELEASE_BIN) bench memory --tenants 1000 --signals 1000000 --asks 100000
+	$(BENCH) signals --signals 100000 --amqp-url '$(AMQP_URL)'
+	$(BENCH) signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
+	$(BENCH) outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
+	$(BENCH) plate --people 10000 --items 100000
+	$(BENCH) passages --pages 10000 --questions 1000
+	$(BENCH) gate --pages 10000 --questions 1000
+	$(BENCH) scale --pages 10000 --events-per-second 50
+	$(BENCH) scale --pages 100000 --events-per-second 50
+	$(BENCH) memory --tenants 1000 --signals 1000000 --asks 100000
 
 ## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client
 ## retries through a TCP proxy to RabbitMQ that is cut for 30 s (tests/tests/outbox.rs at full
@@ -117,6 +118,8 @@ fmt:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@python3 scripts/check-cycles.py
+	@scripts/check-docs.sh
 
 clean:
 	$(CARGO) clean

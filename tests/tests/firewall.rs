@@ -531,9 +531,8 @@ async fn the_optional_model_extractor_checks_sentences_the_patterns_miss() {
 async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/tessaly.world.json");
-    let world =
-        ontoloop_testkit::world::World::parse(&std::fs::read_to_string(path).expect("world"))
-            .expect("valid");
+    let world = ontoloop_core::world::World::parse(&std::fs::read_to_string(path).expect("world"))
+        .expect("valid");
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}/b.db?mode=rwc", dir.path().display());
     let local = ontoloop::up::Local::start(settings(&[("store.url", &url)]))
@@ -542,21 +541,19 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
     let clients = ontoloop::client::Clients::from_addrs(&local.addrs, &local.ctx.settings.tls)
         .await
         .expect("clients");
-    let validator = ontoloop_firewall::Validator::new(
-        local.ctx.clone(),
-        std::sync::Arc::clone(&local.ctx.read_models),
-    )
-    .expect("validator");
+    let validator =
+        ontoloop_firewall::Validator::new(local.ctx.clone(), local.ctx.read_models().await)
+            .expect("validator");
     let (mut report, answer) =
-        ontoloop::bench::firewall::run(&world, clients, &validator, 20, 2, &mut |_| {})
+        ontoloop_bench::firewall::run(&world, clients, &validator, 20, 2, &mut |_| {})
             .await
             .expect("benchmark");
     local.stop().await.expect("stop");
     // The same store restarted with auth.mode = jwt: the ten-claim answer, carrying the replayed
     // caller's token, gets the verdict it got with authentication off.
     let mut with_auth = settings(&[("store.url", &url)]);
-    with_auth.auth = ontoloop::bench::auth::jwt(&with_auth.auth);
-    let token = ontoloop::bench::auth::token(
+    with_auth.auth = ontoloop_bench::auth::jwt(&with_auth.auth);
+    let token = ontoloop_bench::auth::token(
         &with_auth.auth,
         answer.caller.tenant(),
         answer.caller.principal(),
@@ -572,13 +569,11 @@ async fn the_labelled_claims_of_the_shared_world_are_judged_without_error() {
     )
     .await
     .expect("clients");
-    let validator = ontoloop_firewall::Validator::new(
-        local.ctx.clone(),
-        std::sync::Arc::clone(&local.ctx.read_models),
-    )
-    .expect("validator");
+    let validator =
+        ontoloop_firewall::Validator::new(local.ctx.clone(), local.ctx.read_models().await)
+            .expect("validator");
     let verifier = ontoloop_auth::Verifier::new(&with_auth.auth, None).expect("verifier");
-    ontoloop::bench::firewall::time_with_auth(
+    ontoloop_bench::firewall::time_with_auth(
         &mut report,
         &answer,
         &validator,

@@ -108,8 +108,9 @@ async fn no_input_makes_a_service_panic() {
     let jwt = Sandbox::embedded(&jwt_overrides).await;
     let (rabbit, database) = Sandbox::on_servers("fuzz", &fast_retries).await;
 
-    // The tenants the generator names know an ontology and a page, so requests and events get
-    // past "no ontology yet" into the graph code.
+    // The tenants the generator names know an ontology and a page, so requests and events reach
+    // its predicates in the graph code (a tenant without one answers under the empty ontology,
+    // which maps no slot).
     let run = format!("{:x}", seed as u32);
     for sandbox in [&open, &rabbit] {
         let clients = sandbox.clients();

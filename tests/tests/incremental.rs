@@ -205,6 +205,11 @@ fn differences(patched: &Snapshot, built: &Snapshot, names: &[String]) -> Vec<St
     out
 }
 
+/// The `[cache.read_models]` budget of the sandbox's settings.
+fn budget(sandbox: &Sandbox) -> ontoloop_core::CacheBudget {
+    sandbox.ctx.settings.cache.read_models
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_patched_commit_by_commit_equals_one_built_from_the_store() {
     let (n, seed) = (events(), seed());
@@ -213,8 +218,16 @@ async fn a_model_patched_commit_by_commit_equals_one_built_from_the_store() {
     let sandbox = Sandbox::embedded(&[]).await;
     let clients = sandbox.clients();
     let store = sandbox.ctx.store.clone();
-    let patched = Snapshots::new(store.clone(), sandbox.ctx.extraction.clone());
-    let fresh = Snapshots::new(store.clone(), sandbox.ctx.extraction.clone());
+    let patched = Snapshots::new(
+        store.clone(),
+        sandbox.ctx.extraction().await,
+        budget(&sandbox),
+    );
+    let fresh = Snapshots::new(
+        store.clone(),
+        sandbox.ctx.extraction().await,
+        budget(&sandbox),
+    );
     let settle = |seq: u64| {
         let store = store.clone();
         async move {
@@ -308,7 +321,11 @@ async fn callers_that_find_no_model_wait_for_one_build() {
         .await
         .expect("ontology");
     push_one_page(&clients, &store).await;
-    let models = std::sync::Arc::new(Snapshots::new(store, sandbox.ctx.extraction.clone()));
+    let models = std::sync::Arc::new(Snapshots::new(
+        store,
+        sandbox.ctx.extraction().await,
+        budget(&sandbox),
+    ));
     let readers: Vec<_> = (0..8)
         .map(|_| {
             let models = std::sync::Arc::clone(&models);
@@ -345,7 +362,8 @@ async fn a_kept_model_follows_commits_with_no_caller() {
         .expect("wait");
     let models = std::sync::Arc::new(Snapshots::new(
         store.clone(),
-        sandbox.ctx.extraction.clone(),
+        sandbox.ctx.extraction().await,
+        budget(&sandbox),
     ));
     models.follow();
     let before = models.get(TENANT).await.expect("model").version;

@@ -87,14 +87,22 @@ async fn another_tenants_sequence_number_is_not_found_like_one_that_never_existe
         )
         .await;
     assert_eq!((own, applied), (1, 2));
-    // A tenant without an ontology: its pages are refused, with a reason naming the tenant.
+    // A tenant without an ontology: its page applies (read under the empty one), its record
+    // value for a predicate it never defined is refused, with a reason naming that predicate.
     let refused = c
         .push_all(
             "lonely",
             "integration",
             [
                 doc("billing", "Billing is owned by Orion."),
-                doc("ledger", "Ledger is owned by Atlas."),
+                v1::event::Kind::RecordSet(v1::RecordSet {
+                    source: "record:hr".into(),
+                    entity: "Ledger".into(),
+                    predicate: "lonely_secret".into(),
+                    value: "Atlas".into(),
+                    effective_from: None,
+                    scope: String::new(),
+                }),
             ],
         )
         .await;
@@ -108,7 +116,8 @@ async fn another_tenants_sequence_number_is_not_found_like_one_that_never_existe
     assert!(
         lonely_reads
             .iter()
-            .all(|(code, text)| *code == Code::FailedPrecondition && text.contains("lonely")),
+            .all(|(code, text)| *code == Code::FailedPrecondition
+                && text.contains("\"lonely_secret\" is not in the ontology")),
         "the owner learns why its event was refused: {lonely_reads:?}"
     );
 

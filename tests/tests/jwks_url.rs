@@ -132,33 +132,33 @@ async fn system(addr: SocketAddr, refresh_seconds: &str) -> Sandbox {
     .await
 }
 
-/// A Lookup with `token`: `Ok(())` once the call got past the trust boundary (tenant acme has
-/// no ontology, so the service itself answers FAILED_PRECONDITION), the refusal otherwise.
+/// An Ask with `token`: `Ok(())` once the call got past the trust boundary and the service
+/// itself answered (tenant acme has pushed nothing, so it abstains, naming why), the refusal
+/// otherwise.
 async fn call(sandbox: &Sandbox, token: &str) -> Result<(), tonic::Status> {
-    let result = sandbox
+    let answer = sandbox
         .clients()
         .retrieval
         .clone()
-        .lookup(bearer(
-            v1::LookupRequest {
-                entity: "Project Kite".into(),
-                predicate_path: vec!["owned_by".into()],
+        .ask(bearer(
+            v1::AskRequest {
+                text: "Who owns Project Kite?".into(),
                 ..Default::default()
             },
             Some(token),
         ))
-        .await;
-    match result {
-        Err(status) if status.code() == Code::FailedPrecondition => {
-            assert!(
-                status.message().contains("no ontology"),
-                "the service answered: {status:?}"
-            );
-            Ok(())
-        }
-        Err(status) => Err(status),
-        Ok(answer) => panic!("no ontology, yet an answer: {answer:?}"),
-    }
+        .await?
+        .into_inner();
+    assert_eq!(
+        answer.status,
+        v1::AnswerStatus::Abstained as i32,
+        "the service answered: {answer:?}"
+    );
+    assert!(
+        answer.abstain_reason.contains("cannot map the question"),
+        "the service answered: {answer:?}"
+    );
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

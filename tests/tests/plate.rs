@@ -7,12 +7,15 @@
 //! `employee.transferred` pushed through the telemetry intake makes the next answer about that
 //! person's manager the new one (the event-to-visible latency is printed). The same runs on
 //! PostgreSQL and RabbitMQ. A small world covers docs pushes (product graph, coverage signal),
-//! work items and HR events through the intake, refusals, and project context graphs.
+//! work items and HR events through the intake, refusals, and project context graphs. With
+//! `auth.mode = "jwt"`, an item shared with a group is on the plate of a caller whose token
+//! carries the group and on no one else's.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
+use ontoloop_auth::Role;
 use ontoloop_core::topics;
 use ontoloop_org::Caller;
 use ontoloop_org::filters::{PlateContext, PlateSettings};
@@ -25,6 +28,7 @@ use ontoloop_testkit::oracle::oracle_plate;
 use ontoloop_testkit::plate::{
     Graphs, matches_oracle, oracle_for, plate_request, random_user, random_users,
 };
+use ontoloop_tests::tokens::{Holder, bearer, jwt};
 use ontoloop_tests::{Clients, Sandbox, caller, settings, wait_until};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -335,7 +339,7 @@ fn report_latencies(latencies: &[Duration], setup: &str) {
 
 async fn load(sandbox: &Sandbox, worlds: &[&World]) {
     for world in worlds {
-        ontoloop::org::load(&sandbox.ctx.store, world)
+        ontoloop_testkit::load::load(&sandbox.ctx.store, world)
             .await
             .expect("bulk load");
     }
@@ -642,5 +646,102 @@ async fn docs_items_hr_events_and_projects_flow_through_the_intake() {
         .expect_err("no caller");
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("caller"), "{}", status.message());
+    sandbox.shutdown().await.expect("clean shutdown");
+}
+
+/// Plate reads the caller's groups from the bearer token: an item whose ACL names only a group
+/// is on the plate of its assignee when the token carries the group, and not when it carries
+/// none or another one (the request body has no groups to claim).
+#[tokio::test]
+async fn a_group_shared_item_is_on_the_plate_of_the_groups_members_only() {
+    const SECRET: &str = "plate-groups-secret-0123456789abcdef";
+    let sandbox = Sandbox::embedded(&jwt(SECRET)).await;
+    let world = generate(&WorldSpec {
+        seed: 5,
+        tenants: 1,
+        people: 50,
+        services: 5,
+        items: 100,
+        ..WorldSpec::default()
+    });
+    load(&sandbox, &[&world]).await;
+    let c = sandbox.clients();
+    let auth = sandbox.ctx.settings.auth.clone();
+    let tenant = world.tenants[0].tenant.as_str();
+    let assignee = "p00042";
+    let token = |principal: &str, groups: &[&str], roles: &[Role]| {
+        Holder {
+            tenant,
+            principal,
+            groups,
+            roles,
+        }
+        .token(&auth)
+    };
+    let feed = token("tracker-sync", &[], &[Role::Integration]);
+    let sequence = c
+        .telemetry
+        .clone()
+        .push_event(bearer(
+            v1::Event {
+                kind: Some(v1::event::Kind::WorkItem(v1::WorkItemUpsert {
+                    item_id: "INC-ONCALL".into(),
+                    title: "Pager storm".into(),
+                    assignee: assignee.into(),
+                    service: String::new(),
+                    severity: "critical".into(),
+                    scope: "bugs".into(),
+                    source_type: "servicenow".into(),
+                    created_at: None,
+                    acl: vec!["oncall".into()],
+                })),
+                ..Default::default()
+            },
+            Some(&feed),
+        ))
+        .await
+        .expect("item accepted")
+        .into_inner()
+        .sequence;
+    let retrieval = c.retrieval.clone();
+    let item_ids = |token: String| {
+        let mut client = retrieval.clone();
+        async move {
+            client
+                .plate(bearer(v1::PlateRequest::default(), Some(&token)))
+                .await
+                .expect("plate")
+                .into_inner()
+                .items
+                .into_iter()
+                .map(|item| item.item_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    // The intake accepted the item; the member's plate shows it once the read model has it.
+    let member = token(assignee, &["oncall"], &[Role::Agent]);
+    let shown = std::sync::Mutex::new(Vec::new());
+    let landed = wait_until(Duration::from_secs(20), || {
+        let (ids, shown) = (item_ids(member.clone()), &shown);
+        async move {
+            let ids = ids.await;
+            let landed = ids.iter().any(|id| id == "INC-ONCALL");
+            *shown.lock().expect("not poisoned") = ids;
+            landed
+        }
+    })
+    .await;
+    let shown = shown.into_inner().expect("not poisoned");
+    assert!(
+        landed,
+        "a member of oncall sees the item (event {sequence}): {shown:?}"
+    );
+    for (groups, who) in [(&[][..], "no group"), (&["finance"][..], "another group")] {
+        let ids = item_ids(token(assignee, groups, &[Role::Agent])).await;
+        assert!(
+            !ids.iter().any(|id| id == "INC-ONCALL"),
+            "the assignee with {who} is not in oncall: {ids:?}"
+        );
+    }
     sandbox.shutdown().await.expect("clean shutdown");
 }

@@ -51,6 +51,7 @@ enum Rpc {
     Lookup,
     Plate,
     ProjectContext,
+    Search,
     Validate,
     ReportSignal,
     ReportSignals,
@@ -61,11 +62,12 @@ enum Rpc {
     ListMaintenanceRuns,
 }
 
-const ALL: [Rpc; 12] = [
+const ALL: [Rpc; 13] = [
     Rpc::Ask,
     Rpc::Lookup,
     Rpc::Plate,
     Rpc::ProjectContext,
+    Rpc::Search,
     Rpc::Validate,
     Rpc::ReportSignal,
     Rpc::ReportSignals,
@@ -160,6 +162,17 @@ async fn call(
                     caller: who,
                     project: "kite".into(),
                     action: v1::ProjectAction::Close as i32,
+                    ..Default::default()
+                },
+                token,
+            ))
+            .await
+            .map(drop),
+        Rpc::Search => retrieval
+            .search(request(
+                v1::SearchRequest {
+                    caller: who,
+                    query: "Who owns Kite?".into(),
                     ..Default::default()
                 },
                 token,

@@ -2,7 +2,7 @@
 provenance per hop; validation passing and blocking with reasons; a signal reported; an event
 pushed and read back with min_sequence; a value announced for later noted beside the one in
 effect; a value that differs by scope answered NEEDS_SCOPE, and in a scope; a question no fact answers gets a cited passage whose
-citation resolves; refused tokens and callers as exceptions with the reason; the caller named explicitly when authentication is off."""
+citation resolves; a search gives cited passages; refused tokens and callers as exceptions with the reason; the caller named explicitly when authentication is off."""
 
 import dataclasses
 import uuid
@@ -97,6 +97,20 @@ def test_a_question_no_fact_answers_gets_cited_passages(client):
     forged = dataclasses.replace(passage, chunk_hash="0" * 16)
     with pytest.raises(NotFound):
         client.resolve_citation(forged)
+
+
+def test_search_gives_cited_passages_with_the_entities_they_name(client):
+    found = client.search("guest wifi password", k=3)
+    assert found.ranking in ("BM25", "FUSED"), found
+    assert found.hits, found
+    first = found.hits[0].passage
+    assert (first.source_id, first.text) == ("office", "The guest wifi password is on the fridge.")
+    assert client.resolve_citation(first).status is CitationStatus.CURRENT
+    assert client.search("guest wifi password", prefix="nowhere/").hits == []
+    with pytest.raises(InvalidArgument, match="k"):
+        client.search("guest wifi password", k=101)
+    with pytest.raises(ValueError):
+        client.search("guest wifi password", ranking="sideways")
 
 
 def test_waiting_on_a_sequence_that_never_existed_is_not_found(client):

@@ -2,8 +2,8 @@
 
 use ontoloop_core::{ErrorCode, ServiceError};
 
+use crate::error::AuthError;
 use crate::roles::{Identity, Role};
-use crate::verify::AuthError;
 
 /// A call refused before the service handles it: no proof of identity (UNAUTHENTICATED), or an
 /// identity that may not do what it asks (PERMISSION_DENIED).

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
 
-use crate::verify::AuthError;
+use crate::error::AuthError;
 
 /// The shortest time between two fetches a token naming an unknown `kid` may trigger: a flood
 /// of tokens with made-up `kid`s costs the identity provider at most one request per interval.

@@ -16,15 +16,17 @@
 //! tonic: the runtime's gRPC layer turns its answers into statuses.
 
 mod denied;
+mod error;
 mod jwks;
 mod roles;
 mod settings;
 mod verify;
 
 pub use denied::Denied;
+pub use error::AuthError;
 /// A JSON Web Key Set (RFC 7517), as the JWKS file holds it.
 pub use jsonwebtoken::jwk::JwkSet;
 pub use jwks::{RefreshGate, UNKNOWN_KID_REFETCH, parse_jwks};
 pub use roles::{Access, Identity, Role, access, rpc_role};
 pub use settings::{AuthMode, AuthSettings, ClaimNames, jwks_url_host, origin_host};
-pub use verify::{AuthError, Verifier, issue, load_jwks};
+pub use verify::{Verifier, issue, load_jwks};

@@ -96,6 +96,7 @@ const RPC_ROLES: &[(&str, Role)] = &[
     ("/ontoloop.v1.RetrievalService/ResolveCitation", Role::Agent),
     ("/ontoloop.v1.RetrievalService/Plate", Role::Agent),
     ("/ontoloop.v1.RetrievalService/ProjectContext", Role::Agent),
+    ("/ontoloop.v1.RetrievalService/Search", Role::Agent),
     ("/ontoloop.v1.FirewallService/Validate", Role::Agent),
     ("/ontoloop.v1.TelemetryService/ReportSignal", Role::Agent),
     ("/ontoloop.v1.TelemetryService/ReportSignals", Role::Agent),

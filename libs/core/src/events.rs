@@ -139,7 +139,9 @@ pub enum Event {
     /// Runs graph maintenance.
     #[serde(rename = "graph.maintain")]
     GraphMaintain {
-        /// `patch`, `rebuild` or `repair`.
+        /// `patch`, `rebuild`, `repair`, `rollback` or `propose-ontology` (an ontology proposed
+        /// from the tenant's pages and failed questions, queued for review; the graph is not
+        /// touched).
         mode: String,
     },
     /// Documentation files changed: the product graph is rebuilt from the facts they state
@@ -363,11 +365,12 @@ impl Event {
                     MaintenanceMode::Patch
                     | MaintenanceMode::Rebuild
                     | MaintenanceMode::Repair
-                    | MaintenanceMode::Rollback,
+                    | MaintenanceMode::Rollback
+                    | MaintenanceMode::ProposeOntology,
                 ) => Ok(()),
                 _ => Err(DomainError::invalid(
                     "mode",
-                    format!("{mode:?} is not patch, rebuild, repair or rollback"),
+                    format!("{mode:?} is not patch, rebuild, repair, rollback or propose-ontology"),
                 )),
             },
             Event::Hr(hr) => hr.validate().map_err(DomainError::from),

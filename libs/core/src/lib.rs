@@ -9,6 +9,7 @@ pub mod backoff;
 pub mod cache;
 pub mod error;
 pub mod events;
+pub mod grow;
 pub mod knowledge;
 pub mod patterns;
 pub mod proposals;
@@ -18,6 +19,7 @@ pub mod settings;
 pub mod signal;
 pub mod supervisor;
 pub mod topics;
+pub mod world;
 
 pub use backoff::Backoff;
 pub use cache::{CacheBudget, Lru};

@@ -14,6 +14,11 @@ use serde::Deserialize;
 
 use crate::settings::{InvalidSetting, share};
 
+/// The domain of an ontology change (a proposed ontology, a relationship type discovered from
+/// failed questions): always critical, whatever `critical_domains` lists, so a human reviews
+/// every change of what the graph can state.
+pub const ONTOLOGY_DOMAIN: &str = "ontology";
+
 /// The `[supervisor]` settings: the supervisor's parameters and its generator's seed.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,10 +162,11 @@ impl Supervisor {
                 priority,
             };
         }
-        if policy
-            .critical_domains
-            .iter()
-            .any(|d| d.eq_ignore_ascii_case(&proposal.category.domain))
+        if proposal.category.domain == ONTOLOGY_DOMAIN
+            || policy
+                .critical_domains
+                .iter()
+                .any(|d| d.eq_ignore_ascii_case(&proposal.category.domain))
         {
             return Route::Review {
                 reason: ReviewReason::CriticalDomain,
@@ -221,6 +227,32 @@ mod tests {
             confidence_variance: variance,
             impact_radius: 3,
         }
+    }
+
+    #[test]
+    fn an_ontology_change_is_always_reviewed_whatever_the_settings_list() {
+        let policy = SupervisorPolicy {
+            critical_domains: Vec::new(),
+            base_rate: 0.0,
+            min_rate: 0.0,
+            ..policy()
+        };
+        let mut rng = StdRng::seed_from_u64(7);
+        let route = Supervisor::default().route(&policy, &proposal(ONTOLOGY_DOMAIN, 0.0), &mut rng);
+        assert!(
+            matches!(
+                route,
+                Route::Review {
+                    reason: ReviewReason::CriticalDomain,
+                    ..
+                }
+            ),
+            "{route:?}"
+        );
+        assert_eq!(
+            Supervisor::default().route(&policy, &proposal("general", 0.0), &mut rng),
+            Route::AutoApply
+        );
     }
 
     #[test]

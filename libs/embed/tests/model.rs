@@ -289,3 +289,48 @@ fn with_the_model_a_question_word_is_matched_by_meaning_not_only_by_spelling() {
     assert_eq!(without.path, ["flown_by", "commanded_by"]);
     assert_eq!(without.unexplained, ["flies"]);
 }
+
+/// Failed questions that ask one relation of different people form one pattern, and relations
+/// that mean the same by the model ("pets", "dogs"; "job", "work") one too, while distinct ones
+/// ("activities", "research", "job") stay apart (`RELATION_MIN_SIMILARITY`).
+#[test]
+fn relations_that_mean_the_same_form_one_pattern() {
+    use ontoloop_core::SignalType;
+    use ontoloop_core::knowledge::ask::key_words;
+    use ontoloop_core::patterns::{ObservedSignal, cluster};
+    use ontoloop_core::signal::SeverityThresholds;
+    let asked = |(query, agent): &(&str, &str)| ObservedSignal {
+        kind: SignalType::RelationshipUnknown,
+        subject: key_words(query).join(" "),
+        agent: (*agent).to_owned(),
+        at: chrono::Utc::now(),
+        query: (*query).to_owned(),
+    };
+    let signals: Vec<ObservedSignal> = [
+        ("What activities has Melanie done with her family?", "a1"),
+        ("What activity does Audrey's dog like at the park?", "a2"),
+        ("What pets does Nate have?", "a3"),
+        ("What dogs does Audrey have?", "a4"),
+        ("What research has Caroline done?", "a5"),
+        ("What job does Caroline have?", "a6"),
+        ("Where does Melanie work?", "a7"),
+    ]
+    .iter()
+    .map(asked)
+    .collect();
+    let thresholds = SeverityThresholds {
+        window_secs: 3600,
+        critical_occurrences: 10,
+        critical_agents: 5,
+        high_occurrences: 5,
+        high_agents: 3,
+        medium_occurrences: 2,
+    };
+    let mut found: Vec<u64> = cluster(&signals, &thresholds, Some(model()))
+        .iter()
+        .map(|p| p.signals)
+        .collect();
+    found.sort_unstable();
+    // activities 2, pets + dogs 2, job + work 2, research 1.
+    assert_eq!(found, [1, 2, 2, 2]);
+}

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use ontoloop_core::knowledge::{
-    Claim, ClaimModel, ClaimSubject, ModelCost, ModelError, Ontology, PredicateKind,
+    Claim, ClaimModel, ClaimSubject, CostCounter, ModelCost, ModelError, Ontology, PredicateKind,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -129,44 +129,6 @@ impl Cache {
     }
 }
 
-/// What the client spent since start.
-#[derive(Debug, Default)]
-struct Totals {
-    requests: AtomicU64,
-    sentences_sent: AtomicU64,
-    cache_hits: AtomicU64,
-    prompt_tokens: AtomicU64,
-    completion_tokens: AtomicU64,
-    tokens: AtomicU64,
-}
-
-impl Totals {
-    fn add(&self, cost: &ModelCost) {
-        self.requests.fetch_add(cost.requests, Ordering::Relaxed);
-        self.sentences_sent
-            .fetch_add(cost.sentences_sent, Ordering::Relaxed);
-        self.cache_hits
-            .fetch_add(cost.cache_hits, Ordering::Relaxed);
-        self.prompt_tokens
-            .fetch_add(cost.prompt_tokens, Ordering::Relaxed);
-        self.completion_tokens
-            .fetch_add(cost.completion_tokens, Ordering::Relaxed);
-        self.tokens.fetch_add(cost.tokens, Ordering::Relaxed);
-    }
-
-    fn get(&self) -> ModelCost {
-        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ModelCost {
-            requests: n(&self.requests),
-            sentences_sent: n(&self.sentences_sent),
-            cache_hits: n(&self.cache_hits),
-            prompt_tokens: n(&self.prompt_tokens),
-            completion_tokens: n(&self.completion_tokens),
-            tokens: n(&self.tokens),
-        }
-    }
-}
-
 /// The `model` stage's client: batches of sentences to proposed claims, cached.
 pub struct ModelClient {
     id: String,
@@ -174,7 +136,7 @@ pub struct ModelClient {
     timeout: Duration,
     jobs: tokio::sync::mpsc::UnboundedSender<Job>,
     cache: Mutex<Cache>,
-    totals: Totals,
+    totals: CostCounter,
     sink: Option<tokio::sync::mpsc::Sender<CacheEntry>>,
     unpersisted: AtomicU64,
 }
@@ -245,7 +207,7 @@ impl ModelClient {
             timeout,
             jobs,
             cache: Mutex::new(Cache::default()),
-            totals: Totals::default(),
+            totals: CostCounter::default(),
             sink: None,
             unpersisted: AtomicU64::new(0),
         })

@@ -22,19 +22,10 @@ pub const MAX_LIFETIME: Duration = Duration::from_secs(10 * 365 * 86_400);
 /// Lifetimes of context graphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextSettings {
-    /// How long a graph lives after creation unless extended (default 30 days).
+    /// How long a graph lives after creation unless extended (`org.context_ttl_secs`).
     pub ttl: Duration,
-    /// How long a graph may go unused (default 7 days).
+    /// How long a graph may go unused (`org.context_idle_secs`).
     pub idle: Duration,
-}
-
-impl Default for ContextSettings {
-    fn default() -> Self {
-        ContextSettings {
-            ttl: Duration::from_secs(30 * 86_400),
-            idle: Duration::from_secs(7 * 86_400),
-        }
-    }
 }
 
 /// Why a context graph could not be extended.
@@ -120,7 +111,7 @@ impl ContextGraph {
 }
 
 /// All context graphs, by project.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ContextRegistry {
     settings: ContextSettings,
     graphs: BTreeMap<String, ContextGraph>,
@@ -239,7 +230,10 @@ mod tests {
     }
 
     fn registry_with(project: &str, now: Instant) -> ContextRegistry {
-        let mut registry = ContextRegistry::default();
+        let mut registry = ContextRegistry::new(ContextSettings {
+            ttl: Duration::from_secs(crate::embedded_default("org.context_ttl_secs")),
+            idle: Duration::from_secs(crate::embedded_default("org.context_idle_secs")),
+        });
         registry.create(
             project,
             strings(&["p2", "p1"]),

@@ -42,3 +42,18 @@ pub use items::{ItemIndex, Scope, Severity, Source, WorkItem};
 pub use org::{OrgGraph, Patched};
 pub use product::{Fact, ProductGraph};
 pub use swap::Swap;
+
+/// A value of the embedded defaults (`libs/settings/src/defaults.toml`, where every default is
+/// written once), read the way `ontoloop-settings` reads it, for this crate's tests (the settings
+/// crate depends on this one).
+#[cfg(test)]
+pub(crate) fn embedded_default<T: serde::de::DeserializeOwned>(key: &str) -> T {
+    config::Config::builder()
+        .add_source(config::File::from_str(
+            include_str!("../../settings/src/defaults.toml"),
+            config::FileFormat::Toml,
+        ))
+        .build()
+        .and_then(|c| c.get::<T>(key))
+        .unwrap_or_else(|err| panic!("the embedded default {key} loads: {err}"))
+}

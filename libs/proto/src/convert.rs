@@ -84,6 +84,7 @@ with_caller!(
     ResolveCitationRequest,
     PlateRequest,
     ProjectContextRequest,
+    SearchRequest,
     ValidateRequest,
     Signal,
     Event,

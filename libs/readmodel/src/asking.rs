@@ -1,8 +1,9 @@
 //! One question answered from a tenant's read model, as retrieval's `Ask` and `Lookup` answer
 //! it and as the analyst's gate replays it against the live graph and a shadow: linked onto the
 //! graph (helped by the names stated in the pages the caller's search finds), answered in its
-//! scope by a design, else offered the passages that answer it. Pure CPU work: callers on an
-//! async runtime run it on the blocking pool.
+//! scope by a design, else (a question about a known entity as a whole) given what is known of
+//! it, else offered the passages that answer it. Pure CPU work: callers on an async runtime run
+//! it on the blocking pool.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -13,9 +14,10 @@ use ontoloop_core::knowledge::passage::{Chunk, chunk_page};
 use ontoloop_core::knowledge::{Access, Graph, PageVersion, Scope};
 use ontoloop_core::{Caller, DomainError, ErrorCode};
 
+use crate::about;
 use crate::dense::{INLINE_DENSE_PASSAGES, MAX_DENSE_PASSAGES};
 use crate::hybrid::{Hybrid, Ranked, Ranking};
-use crate::search::PassageIndex;
+use crate::search::{PageFilter, PassageIndex};
 use crate::snapshot::Snapshot;
 
 /// Passages searched for a question before [`ask::unlinked`] keeps those that hold enough of
@@ -33,15 +35,6 @@ pub struct Answering {
     pub top_k: usize,
     /// Answers resting only on origins below this authority are hedged.
     pub hedge_below_authority: i32,
-}
-
-impl Answering {
-    /// As the embedded defaults set them (`[retrieval]`: `top_k = 5`,
-    /// `hedge_below_authority = 2`), for callers built without settings.
-    pub const DEFAULT: Answering = Answering {
-        top_k: 5,
-        hedge_below_authority: 2,
-    };
 }
 
 impl From<&ontoloop_settings::RetrievalSettings> for Answering {
@@ -70,8 +63,9 @@ pub struct Asking<'a> {
 }
 
 /// Answers a question in words for `caller` from `snapshot`: linked and answered on what the
-/// caller may see, else the passages that answer it. Returns the answer and the graph the
-/// caller saw (its names render the answer).
+/// caller may see; else, for a question about a known entity as a whole, its slots and the
+/// passages that name it ([`about`]); else the passages that answer it. Returns the answer and
+/// the graph the caller saw (its names render the answer).
 pub fn ask_text(
     snapshot: &Snapshot,
     answering: Answering,
@@ -89,8 +83,24 @@ pub fn ask_text(
     // unknown as a name that names nothing.
     let graph = snapshot.graph_for(&Access::new(caller, &snapshot.current));
     let claims = snapshot.claims_for(&graph);
-    let asked = match ask::link(asking.text, &snapshot.ontology, &graph, &pages, &claims) {
-        Ok(mut question) => {
+    let ontoloop = asking.design == Design::Ontoloop;
+    let linked = ask::link(asking.text, &snapshot.ontology, &graph, &pages, &claims);
+    // A question about a known entity as a whole ("what do we know about X?") gets what the
+    // graph holds of it and the passages that name it: when it maps to no slot, or maps to one
+    // only by guessing from the entity's type (every word it leaves unexplained asks for
+    // everything, "know", "tell").
+    let whole = match &linked {
+        Err(_) => true,
+        Ok(question) => {
+            !question.unexplained.is_empty()
+                && question.unexplained.iter().all(|w| about::asks_for_all(w))
+        }
+    };
+    let about_id = (ontoloop && whole)
+        .then(|| about::asked_about(asking.text, &graph, &snapshot.ontology))
+        .flatten();
+    let asked = match linked {
+        Ok(mut question) if about_id.is_none() => {
             // A scope the caller gives is the one asked about, whatever the words say.
             if !asking.scope.is_everywhere() {
                 question.scope = asking.scope;
@@ -106,13 +116,53 @@ pub fn ask_text(
                 Some(&found),
             )
         }
-        Err(why) => {
-            let found = if asking.design == Design::Ontoloop {
+        linked => {
+            let offered = if ontoloop {
                 passages(snapshot, asking.text, caller, asking.ranking, asking.as_of)?
             } else {
                 Vec::new()
             };
-            ask::unlinked(asking.text.to_owned(), &why, asking.design, found)
+            let about = about_id.and_then(|id| {
+                let slots = with_view(
+                    snapshot,
+                    answering,
+                    caller,
+                    &graph,
+                    asking.as_of,
+                    &asking.scope,
+                    |view| about::slots_of(view, &id, asking.text),
+                );
+                about::answer_about(
+                    asking.text,
+                    &graph,
+                    &id,
+                    asking.scope.clone(),
+                    slots,
+                    offered.clone(),
+                )
+            });
+            match (about, linked) {
+                (Some(asked), _) => asked,
+                (None, Err(why)) => {
+                    ask::unlinked(asking.text.to_owned(), &why, asking.design, offered)
+                }
+                // Linked, asked about as a whole, and nothing known of it: answered as linked.
+                (None, Ok(mut question)) => {
+                    if !asking.scope.is_everywhere() {
+                        question.scope = asking.scope;
+                    }
+                    answer(
+                        snapshot,
+                        answering,
+                        caller,
+                        &graph,
+                        question,
+                        asking.design,
+                        asking.as_of,
+                        Some(&found),
+                    )
+                }
+            }
         }
     };
     Ok((asked, graph))
@@ -132,6 +182,29 @@ pub fn answer(
     as_of: DateTime<Utc>,
     searched: Option<&[String]>,
 ) -> Asked {
+    // ask::answer answers in the question's scope.
+    with_view(
+        snapshot,
+        answering,
+        caller,
+        graph,
+        as_of,
+        &Scope::everywhere(),
+        |view| ask::answer(view, design, question, searched),
+    )
+}
+
+/// Runs `read` over the view of `snapshot` a design answers from: what `caller` may see of it
+/// (`graph`, [`Snapshot::graph_for`]) as of `as_of`, in `scope`.
+fn with_view<T>(
+    snapshot: &Snapshot,
+    answering: Answering,
+    caller: &Caller,
+    graph: &Graph,
+    as_of: DateTime<Utc>,
+    scope: &Scope,
+    read: impl FnOnce(&KnowledgeView<'_>) -> T,
+) -> T {
     // As of another instant, a page is seen at the version in effect then.
     let current_then;
     let current = if !snapshot.current_holds_at(as_of) {
@@ -153,11 +226,10 @@ pub fn answer(
         as_of,
         hedge_below_authority: answering.hedge_below_authority,
         top_k: answering.top_k,
-        // ask::answer answers in the question's scope.
-        scope: &Scope::everywhere(),
+        scope,
         claims: &snapshot.claims_for(graph),
     };
-    ask::answer(&view, design, question, searched)
+    read(&view)
 }
 
 /// The passages `caller` may read that best answer `text` as of `at`, best first: from the
@@ -173,56 +245,86 @@ pub fn passages(
     asked: Option<Ranking>,
     at: DateTime<Utc>,
 ) -> Result<Vec<ask::Passage>, DomainError> {
+    let within = Within {
+        at,
+        limit: PASSAGE_CANDIDATES,
+        filter: &PageFilter::default(),
+    };
+    Ok(ranked_passages(snapshot, text, caller, asked, within)?.0)
+}
+
+/// Which passages a search ranks and how many it returns.
+#[derive(Debug, Clone, Copy)]
+pub struct Within<'a> {
+    /// The instant whose page versions are searched.
+    pub at: DateTime<Utc>,
+    /// Passages returned at most.
+    pub limit: usize,
+    /// The pages searched, beside the caller's permission (part of the ranking's query).
+    pub filter: &'a PageFilter,
+}
+
+/// As [`passages`], at most `within.limit`, among the pages `within.filter` admits (inside the
+/// ranking, as permission is), with the ranking used: the one asked for or the default, BM25
+/// for an earlier instant.
+pub fn ranked_passages(
+    snapshot: &Snapshot,
+    text: &str,
+    caller: &Caller,
+    asked: Option<Ranking>,
+    within: Within<'_>,
+) -> Result<(Vec<ask::Passage>, Ranking), DomainError> {
     let access = Access::new(caller, &snapshot.current);
+    let filter = within.filter;
     let readable = |id: &str| {
         snapshot
             .current
             .get(id)
-            .is_some_and(|page| access.page(page))
+            .is_some_and(|page| access.page(page) && filter.admits(page))
     };
     let key_words = ask::key_words(text).join(" ");
     let search = |hybrid: Hybrid<'_>, ranking, pages: &BTreeMap<String, PageVersion>| {
-        let ranked = hybrid.search(
+        let ranked = hybrid.search_in(
             text,
             &key_words,
-            PASSAGE_CANDIDATES,
+            (within.limit, ranking),
             caller,
             readable,
-            ranking,
+            filter,
         );
         cited(ranked, pages)
     };
-    if snapshot.current_holds_at(at) {
+    if snapshot.current_holds_at(within.at) {
         return snapshot.with_dense(|dense| {
             let ranking = passage_ranking(asked, dense.is_some())?;
             let hybrid = Hybrid {
                 lexical: snapshot.passages(),
                 dense,
             };
-            Ok(search(hybrid, ranking, &snapshot.current))
+            Ok((search(hybrid, ranking, &snapshot.current), ranking))
         });
     }
-    let then = snapshot.current_at(at);
+    let then = snapshot.current_at(within.at);
     if then.len() > MAX_PAST_PASSAGE_PAGES {
         tracing::debug!(
             pages = then.len(),
             "too many pages to index passages as of then"
         );
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Ranking::Bm25));
     }
     let shown = then.values().filter(|p| readable(&p.source_id));
     let index = match PassageIndex::build(shown) {
         Ok(index) => index,
         Err(err) => {
             tracing::warn!(error = %err, "cannot index the passages as of then");
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Ranking::Bm25));
         }
     };
     let hybrid = Hybrid {
         lexical: Some(&index),
         dense: None,
     };
-    Ok(search(hybrid, Ranking::Bm25, &then))
+    Ok((search(hybrid, Ranking::Bm25, &then), Ranking::Bm25))
 }
 
 /// Ranked passages as answers' passages, cut from `pages` (the versions they were found in).
@@ -266,3 +368,6 @@ pub fn passage_ranking(asked: Option<Ranking>, dense: bool) -> Result<Ranking, D
         None => Ok(Ranking::Bm25),
     }
 }
+
+#[cfg(test)]
+mod about_tests;

@@ -6,7 +6,7 @@ use ontoloop_core::Caller;
 use ontoloop_core::knowledge::passage::fuse_ranks;
 
 use crate::dense::{DenseIndex, PassageKey};
-use crate::search::PassageIndex;
+use crate::search::{PageFilter, PassageIndex};
 
 /// Rank constant of reciprocal rank fusion: 60, as Cormack et al. (2009) chose it, so that a
 /// passage both rankings place well beats one only a single ranking places first.
@@ -59,10 +59,32 @@ impl Hybrid<'_> {
         readable: impl Fn(&str) -> bool,
         ranking: Ranking,
     ) -> Vec<Ranked> {
+        let any = PageFilter::default();
+        self.search_in(
+            question,
+            key_words,
+            (limit, ranking),
+            caller,
+            readable,
+            &any,
+        )
+    }
+
+    /// As [`Hybrid::search`], among the pages `filter` admits too: part of the BM25 half's
+    /// query; `readable` must say it for the dense half.
+    pub fn search_in(
+        &self,
+        question: &str,
+        key_words: &str,
+        (limit, ranking): (usize, Ranking),
+        caller: &Caller,
+        readable: impl Fn(&str) -> bool,
+        filter: &PageFilter,
+    ) -> Vec<Ranked> {
         let lexical: Vec<(PassageKey, f64)> = match (ranking, self.lexical) {
             (Ranking::Dense, _) | (_, None) => Vec::new(),
             (_, Some(index)) => index
-                .search(key_words, limit, caller)
+                .search_in(key_words, limit, caller, filter)
                 .into_iter()
                 .map(|hit| ((hit.source_id, hit.chunk), f64::from(hit.score)))
                 .collect(),

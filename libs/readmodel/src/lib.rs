@@ -13,6 +13,7 @@
 //! It only reads the store, but for the query log; it must never write knowledge (the analyst
 //! is the one writer).
 
+pub mod about;
 pub mod asking;
 mod claims;
 mod dense;
@@ -20,6 +21,7 @@ mod hybrid;
 mod query_log;
 mod ram;
 mod search;
+pub mod searching;
 mod snapshot;
 
 pub use dense::{
@@ -27,8 +29,7 @@ pub use dense::{
 };
 pub use hybrid::{FUSION_K, Hybrid, Ranked, Ranking};
 pub use query_log::{Asker, QUERY_LOG_BUFFER, QueryLog, RECENT_QUESTIONS};
-pub use search::{PageIndex, PassageHit, PassageIndex};
+pub use search::{PageFilter, PageIndex, PassageHit, PassageIndex};
 pub use snapshot::{
-    CACHE_ENTRIES_METRIC, DEFAULT_BUDGET, ReadableHistory, Snapshot, SnapshotError, SnapshotGuard,
-    Snapshots,
+    CACHE_ENTRIES_METRIC, ReadableHistory, Snapshot, SnapshotError, SnapshotGuard, Snapshots,
 };

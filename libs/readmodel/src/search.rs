@@ -19,13 +19,14 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tantivy::collector::TopDocs;
 use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue, SortByString};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
-    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
@@ -41,6 +42,9 @@ use ontoloop_core::knowledge::question::is_stop_word;
 /// them, and breaks ties with them, without loading a stored document).
 const PAGE: &str = "page";
 const PART: &str = "part";
+
+/// The field a document's page origin is kept in (indexed only: a filter, never scored).
+const ORIGIN: &str = "origin";
 
 /// ACL value of a page the whole tenant may read.
 const EVERYONE: &str = "*";
@@ -66,6 +70,30 @@ pub struct PageIndex(TextIndex);
 
 /// The passage index of one tenant: one document per chunk of each current page.
 pub struct PassageIndex(TextIndex);
+
+/// Which pages a search may rank, beside the caller's permission: those of one of `origins`
+/// (any when empty) whose id starts with `prefix`. Part of the search's query, as the
+/// permission filter is: a page outside it is never ranked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageFilter {
+    /// Origins admitted (`wiki`, `git`); empty: any.
+    pub origins: Vec<String>,
+    /// Start of the page ids admitted; empty: any.
+    pub prefix: String,
+}
+
+impl PageFilter {
+    /// Whether `page` passes the filter.
+    pub fn admits(&self, page: &PageVersion) -> bool {
+        (self.origins.is_empty() || self.origins.contains(&page.origin))
+            && page.source_id.starts_with(&self.prefix)
+    }
+
+    /// Whether the filter admits every page.
+    pub fn is_any(&self) -> bool {
+        self.origins.is_empty() && self.prefix.is_empty()
+    }
+}
 
 /// One passage found: the page, the chunk's number in [`chunk_page`]'s order, its BM25 score.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +131,7 @@ struct TextIndex {
     part: Field,
     text: Field,
     acl: Field,
+    origin: Field,
     stats: LiveStats,
     parts: Parts,
     /// The writer kept between updates by a large index ([`LIVE_WRITER_MIN_DOCS`]) while a
@@ -384,7 +413,7 @@ impl PageIndex {
     /// query, so a page the caller may not read is never ranked.
     pub fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<String> {
         self.0
-            .search(query, limit, caller)
+            .search(query, limit, caller, &PageFilter::default())
             .into_iter()
             .map(|hit| hit.source_id)
             .collect()
@@ -421,7 +450,18 @@ impl PassageIndex {
     /// Passages best first, at most `limit`, among pages `caller` may read; the permission
     /// filter is part of the query, as in [`PageIndex::search`].
     pub fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<PassageHit> {
-        self.0.search(query, limit, caller)
+        self.0.search(query, limit, caller, &PageFilter::default())
+    }
+
+    /// As [`PassageIndex::search`], among the pages `filter` admits too (part of the query).
+    pub fn search_in(
+        &self,
+        query: &str,
+        limit: usize,
+        caller: &Caller,
+        filter: &PageFilter,
+    ) -> Vec<PassageHit> {
+        self.0.search(query, limit, caller, filter)
     }
 }
 
@@ -444,6 +484,7 @@ impl TextIndex {
             ),
         );
         let acl = schema.add_text_field("acl", STRING);
+        let origin = schema.add_text_field(ORIGIN, STRING);
         let index = Index::create(
             crate::ram::RamIndexDirectory::default(),
             schema.build(),
@@ -461,6 +502,7 @@ impl TextIndex {
             part,
             text,
             acl,
+            origin,
             stats: LiveStats::new(text, acl),
             parts,
             live: std::sync::Mutex::new(None),
@@ -568,7 +610,8 @@ impl TextIndex {
         let mut document = doc!(
             self.page => page.source_id.clone(),
             self.part => part as u64,
-            self.text => text
+            self.text => text,
+            self.origin => page.origin.clone()
         );
         if page.acl.is_empty() {
             document.add_text(self.acl, EVERYONE);
@@ -579,8 +622,14 @@ impl TextIndex {
         document
     }
 
-    /// Documents best first, at most `limit`, among pages `caller` may read.
-    fn search(&self, query: &str, limit: usize, caller: &Caller) -> Vec<PassageHit> {
+    /// Documents best first, at most `limit`, among pages `caller` may read and `filter` admits.
+    fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        caller: &Caller,
+        filter: &PageFilter,
+    ) -> Vec<PassageHit> {
         let terms = self.terms(query);
         if terms.is_empty() || limit == 0 {
             return Vec::new();
@@ -597,32 +646,24 @@ impl TextIndex {
                 )
             })
             .collect();
-        let readable: Vec<(Occur, Box<dyn Query>)> = [EVERYONE, caller.principal()]
-            .into_iter()
-            .chain(caller.groups().iter().map(String::as_str))
-            .map(|p| {
-                (
-                    Occur::Should,
-                    Box::new(TermQuery::new(
-                        Term::from_field_text(self.acl, p),
-                        IndexRecordOption::Basic,
-                    )) as Box<dyn Query>,
-                )
-            })
-            .collect();
-        let query = BooleanQuery::new(vec![
+        let readable = any_term(
+            self.acl,
+            [EVERYONE, caller.principal()]
+                .into_iter()
+                .chain(caller.groups().iter().map(String::as_str)),
+        );
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
             (
                 Occur::Must,
                 Box::new(BooleanQuery::new(text)) as Box<dyn Query>,
             ),
             (
                 Occur::Must,
-                Box::new(ConstScoreQuery::new(
-                    Box::new(BooleanQuery::new(readable)),
-                    0.0,
-                )),
+                Box::new(ConstScoreQuery::new(Box::new(readable), 0.0)),
             ),
-        ]);
+        ];
+        clauses.extend(self.filter_clauses(filter));
+        let query = BooleanQuery::new(clauses);
         // Best first, ties to the lower page id and then the lower part, read off the fast
         // fields: no stored document is loaded, and a tie as wide as the index (a word every
         // page holds) costs no more than any other query.
@@ -650,6 +691,29 @@ impl TextIndex {
             .collect()
     }
 
+    /// The clauses that keep a search to the pages `filter` admits, unscored: one of its origins,
+    /// and an id in the range of ids that start with its prefix.
+    fn filter_clauses(&self, filter: &PageFilter) -> Vec<(Occur, Box<dyn Query>)> {
+        let unscored = |query: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
+            (Occur::Must, Box::new(ConstScoreQuery::new(query, 0.0)))
+        };
+        let mut clauses = Vec::new();
+        if !filter.origins.is_empty() {
+            let origins = any_term(self.origin, filter.origins.iter().map(String::as_str));
+            clauses.push(unscored(Box::new(origins)));
+        }
+        if !filter.prefix.is_empty() {
+            // Every id that starts with the prefix sorts between it and it followed by the
+            // highest scalar value.
+            let upper = format!("{}{}", filter.prefix, char::MAX);
+            clauses.push(unscored(Box::new(RangeQuery::new(
+                Bound::Included(Term::from_field_text(self.page, &filter.prefix)),
+                Bound::Included(Term::from_field_text(self.page, &upper)),
+            ))));
+        }
+        clauses
+    }
+
     /// The query's terms as the index tokenises them, first occurrence only, without stop words
     /// and question words ("who", "the": a page holding only those is no answer, and scoring
     /// every page that holds one costs a pass over the whole index) unless the query holds
@@ -672,6 +736,23 @@ impl TextIndex {
             .collect();
         if telling.is_empty() { terms } else { telling }
     }
+}
+
+/// Documents holding any of `values` in `field` (an untokenised field: each value one term).
+fn any_term<'a>(field: Field, values: impl Iterator<Item = &'a str>) -> BooleanQuery {
+    BooleanQuery::new(
+        values
+            .map(|value| {
+                (
+                    Occur::Should,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(field, value),
+                        IndexRecordOption::Basic,
+                    )) as Box<dyn Query>,
+                )
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -885,6 +966,55 @@ mod tests {
         assert!(index.search("Gold plan budget", 3, &bob).is_empty());
         let in_finance = bob.with_groups(["finance".to_owned()]);
         assert_eq!(index.search("Gold plan budget", 3, &in_finance), vec!["d"]);
+    }
+
+    #[test]
+    fn a_filter_keeps_a_search_to_its_origins_and_id_prefix_before_ranking() {
+        let mut pages = [
+            page("docs/a", "The rollout plan starts in May.", &[]),
+            page("docs/b", "The rollout plan rollout slips.", &[]),
+            page("wiki/c", "The rollout plan rollout rollout is late.", &[]),
+            page("docs/secret", "The rollout plan is secret.", &["board"]),
+        ];
+        pages[1].origin = "git".into();
+        let index = PassageIndex::build(pages.iter()).expect("index");
+        let alice = Caller::new("t", "alice").expect("caller");
+        let found = |origins: &[&str], prefix: &str, limit: usize| -> Vec<String> {
+            let filter = PageFilter {
+                origins: origins.iter().map(|o| o.to_string()).collect(),
+                prefix: prefix.to_owned(),
+            };
+            index
+                .search_in("rollout", limit, &alice, &filter)
+                .into_iter()
+                .map(|hit| hit.source_id)
+                .collect()
+        };
+        assert_eq!(found(&[], "", 10), ["wiki/c", "docs/b", "docs/a"]);
+        // Filtered inside the query: the one best hit of the prefix, not the best hit overall
+        // dropped afterwards.
+        assert_eq!(found(&[], "docs/", 1), ["docs/b"]);
+        assert_eq!(found(&["git"], "", 10), ["docs/b"]);
+        assert_eq!(found(&["faq", "git"], "docs/", 10), ["docs/b", "docs/a"]);
+        assert!(found(&[], "docs/z", 10).is_empty());
+        assert!(found(&["nowhere"], "", 10).is_empty());
+        // The permission filter still holds inside the others.
+        assert!(!found(&[], "docs/s", 10).contains(&"docs/secret".to_owned()));
+        assert!(PageFilter::default().is_any());
+        assert!(
+            PageFilter {
+                prefix: "docs/".into(),
+                ..PageFilter::default()
+            }
+            .admits(&pages[0])
+        );
+        assert!(
+            !PageFilter {
+                prefix: "docs/".into(),
+                ..PageFilter::default()
+            }
+            .admits(&pages[2])
+        );
     }
 
     #[test]

@@ -11,11 +11,13 @@
 //! JWKS URL fetched again in the background, `jwks`), with TLS and mTLS from `[tls]` (`tls`: the
 //! servers' rustls configs, gRPC and HTTPS, and the clients' endpoints). Every gRPC call runs in
 //! a span that continues the caller's W3C trace context (`trace`), and consumers handle each
-//! message in a span that continues its publisher's. The context also carries the process's one
-//! cache of knowledge read models (`Context::read_models`), so services that read knowledge in
-//! one process share them, and it starts the cache's follower of commits
-//! (`Snapshots::follow`). It names the allocator of every process that links it (jemalloc). It
-//! holds no service behaviour of its own.
+//! message in a span that continues its publisher's. The context also holds, made on a service's
+//! first asking and then shared by every service of the process, what reading knowledge takes:
+//! the extraction setup with the sentence encoder (`Context::extraction`) and the one cache of
+//! knowledge read models with its follower of commits (`Context::read_models`); a process whose
+//! services ask for neither (telemetry alone) loads no model and follows no read model. It names
+//! the allocator of every process that links it (jemalloc). It holds no service behaviour of its
+//! own.
 
 /// Every ontoloop process allocates with jemalloc: under the scale benchmark's load glibc's
 /// malloc left the process holding about twice the resident memory (`ontoloop bench scale`,
@@ -87,19 +89,16 @@ pub struct Context {
     pub store: Store,
     /// The queue.
     pub queue: SharedQueue,
-    /// How text becomes claims: the `[extract]` stages and the sentence encoder, loaded once
-    /// per process and compiled into every ontology its services parse.
-    pub extraction: ExtractionSetup,
     /// Checks bearer tokens (the gRPC servers' and the dashboard's sign-in); `None` with
     /// `auth.mode = "off"`. Its JWKS is read or fetched once per context.
     pub auth: Option<Arc<auth::Authenticator>>,
     /// Signals the services report about their own answers, buffered off the request path
     /// ([`signals::Background`]).
     pub signals: signals::Background,
-    /// The tenants' read models of knowledge, one per tenant for the whole process under
-    /// `[cache.read_models]`: retrieval and the firewall answer from the same ones when they
-    /// run in one process.
-    pub read_models: Arc<ontoloop_readmodel::Snapshots>,
+    /// [`Context::extraction`], made on its first asking.
+    extraction: Arc<tokio::sync::OnceCell<ExtractionSetup>>,
+    /// [`Context::read_models`], made on its first asking.
+    read_models: Arc<tokio::sync::OnceCell<Arc<ontoloop_readmodel::Snapshots>>>,
 }
 
 impl Context {
@@ -121,12 +120,11 @@ impl Context {
                     .context("connect to the message queue")?,
             ),
         };
-        tracing::info!(
+        tracing::debug!(
             store = ?store.backend(),
             queue = queue.kind(),
             "connected store and queue"
         );
-        let extraction = load_extraction(&settings, Some(&store)).await;
         let settings = Arc::new(settings);
         let signals = signals::Background::start(
             store.clone(),
@@ -134,22 +132,51 @@ impl Context {
             settings.clone(),
             SIGNAL_BUFFER,
         );
-        let read_models = Arc::new(ontoloop_readmodel::Snapshots::with_budget(
-            store.clone(),
-            extraction.clone(),
-            "read_models",
-            settings.cache.read_models,
-        ));
-        read_models.follow();
         Ok(Self {
             settings,
             store,
             queue,
-            extraction,
             auth,
             signals,
-            read_models,
+            extraction: Arc::default(),
+            read_models: Arc::default(),
         })
+    }
+
+    /// How text becomes claims: the `[extract]` stages and the sentence encoder, compiled into
+    /// every ontology the process's services parse. Loaded ([`load_extraction`]) when a service
+    /// first asks for it, in its `build`, and once per process.
+    pub async fn extraction(&self) -> ExtractionSetup {
+        self.extraction
+            .get_or_init(|| load_extraction(&self.settings, Some(&self.store)))
+            .await
+            .clone()
+    }
+
+    /// The tenants' read models of knowledge, one per tenant for the whole process under
+    /// `[cache.read_models]`, brought forward by a follower of the store's commits
+    /// (`Snapshots::follow`): retrieval and the firewall answer from the same ones when they run
+    /// in one process. Made, and the follower started, when a service first asks for them.
+    pub async fn read_models(&self) -> Arc<ontoloop_readmodel::Snapshots> {
+        let made = self
+            .read_models
+            .get_or_init(|| async {
+                let models = Arc::new(ontoloop_readmodel::Snapshots::new(
+                    self.store.clone(),
+                    self.extraction().await,
+                    self.settings.cache.read_models,
+                ));
+                models.follow();
+                models
+            })
+            .await;
+        Arc::clone(made)
+    }
+
+    /// Whether a service of this process has asked for [`Context::extraction`] (the encoder
+    /// loaded) or for [`Context::read_models`] (a follower started).
+    pub fn reads_knowledge(&self) -> bool {
+        self.extraction.initialized() || self.read_models.initialized()
     }
 }
 
@@ -195,7 +222,7 @@ pub async fn load_extraction(settings: &Settings, store: Option<&Store>) -> Extr
     } else {
         setup
     };
-    tracing::info!(extraction = %setup.describe(), "text extraction ready");
+    tracing::debug!(extraction = %setup.describe(), "text extraction ready");
     setup
 }
 

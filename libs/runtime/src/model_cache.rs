@@ -41,7 +41,7 @@ pub async fn persisted_model_client(
                     "skipped unreadable rows of the model stage's cache"
                 );
             }
-            tracing::info!(
+            tracing::debug!(
                 loaded = preloaded.loaded,
                 model = %settings.model,
                 "model stage cache loaded from the store"

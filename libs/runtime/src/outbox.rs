@@ -67,10 +67,13 @@ pub fn event_message(tenant: &str, seq: i64, stored_body: &str) -> Message {
 
 /// The queue message of a signal row.
 pub fn signal_message(tenant: &str, idempotency_key: &str, body: &str) -> Message {
-    Message::with_id(
-        crate::signals::signal_message_id(tenant, idempotency_key),
-        body.to_owned(),
-    )
+    Message::with_id(signal_message_id(tenant, idempotency_key), body.to_owned())
+}
+
+/// The queue message id of a tenant's signal with this idempotency key; the analyst records
+/// signals once by it. Unambiguous across tenants ([`ontoloop_queue::scoped_id`]).
+pub fn signal_message_id(tenant: &str, idempotency_key: &str) -> String {
+    ontoloop_queue::scoped_id("sig", tenant, idempotency_key)
 }
 
 /// The lease a request's own publish holds on the row it has just written.
@@ -296,6 +299,13 @@ mod tests {
         );
         // A body that is no object goes out as it is, for the analyst to refuse with a reason.
         assert_eq!(event_message("acme", 1, "[1]").body, b"[1]");
+    }
+
+    #[test]
+    fn signal_ids_are_unambiguous_across_tenants() {
+        // Joined with a dash, both read `a-b-c`; the analyst would have dropped the second.
+        assert_ne!(signal_message_id("a", "b-c"), signal_message_id("a-b", "c"));
+        assert_eq!(signal_message_id("a", "b-c"), signal_message_id("a", "b-c"));
     }
 
     #[test]

@@ -75,12 +75,6 @@ impl ontoloop_core::ServiceError for ReportError {
     }
 }
 
-/// The queue message id of a tenant's signal with this idempotency key; the analyst records
-/// signals once by it. Unambiguous across tenants ([`ontoloop_queue::scoped_id`]).
-pub fn signal_message_id(tenant: &str, idempotency_key: &str) -> String {
-    ontoloop_queue::scoped_id("sig", tenant, idempotency_key)
-}
-
 /// Records, grades and publishes one signal (see the module header). The signal and the message
 /// that announces it are recorded together, unpublished, in one transaction: once that commits
 /// the signal is acknowledged, and it is published now if the broker confirms within
@@ -337,12 +331,5 @@ mod tests {
         assert_eq!((0..1000).filter(|_| rate.take(quiet)).count(), 200);
         // An instant from before the last take earns nothing and is refused.
         assert!(!rate.take(start));
-    }
-
-    #[test]
-    fn signal_ids_are_unambiguous_across_tenants() {
-        // Joined with a dash, both read `a-b-c`; the analyst would have dropped the second.
-        assert_ne!(signal_message_id("a", "b-c"), signal_message_id("a-b", "c"));
-        assert_eq!(signal_message_id("a", "b-c"), signal_message_id("a", "b-c"));
     }
 }

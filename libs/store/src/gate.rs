@@ -10,6 +10,7 @@ use sea_orm::{
 };
 
 use crate::entity::{gate_change, query_log};
+use crate::rows::Rows;
 use crate::{Store, StoreError};
 
 /// One question as the query log keeps it.
@@ -220,21 +221,18 @@ impl Store {
         tenant: &str,
         limit: u64,
     ) -> Result<Vec<LoggedQuestion>, StoreError> {
-        Ok(query_log::Entity::find()
+        query_log::Entity::find()
             .filter(query_log::Column::Tenant.eq(tenant))
             .order_by_desc(query_log::Column::Id)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|row| LoggedQuestion {
+            .rows(&self.db, |row| LoggedQuestion {
                 tenant: row.tenant,
                 question: row.question,
                 scope: row.scope,
                 caller: row.caller,
                 asked_at: row.asked_at,
             })
-            .collect())
+            .await
     }
 
     /// Records a change the gate judged; returns its id.
@@ -248,15 +246,12 @@ impl Store {
         tenant: &str,
         limit: u64,
     ) -> Result<Vec<GateRecord>, StoreError> {
-        Ok(gate_change::Entity::find()
+        gate_change::Entity::find()
             .filter(gate_change::Column::Tenant.eq(tenant))
             .order_by_desc(gate_change::Column::Id)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(GateRecord::from)
-            .collect())
+            .rows(&self.db, GateRecord::from)
+            .await
     }
 
     /// One change of the tenant's.

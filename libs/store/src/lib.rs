@@ -14,6 +14,7 @@ pub mod org;
 pub mod outbox;
 pub mod retention;
 pub mod review;
+mod rows;
 pub mod signals;
 
 pub use knowledge::{
@@ -246,9 +247,13 @@ impl Store {
     /// advisory lock, so processes starting together on one database (replicas, every service
     /// of a deployment) take turns: the first applies them, the others then find nothing to do,
     /// instead of creating the same tables at once and failing on each other's.
+    /// What was applied is logged at debug (sea-orm-migration's own lines are at info, and the
+    /// default `log.filter` leaves them out): start-up stays quiet.
     pub async fn migrate_up(&self) -> Result<(), StoreError> {
         if self.backend() == Backend::Sqlite {
+            let pending = pending_migrations(&self.db).await?;
             Migrator::up(&self.db, None).await?;
+            log_applied(&pending);
             return Ok(());
         }
         use sea_orm::{ConnectionTrait as _, TransactionTrait as _};
@@ -259,8 +264,10 @@ impl Store {
             ["ontoloop.migrations".into()],
         ))
         .await?;
+        let pending = pending_migrations(&txn).await?;
         Migrator::up(&txn, None).await?;
         txn.commit().await?;
+        log_applied(&pending);
         Ok(())
     }
 
@@ -531,6 +538,19 @@ fn prepare_sqlite_dir(url: &str) -> Result<(), StoreError> {
         })?;
     }
     Ok(())
+}
+
+/// The names of the migrations `db` has not applied yet, oldest first.
+async fn pending_migrations(db: &impl sea_orm::ConnectionTrait) -> Result<Vec<String>, StoreError> {
+    let pending = Migrator::get_pending_migrations(db).await?;
+    Ok(pending.iter().map(|m| m.name().to_owned()).collect())
+}
+
+/// One debug line naming the migrations just applied; none when there were none.
+fn log_applied(applied: &[String]) {
+    if !applied.is_empty() {
+        tracing::debug!(count = applied.len(), migrations = ?applied, "applied migrations");
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use sea_orm::{
 };
 
 use crate::entity::model_cache;
+use crate::rows::Rows;
 use crate::{Store, StoreError};
 
 /// One cached answer.
@@ -46,22 +47,19 @@ impl Store {
         prompt_version: &str,
         limit: u64,
     ) -> Result<Vec<CachedAnswer>, StoreError> {
-        Ok(model_cache::Entity::find()
+        model_cache::Entity::find()
             .filter(model_cache::Column::Model.eq(model))
             .filter(model_cache::Column::PromptVersion.eq(prompt_version))
             .order_by_desc(model_cache::Column::Id)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|row| CachedAnswer {
+            .rows(&self.db, |row| CachedAnswer {
                 key: row.cache_key,
                 model: row.model,
                 prompt_version: row.prompt_version,
                 claims: row.claims,
                 created_at: row.created_at,
             })
-            .collect())
+            .await
     }
 
     /// Stores `answers` (a key already stored keeps its row), then evicts the oldest rows of

@@ -19,6 +19,7 @@ use sea_orm::{
 };
 
 use crate::entity::{org_change, org_person, org_state, org_team, product_fact, work_item};
+use crate::rows::Rows;
 use crate::{Backend, Store, StoreError};
 
 /// Kinds of org change, as recorded in the change log.
@@ -177,21 +178,18 @@ impl Store {
         after: i64,
         limit: u64,
     ) -> Result<Vec<OrgChange>, StoreError> {
-        Ok(org_change::Entity::find()
+        org_change::Entity::find()
             .filter(org_change::Column::Tenant.eq(tenant))
             .filter(org_change::Column::Version.gt(after))
             .order_by_asc(org_change::Column::Version)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|row| OrgChange {
+            .rows(&self.db, |row| OrgChange {
                 version: row.version,
                 kind: row.kind,
                 body: row.body,
                 at: row.at,
             })
-            .collect())
+            .await
     }
 
     /// Commits one analyst step atomically if the tenant is still at `expected_version`;
@@ -404,29 +402,23 @@ async fn read_org(db: &impl ConnectionTrait, tenant: &str) -> Result<OrgRows, St
     let people = org_person::Entity::find()
         .filter(org_person::Column::Tenant.eq(tenant))
         .order_by_asc(org_person::Column::Id)
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|row| Person {
+        .rows(db, |row| Person {
             id: row.id,
             name: row.name,
             team: row.team,
             role: row.role,
             manager: row.manager,
         })
-        .collect();
+        .await?;
     let teams = org_team::Entity::find()
         .filter(org_team::Column::Tenant.eq(tenant))
         .order_by_asc(org_team::Column::Id)
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|row| Team {
+        .rows(db, |row| Team {
             id: row.id,
             name: row.name,
             parent: row.parent,
         })
-        .collect();
+        .await?;
     Ok(OrgRows {
         version,
         committed_at,
@@ -436,19 +428,16 @@ async fn read_org(db: &impl ConnectionTrait, tenant: &str) -> Result<OrgRows, St
 }
 
 async fn read_facts(db: &impl ConnectionTrait, tenant: &str) -> Result<Vec<Fact>, StoreError> {
-    Ok(product_fact::Entity::find()
+    product_fact::Entity::find()
         .filter(product_fact::Column::Tenant.eq(tenant))
         .order_by_asc(product_fact::Column::File)
         .order_by_asc(product_fact::Column::Position)
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|row| Fact {
+        .rows(db, |row| Fact {
             subject: row.subject,
             predicate: row.predicate,
             object: row.object,
         })
-        .collect())
+        .await
 }
 
 async fn upsert_people(

@@ -8,8 +8,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ColumnTrait, Condition, DatabaseConnection, DatabaseTransaction, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 
 use crate::entity::{intake_event, signal_intake};
@@ -88,87 +88,16 @@ impl Store {
         ignore_leases: bool,
     ) -> Result<Vec<OutboxRow>, StoreError> {
         let txn = self.begin_write().await?;
-        let postgres = self.backend() == crate::Backend::Postgres;
+        let claim = Claim {
+            now,
+            lease_until,
+            limit,
+            ignore_leases,
+            postgres: self.backend() == crate::Backend::Postgres,
+        };
         let rows = match kind {
-            OutboxKind::Event => {
-                let mut query = intake_event::Entity::find()
-                    .filter(intake_event::Column::PublishedAt.is_null())
-                    .filter(intake_event::Column::State.eq(intake_state::PENDING));
-                if !ignore_leases {
-                    query = query.filter(
-                        Condition::any()
-                            .add(intake_event::Column::ClaimedUntil.is_null())
-                            .add(intake_event::Column::ClaimedUntil.lt(now)),
-                    );
-                }
-                let mut query = query.order_by_asc(intake_event::Column::Seq).limit(limit);
-                if postgres {
-                    QuerySelect::query(&mut query)
-                        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
-                }
-                let found = query.all(&txn).await?;
-                let keys: Vec<i64> = found.iter().map(|row| row.seq).collect();
-                if !keys.is_empty() {
-                    intake_event::Entity::update_many()
-                        .col_expr(intake_event::Column::ClaimedUntil, Expr::value(lease_until))
-                        .filter(intake_event::Column::Seq.is_in(keys))
-                        .exec(&txn)
-                        .await?;
-                }
-                found
-                    .into_iter()
-                    .map(|row| OutboxRow {
-                        kind,
-                        row: row.seq,
-                        tenant: row.tenant,
-                        tenant_seq: row.tenant_seq,
-                        idempotency_key: String::new(),
-                        body: row.body,
-                        trace_context: row.trace_context,
-                    })
-                    .collect()
-            }
-            OutboxKind::Signal => {
-                let mut query = signal_intake::Entity::find()
-                    .filter(signal_intake::Column::PublishedAt.is_null())
-                    .filter(signal_intake::Column::Body.is_not_null());
-                if !ignore_leases {
-                    query = query.filter(
-                        Condition::any()
-                            .add(signal_intake::Column::ClaimedUntil.is_null())
-                            .add(signal_intake::Column::ClaimedUntil.lt(now)),
-                    );
-                }
-                let mut query = query.order_by_asc(signal_intake::Column::Id).limit(limit);
-                if postgres {
-                    QuerySelect::query(&mut query)
-                        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
-                }
-                let found = query.all(&txn).await?;
-                let keys: Vec<i64> = found.iter().map(|row| row.id).collect();
-                if !keys.is_empty() {
-                    signal_intake::Entity::update_many()
-                        .col_expr(
-                            signal_intake::Column::ClaimedUntil,
-                            Expr::value(lease_until),
-                        )
-                        .filter(signal_intake::Column::Id.is_in(keys))
-                        .exec(&txn)
-                        .await?;
-                }
-                found
-                    .into_iter()
-                    .map(|row| OutboxRow {
-                        kind,
-                        row: row.id,
-                        tenant: row.tenant,
-                        tenant_seq: 0,
-                        idempotency_key: row.idempotency_key,
-                        body: row.body.unwrap_or_default(),
-                        trace_context: row.trace_context,
-                    })
-                    .collect()
-            }
+            OutboxKind::Event => claim.rows::<intake_event::Entity>(&txn).await?,
+            OutboxKind::Signal => claim.rows::<signal_intake::Entity>(&txn).await?,
         };
         txn.commit().await?;
         Ok(rows)
@@ -204,28 +133,8 @@ impl Store {
     pub async fn outbox_release(&self, kind: OutboxKind, rows: &[i64]) -> Result<(), StoreError> {
         for chunk in rows.chunks(500) {
             match kind {
-                OutboxKind::Event => {
-                    intake_event::Entity::update_many()
-                        .col_expr(
-                            intake_event::Column::ClaimedUntil,
-                            Expr::value(Option::<DateTime<Utc>>::None),
-                        )
-                        .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
-                        .filter(intake_event::Column::PublishedAt.is_null())
-                        .exec(&self.writer)
-                        .await?;
-                }
-                OutboxKind::Signal => {
-                    signal_intake::Entity::update_many()
-                        .col_expr(
-                            signal_intake::Column::ClaimedUntil,
-                            Expr::value(Option::<DateTime<Utc>>::None),
-                        )
-                        .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
-                        .filter(signal_intake::Column::PublishedAt.is_null())
-                        .exec(&self.writer)
-                        .await?;
-                }
+                OutboxKind::Event => release::<intake_event::Entity>(&self.writer, chunk).await?,
+                OutboxKind::Signal => release::<signal_intake::Entity>(&self.writer, chunk).await?,
             }
         }
         Ok(())
@@ -235,33 +144,10 @@ impl Store {
     /// to it and not yet taken by the analyst (events still pending, signals not delivered) died
     /// with the last process, so it goes back to the outbox. Returns how many rows.
     pub async fn outbox_reset_undelivered(&self) -> Result<u64, StoreError> {
-        let events = intake_event::Entity::update_many()
-            .col_expr(
-                intake_event::Column::PublishedAt,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .col_expr(
-                intake_event::Column::ClaimedUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(intake_event::Column::State.eq(intake_state::PENDING))
-            .filter(intake_event::Column::PublishedAt.is_not_null())
-            .exec(&self.writer)
-            .await?;
-        let signals = signal_intake::Entity::update_many()
-            .col_expr(
-                signal_intake::Column::PublishedAt,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .col_expr(
-                signal_intake::Column::ClaimedUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(signal_intake::Column::DeliveredAt.is_null())
-            .filter(signal_intake::Column::PublishedAt.is_not_null())
-            .exec(&self.writer)
-            .await?;
-        Ok(events.rows_affected + signals.rows_affected)
+        Ok(
+            reset_undelivered::<intake_event::Entity>(&self.writer).await?
+                + reset_undelivered::<signal_intake::Entity>(&self.writer).await?,
+        )
     }
 
     /// Stamps a tenant's signals (by idempotency key) as recorded by the analyst.
@@ -285,18 +171,185 @@ impl Store {
 
     /// How many accepted rows wait to be published.
     pub async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
-        let events = intake_event::Entity::find()
-            .filter(intake_event::Column::PublishedAt.is_null())
-            .filter(intake_event::Column::State.eq(intake_state::PENDING))
-            .count(&self.db)
-            .await?;
-        let signals = signal_intake::Entity::find()
-            .filter(signal_intake::Column::PublishedAt.is_null())
-            .filter(signal_intake::Column::Body.is_not_null())
-            .count(&self.db)
-            .await?;
-        Ok(OutboxBacklog { events, signals })
+        Ok(OutboxBacklog {
+            events: backlog::<intake_event::Entity>(&self.db).await?,
+            signals: backlog::<signal_intake::Entity>(&self.db).await?,
+        })
     }
+}
+
+/// What the outbox needs of an intake log's table: its key, its stamps and which of its rows
+/// wait to be published, so one claim, release and count serve both logs.
+trait Log: EntityTrait<Model: Sync> {
+    /// The row's key, the order rows are published in.
+    const KEY: Self::Column;
+    /// When the broker confirmed the row (null: waiting).
+    const PUBLISHED_AT: Self::Column;
+    /// Until when a publisher holds the row.
+    const CLAIMED_UNTIL: Self::Column;
+
+    /// Which unpublished rows are to be published: an event still pending, a signal with a
+    /// body.
+    fn waiting() -> Condition;
+
+    /// Which published rows the analyst has not taken yet: an event still pending, a signal
+    /// not delivered.
+    fn undelivered() -> Condition;
+
+    /// The row's key.
+    fn key(row: &Self::Model) -> i64;
+
+    /// The row as a publisher takes it.
+    fn outbox_row(row: Self::Model) -> OutboxRow;
+}
+
+impl Log for intake_event::Entity {
+    const KEY: Self::Column = intake_event::Column::Seq;
+    const PUBLISHED_AT: Self::Column = intake_event::Column::PublishedAt;
+    const CLAIMED_UNTIL: Self::Column = intake_event::Column::ClaimedUntil;
+
+    fn waiting() -> Condition {
+        Condition::all().add(intake_event::Column::State.eq(intake_state::PENDING))
+    }
+
+    fn undelivered() -> Condition {
+        Self::waiting()
+    }
+
+    fn key(row: &Self::Model) -> i64 {
+        row.seq
+    }
+
+    fn outbox_row(row: Self::Model) -> OutboxRow {
+        OutboxRow {
+            kind: OutboxKind::Event,
+            row: row.seq,
+            tenant: row.tenant,
+            tenant_seq: row.tenant_seq,
+            idempotency_key: String::new(),
+            body: row.body,
+            trace_context: row.trace_context,
+        }
+    }
+}
+
+impl Log for signal_intake::Entity {
+    const KEY: Self::Column = signal_intake::Column::Id;
+    const PUBLISHED_AT: Self::Column = signal_intake::Column::PublishedAt;
+    const CLAIMED_UNTIL: Self::Column = signal_intake::Column::ClaimedUntil;
+
+    fn waiting() -> Condition {
+        Condition::all().add(signal_intake::Column::Body.is_not_null())
+    }
+
+    fn undelivered() -> Condition {
+        Condition::all().add(signal_intake::Column::DeliveredAt.is_null())
+    }
+
+    fn key(row: &Self::Model) -> i64 {
+        row.id
+    }
+
+    fn outbox_row(row: Self::Model) -> OutboxRow {
+        OutboxRow {
+            kind: OutboxKind::Signal,
+            row: row.id,
+            tenant: row.tenant,
+            tenant_seq: 0,
+            idempotency_key: row.idempotency_key,
+            body: row.body.unwrap_or_default(),
+            trace_context: row.trace_context,
+        }
+    }
+}
+
+/// One claim of unpublished rows ([`Store::outbox_claim`]).
+struct Claim {
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+    limit: u64,
+    ignore_leases: bool,
+    postgres: bool,
+}
+
+impl Claim {
+    /// Claims the rows of log `L` in `txn`: selects them (skipping rows other replicas locked,
+    /// on PostgreSQL), then leases them.
+    async fn rows<L: Log>(&self, txn: &DatabaseTransaction) -> Result<Vec<OutboxRow>, StoreError> {
+        let mut query = L::find()
+            .filter(L::PUBLISHED_AT.is_null())
+            .filter(L::waiting());
+        if !self.ignore_leases {
+            query = query.filter(
+                Condition::any()
+                    .add(L::CLAIMED_UNTIL.is_null())
+                    .add(L::CLAIMED_UNTIL.lt(self.now)),
+            );
+        }
+        let mut query = query.order_by_asc(L::KEY).limit(self.limit);
+        if self.postgres {
+            QuerySelect::query(&mut query)
+                .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+        }
+        let found = query.all(txn).await?;
+        let keys: Vec<i64> = found.iter().map(L::key).collect();
+        if !keys.is_empty() {
+            L::update_many()
+                .col_expr(L::CLAIMED_UNTIL, Expr::value(self.lease_until))
+                .filter(L::KEY.is_in(keys))
+                .exec(txn)
+                .await?;
+        }
+        Ok(found.into_iter().map(L::outbox_row).collect())
+    }
+}
+
+/// Ends the lease on `rows` of log `L` not published yet.
+async fn release<L: Log>(writer: &DatabaseConnection, rows: &[i64]) -> Result<(), StoreError> {
+    L::update_many()
+        .col_expr(L::CLAIMED_UNTIL, Expr::value(Option::<DateTime<Utc>>::None))
+        .filter(L::KEY.is_in(rows.iter().copied()))
+        .filter(L::PUBLISHED_AT.is_null())
+        .exec(writer)
+        .await?;
+    Ok(())
+}
+
+/// Stamps `rows` of log `L` published at `at` and ends their lease.
+async fn stamp<L: Log>(
+    writer: &DatabaseConnection,
+    rows: &[i64],
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    L::update_many()
+        .col_expr(L::PUBLISHED_AT, Expr::value(at))
+        .col_expr(L::CLAIMED_UNTIL, Expr::value(Option::<DateTime<Utc>>::None))
+        .filter(L::KEY.is_in(rows.iter().copied()))
+        .exec(writer)
+        .await?;
+    Ok(())
+}
+
+/// Puts the published rows of log `L` the analyst has not taken back in the outbox: how many.
+async fn reset_undelivered<L: Log>(writer: &DatabaseConnection) -> Result<u64, StoreError> {
+    let none = || Expr::value(Option::<DateTime<Utc>>::None);
+    let reset = L::update_many()
+        .col_expr(L::PUBLISHED_AT, none())
+        .col_expr(L::CLAIMED_UNTIL, none())
+        .filter(L::undelivered())
+        .filter(L::PUBLISHED_AT.is_not_null())
+        .exec(writer)
+        .await?;
+    Ok(reset.rows_affected)
+}
+
+/// How many rows of log `L` wait to be published.
+async fn backlog<L: Log>(db: &DatabaseConnection) -> Result<u64, StoreError> {
+    Ok(L::find()
+        .filter(L::PUBLISHED_AT.is_null())
+        .filter(L::waiting())
+        .count(db)
+        .await?)
 }
 
 /// Writes a group of stamps: each kind's rows in one statement (stamped with the group's latest
@@ -346,28 +399,8 @@ async fn stamp_rows(
 ) -> Result<(), StoreError> {
     for chunk in rows.chunks(500) {
         match kind {
-            OutboxKind::Event => {
-                intake_event::Entity::update_many()
-                    .col_expr(intake_event::Column::PublishedAt, Expr::value(at))
-                    .col_expr(
-                        intake_event::Column::ClaimedUntil,
-                        Expr::value(Option::<DateTime<Utc>>::None),
-                    )
-                    .filter(intake_event::Column::Seq.is_in(chunk.iter().copied()))
-                    .exec(writer)
-                    .await?;
-            }
-            OutboxKind::Signal => {
-                signal_intake::Entity::update_many()
-                    .col_expr(signal_intake::Column::PublishedAt, Expr::value(at))
-                    .col_expr(
-                        signal_intake::Column::ClaimedUntil,
-                        Expr::value(Option::<DateTime<Utc>>::None),
-                    )
-                    .filter(signal_intake::Column::Id.is_in(chunk.iter().copied()))
-                    .exec(writer)
-                    .await?;
-            }
+            OutboxKind::Event => stamp::<intake_event::Entity>(writer, chunk, at).await?,
+            OutboxKind::Signal => stamp::<signal_intake::Entity>(writer, chunk, at).await?,
         }
     }
     Ok(())

@@ -60,6 +60,50 @@ const BATCH: u64 = 500;
 const HAS_NEWER_EVENT: &str = "EXISTS (SELECT 1 FROM intake_event AS newer \
      WHERE newer.tenant = intake_event.tenant AND newer.tenant_seq > intake_event.tenant_seq)";
 
+/// A table keyed by one integer column, pruned by [`Store::prune_keyed`]: its key, its time
+/// column and its rule of which rows may go.
+trait Keyed: EntityTrait {
+    /// The key.
+    const KEY: Self::Column;
+    /// The time rows are pruned by, oldest first.
+    const TIME: Self::Column;
+    /// The rows older than `before` that may go.
+    fn due(before: DateTime<Utc>) -> Condition;
+}
+
+impl Keyed for inbox_message::Entity {
+    const KEY: Self::Column = inbox_message::Column::Id;
+    const TIME: Self::Column = inbox_message::Column::ReceivedAt;
+
+    fn due(before: DateTime<Utc>) -> Condition {
+        Condition::all().add(Self::TIME.lt(before))
+    }
+}
+
+impl Keyed for signal_intake::Entity {
+    const KEY: Self::Column = signal_intake::Column::Id;
+    const TIME: Self::Column = signal_intake::Column::ReceivedAt;
+
+    fn due(before: DateTime<Utc>) -> Condition {
+        Condition::all()
+            .add(Self::TIME.lt(before))
+            .add(signal_intake::Column::PublishedAt.is_not_null())
+    }
+}
+
+impl Keyed for intake_event::Entity {
+    const KEY: Self::Column = intake_event::Column::Seq;
+    const TIME: Self::Column = intake_event::Column::ReceivedAt;
+
+    fn due(before: DateTime<Utc>) -> Condition {
+        Condition::all()
+            .add(Self::TIME.lt(before))
+            .add(intake_event::Column::State.ne(intake_state::PENDING))
+            .add(intake_event::Column::PublishedAt.is_not_null())
+            .add(Expr::cust(HAS_NEWER_EVENT))
+    }
+}
+
 impl Store {
     /// Deletes rows of `table` older than `before` that its rule lets go (see the module
     /// header), oldest first, at most `max_rows`. Returns how many were deleted; fewer than
@@ -74,9 +118,18 @@ impl Store {
         while pruned < max_rows {
             let take = BATCH.min(max_rows - pruned);
             let (found, deleted) = match table {
-                Retained::Inbox => self.prune_inbox(before, take).await?,
-                Retained::SignalIntake => self.prune_signals(before, take).await?,
-                Retained::IntakeEvent => self.prune_events(before, take).await?,
+                Retained::Inbox => {
+                    self.prune_keyed::<inbox_message::Entity>(before, take)
+                        .await?
+                }
+                Retained::SignalIntake => {
+                    self.prune_keyed::<signal_intake::Entity>(before, take)
+                        .await?
+                }
+                Retained::IntakeEvent => {
+                    self.prune_keyed::<intake_event::Entity>(before, take)
+                        .await?
+                }
                 Retained::OrgChange => self.prune_org_changes(before, take).await?,
             };
             pruned += deleted;
@@ -106,18 +159,18 @@ impl Store {
         Ok(seq > 0 && later.is_some())
     }
 
-    /// One batch: (rows found, rows deleted).
-    async fn prune_inbox(
+    /// One batch of a table keyed by one integer column: the oldest `take` rows due before
+    /// `before`, deleted if still due when the delete runs: (rows found, rows deleted).
+    async fn prune_keyed<E: Keyed>(
         &self,
         before: DateTime<Utc>,
         take: u64,
     ) -> Result<(u64, u64), StoreError> {
-        use inbox_message::{Column, Entity};
-        let keys: Vec<i64> = Entity::find()
+        let keys: Vec<i64> = E::find()
             .select_only()
-            .column(Column::Id)
-            .filter(Column::ReceivedAt.lt(before))
-            .order_by_asc(Column::ReceivedAt)
+            .column(E::KEY)
+            .filter(E::due(before))
+            .order_by_asc(E::TIME)
             .limit(take)
             .into_tuple()
             .all(&self.db)
@@ -126,75 +179,9 @@ impl Store {
         if keys.is_empty() {
             return Ok((0, 0));
         }
-        let deleted = Entity::delete_many()
-            .filter(Column::Id.is_in(keys))
-            .filter(Column::ReceivedAt.lt(before))
-            .exec(&self.writer)
-            .await?;
-        Ok((found, deleted.rows_affected))
-    }
-
-    async fn prune_signals(
-        &self,
-        before: DateTime<Utc>,
-        take: u64,
-    ) -> Result<(u64, u64), StoreError> {
-        use signal_intake::{Column, Entity};
-        let due = || {
-            Condition::all()
-                .add(Column::ReceivedAt.lt(before))
-                .add(Column::PublishedAt.is_not_null())
-        };
-        let keys: Vec<i64> = Entity::find()
-            .select_only()
-            .column(Column::Id)
-            .filter(due())
-            .order_by_asc(Column::ReceivedAt)
-            .limit(take)
-            .into_tuple()
-            .all(&self.db)
-            .await?;
-        let found = keys.len() as u64;
-        if keys.is_empty() {
-            return Ok((0, 0));
-        }
-        let deleted = Entity::delete_many()
-            .filter(Column::Id.is_in(keys))
-            .filter(due())
-            .exec(&self.writer)
-            .await?;
-        Ok((found, deleted.rows_affected))
-    }
-
-    async fn prune_events(
-        &self,
-        before: DateTime<Utc>,
-        take: u64,
-    ) -> Result<(u64, u64), StoreError> {
-        use intake_event::{Column, Entity};
-        let due = || {
-            Condition::all()
-                .add(Column::ReceivedAt.lt(before))
-                .add(Column::State.ne(intake_state::PENDING))
-                .add(Column::PublishedAt.is_not_null())
-                .add(Expr::cust(HAS_NEWER_EVENT))
-        };
-        let keys: Vec<i64> = Entity::find()
-            .select_only()
-            .column(Column::Seq)
-            .filter(due())
-            .order_by_asc(Column::ReceivedAt)
-            .limit(take)
-            .into_tuple()
-            .all(&self.db)
-            .await?;
-        let found = keys.len() as u64;
-        if keys.is_empty() {
-            return Ok((0, 0));
-        }
-        let deleted = Entity::delete_many()
-            .filter(Column::Seq.is_in(keys))
-            .filter(due())
+        let deleted = E::delete_many()
+            .filter(E::KEY.is_in(keys))
+            .filter(E::due(before))
             .exec(&self.writer)
             .await?;
         Ok((found, deleted.rows_affected))

@@ -14,6 +14,7 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use crate::entity::{pattern_state, proposed_update, review_decision, supervisor_rate};
+use crate::rows::Rows;
 use crate::{Store, StoreError};
 
 /// Status names of a proposed update.
@@ -270,32 +271,26 @@ impl Store {
         tenant: &str,
         limit: u64,
     ) -> Result<Vec<UpdateRecord>, StoreError> {
-        Ok(proposed_update::Entity::find()
+        proposed_update::Entity::find()
             .filter(proposed_update::Column::Tenant.eq(tenant))
             .filter(proposed_update::Column::Status.eq(update_status::PENDING))
             .order_by_desc(proposed_update::Column::Priority)
             .order_by_asc(proposed_update::Column::QueuedAt)
             .order_by_asc(proposed_update::Column::Id)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(to_record)
-            .collect())
+            .rows(&self.db, to_record)
+            .await
     }
 
     /// Every update of the tenant, newest first, at most `limit` (the auto-apply log included).
     pub async fn updates(&self, tenant: &str, limit: u64) -> Result<Vec<UpdateRecord>, StoreError> {
-        Ok(proposed_update::Entity::find()
+        proposed_update::Entity::find()
             .filter(proposed_update::Column::Tenant.eq(tenant))
             .order_by_desc(proposed_update::Column::CreatedAt)
             .order_by_asc(proposed_update::Column::Id)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(to_record)
-            .collect())
+            .rows(&self.db, to_record)
+            .await
     }
 
     /// Records a decision on a pending update. `approve` and `modify` move it to `approved` with
@@ -375,15 +370,12 @@ impl Store {
 
     /// Approved updates not yet applied (left over by a crash between decision and apply).
     pub async fn approved_unapplied(&self, limit: u64) -> Result<Vec<UpdateRecord>, StoreError> {
-        Ok(proposed_update::Entity::find()
+        proposed_update::Entity::find()
             .filter(proposed_update::Column::Status.eq(update_status::APPROVED))
             .order_by_asc(proposed_update::Column::CreatedAt)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(to_record)
-            .collect())
+            .rows(&self.db, to_record)
+            .await
     }
 
     /// The tenant's decisions, newest first, at most `limit`.
@@ -392,14 +384,11 @@ impl Store {
         tenant: &str,
         limit: u64,
     ) -> Result<Vec<DecisionRecord>, StoreError> {
-        Ok(review_decision::Entity::find()
+        review_decision::Entity::find()
             .filter(review_decision::Column::Tenant.eq(tenant))
             .order_by_desc(review_decision::Column::Id)
             .limit(limit)
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|row| DecisionRecord {
+            .rows(&self.db, |row| DecisionRecord {
                 update_id: row.update_id,
                 decision: row.decision,
                 reviewer: row.reviewer,
@@ -407,7 +396,7 @@ impl Store {
                 note: row.note,
                 decided_at: row.decided_at,
             })
-            .collect())
+            .await
     }
 
     /// Update counts over every tenant, for metrics.
@@ -432,13 +421,10 @@ impl Store {
 
     /// The tenant's learned sampling rates (never another tenant's).
     pub async fn supervisor_rates(&self, tenant: &str) -> Result<Vec<RateRecord>, StoreError> {
-        Ok(supervisor_rate::Entity::find()
+        supervisor_rate::Entity::find()
             .filter(supervisor_rate::Column::Tenant.eq(tenant))
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(rate_record)
-            .collect())
+            .rows(&self.db, rate_record)
+            .await
     }
 
     /// Stores a tenant's learned rate of a category and counts one more approval or rejection.
@@ -550,19 +536,16 @@ impl Store {
 
     /// The tenant's recorded pattern statuses.
     pub async fn pattern_statuses(&self, tenant: &str) -> Result<Vec<PatternStatus>, StoreError> {
-        Ok(pattern_state::Entity::find()
+        pattern_state::Entity::find()
             .filter(pattern_state::Column::Tenant.eq(tenant))
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|row| PatternStatus {
+            .rows(&self.db, |row| PatternStatus {
                 kind: row.kind,
                 key: row.key,
                 status: row.status,
                 action: row.action,
                 signal_to_heal_ms: row.signal_to_heal_ms,
             })
-            .collect())
+            .await
     }
 }
 

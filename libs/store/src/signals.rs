@@ -100,17 +100,7 @@ impl Store {
             trace_context: Set(signal.trace_context.map(str::to_owned)),
             ..Default::default()
         };
-        let inserted = signal_intake::Entity::insert(row)
-            .on_conflict(
-                OnConflict::columns([
-                    signal_intake::Column::Tenant,
-                    signal_intake::Column::IdempotencyKey,
-                ])
-                .do_nothing()
-                .to_owned(),
-            )
-            .exec_without_returning(&txn)
-            .await?;
+        let inserted = insert_once(row).exec_without_returning(&txn).await?;
         let stored = signal_intake::Entity::find()
             .filter(signal_intake::Column::Tenant.eq(signal.tenant))
             .filter(signal_intake::Column::IdempotencyKey.eq(signal.idempotency_key))
@@ -164,15 +154,7 @@ impl Store {
             received_at: Set(signal.at),
             ..Default::default()
         };
-        let inserted = signal_intake::Entity::insert(row)
-            .on_conflict(
-                OnConflict::columns([
-                    signal_intake::Column::Tenant,
-                    signal_intake::Column::IdempotencyKey,
-                ])
-                .do_nothing()
-                .to_owned(),
-            )
+        let inserted = insert_once(row)
             .exec_without_returning(&self.writer)
             .await?;
         Ok(inserted > 0)
@@ -350,4 +332,17 @@ async fn frequency<C: ConnectionTrait>(
         occurrences,
         agents,
     })
+}
+
+/// The insert of a signal row that keeps the first row of a tenant's idempotency key (a retry
+/// inserts nothing).
+fn insert_once(row: signal_intake::ActiveModel) -> sea_orm::Insert<signal_intake::ActiveModel> {
+    signal_intake::Entity::insert(row).on_conflict(
+        OnConflict::columns([
+            signal_intake::Column::Tenant,
+            signal_intake::Column::IdempotencyKey,
+        ])
+        .do_nothing()
+        .to_owned(),
+    )
 }

@@ -20,11 +20,7 @@ use crate::oracle::oracle_plate;
 
 /// The `[plate]` section of the embedded default settings.
 pub fn default_plate_settings() -> PlateSettings {
-    ontoloop_settings::Loader::new()
-        .env_vars([])
-        .load()
-        .expect("the default settings load")
-        .plate
+    ontoloop_settings::Settings::defaults().plate
 }
 
 /// The graphs of a generated world: one org and one product graph per tenant (in the world's
@@ -152,4 +148,210 @@ pub fn matches_oracle(got: &v1::PlateResponse, want: &Plate) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use ontoloop_org::filters::{DimensionName, PlateContext, PlateRequest, plate};
+    use ontoloop_org::items::{Scope, Severity, WorkItem};
+
+    use super::*;
+    use crate::generate::{WorldSpec, generate};
+
+    struct Built {
+        world: World,
+        graphs: Graphs,
+    }
+
+    fn build(spec: &WorldSpec) -> Built {
+        let world = generate(spec);
+        let graphs = Graphs::build(&world);
+        Built { world, graphs }
+    }
+
+    fn unit_spec() -> WorldSpec {
+        WorldSpec {
+            seed: 11,
+            tenants: 3,
+            people: 2_000,
+            services: 150,
+            items: 20_000,
+            ..WorldSpec::default()
+        }
+    }
+
+    /// A random user of tenant `t`, sometimes in a group.
+    fn random_caller(rng: &mut StdRng, built: &Built, t: usize) -> Caller {
+        let tenant = &built.world.tenants[t];
+        let caller = random_user(rng, &tenant.tenant, &tenant.org);
+        if rng.random_bool(0.2) {
+            caller.with_groups(["group:oncall".to_owned()])
+        } else {
+            caller
+        }
+    }
+
+    fn lax_settings() -> PlateSettings {
+        PlateSettings {
+            default_scopes: Scope::ALL.into_iter().collect(),
+            scopes_by_role: Default::default(),
+            report_severities: Severity::ALL.into_iter().collect(),
+            dependency_severities: BTreeSet::from([Severity::Critical]),
+            min_authority: 0.0,
+            temporal_scale_days: 7.0,
+            ..default_plate_settings()
+        }
+    }
+
+    #[test]
+    fn plate_equals_oracle_for_random_callers() {
+        let built = build(&unit_spec());
+        let mut rng = StdRng::seed_from_u64(99);
+        let defaults = default_plate_settings();
+        let lax = lax_settings();
+        let mut reasons_seen = BTreeSet::new();
+        let (mut nonempty, mut outsiders) = (0, 0);
+        for round in 0..200 {
+            let t = rng.random_range(0..built.world.tenants.len());
+            let caller = random_caller(&mut rng, &built, t);
+            let settings = if round % 3 == 0 { &lax } else { &defaults };
+            let limit = match round % 4 {
+                0 => Some(usize::MAX),
+                1 => Some(5),
+                _ => None,
+            };
+            let request = PlateRequest {
+                caller: caller.clone(),
+                now: built.world.now,
+                limit,
+            };
+            let got = plate(
+                &request,
+                &built.graphs.orgs[t],
+                &built.graphs.products[t],
+                &built.graphs.index,
+                settings,
+            );
+            let want = oracle_for(
+                &built.world,
+                &built.world.tenants[t],
+                &caller,
+                limit,
+                settings,
+            );
+            assert_eq!(got, want, "round {round}: caller {caller:?}");
+            if !got.items.is_empty() {
+                nonempty += 1;
+            }
+            if !built.graphs.orgs[t].contains_person(caller.principal()) {
+                outsiders += 1;
+            }
+            for item in &got.items {
+                reasons_seen.extend(item.admitted_by.iter().copied());
+            }
+            let counts: Vec<usize> = got.counts.iter().map(|(_, n)| *n).collect();
+            for pair in counts.windows(2).take(2) {
+                assert!(
+                    pair[1] <= pair[0],
+                    "permission and scope only drop: {counts:?}"
+                );
+            }
+            assert!(
+                counts[2] <= counts[3] && counts[3] <= counts[4],
+                "cumulative: {counts:?}"
+            );
+            assert!(counts[4] <= counts[1] && counts[5] == counts[4] && counts[6] <= counts[5]);
+        }
+        assert!(nonempty > 150, "only {nonempty} plates had items");
+        assert!(outsiders > 5, "only {outsiders} outsiders");
+        assert_eq!(
+            reasons_seen,
+            BTreeSet::from([
+                DimensionName::Hierarchy,
+                DimensionName::Ownership,
+                DimensionName::Dependency
+            ])
+        );
+    }
+
+    /// Probes callers against tenants they do and do not belong to, with graphs that do and do
+    /// not match the tenant: nothing outside the caller's tenant or ACL ever shows up, and the
+    /// probes do reach restricted items of reports and dependencies that must be withheld.
+    #[test]
+    fn plates_never_leak_across_tenants_or_acls() {
+        let built = build(&WorldSpec {
+            seed: 5,
+            people: 900,
+            items: 9_000,
+            ..unit_spec()
+        });
+        let by_id: HashMap<&str, &WorkItem> = built
+            .world
+            .items
+            .iter()
+            .map(|i| (i.id.as_str(), i))
+            .collect();
+        let settings = lax_settings();
+        let tenants = built.world.tenants.len();
+        let mut rng = StdRng::seed_from_u64(3);
+        let (mut shown, mut withheld) = (0, 0);
+        for _ in 0..400 {
+            let home = rng.random_range(0..tenants);
+            let probed = rng.random_range(0..tenants);
+            let graphs = rng.random_range(0..tenants);
+            let principal = random_caller(&mut rng, &built, home).principal().to_owned();
+            let caller = Caller::new(&built.world.tenants[probed].tenant, &principal)
+                .expect("non-blank caller");
+            let request = PlateRequest {
+                caller: caller.clone(),
+                now: built.world.now,
+                limit: Some(usize::MAX),
+            };
+            let got = plate(
+                &request,
+                &built.graphs.orgs[graphs],
+                &built.graphs.products[graphs],
+                &built.graphs.index,
+                &settings,
+            );
+            for entry in &got.items {
+                let item = by_id.get(entry.id.as_str()).expect("plate ids exist");
+                assert_eq!(item.tenant, caller.tenant(), "cross-tenant leak");
+                assert!(
+                    item.acl.is_empty() || item.acl.iter().any(|a| a == caller.principal()),
+                    "acl leak: {item:?} shown to {caller:?}"
+                );
+                shown += 1;
+            }
+            let context = PlateContext::new(
+                &caller,
+                &settings,
+                built.world.now,
+                &built.graphs.orgs[graphs],
+                &built.graphs.products[graphs],
+            );
+            if let Some(partition) = built.graphs.index.tenant(caller.tenant()) {
+                for position in context.reach(partition) {
+                    let Some(item) = partition.at(position) else {
+                        continue;
+                    };
+                    let others = item.assignee.as_deref() != Some(caller.principal());
+                    if others && !item.readable_by(&caller) {
+                        assert!(!got.items.iter().any(|p| p.id == item.id));
+                        withheld += 1;
+                    }
+                }
+            }
+        }
+        assert!(shown > 10_000, "only {shown} items shown");
+        assert!(
+            withheld > 100,
+            "only {withheld} restricted items were in reach"
+        );
+    }
 }

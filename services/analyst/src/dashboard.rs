@@ -208,7 +208,10 @@ impl Dashboard {
                 ));
             }
         }
-        Caller::new(&identity.tenant, &identity.principal).map_err(refused)
+        // The session's groups come with it, as every service's caller carries its token's.
+        Caller::new(&identity.tenant, &identity.principal)
+            .map(|caller| caller.with_groups(identity.groups.iter().cloned()))
+            .map_err(refused)
     }
 }
 
@@ -386,6 +389,11 @@ fn update_json(update: &UpdateRecord) -> Value {
         "affected_queries": update.affected_queries,
         "reason": update.reason,
         "status": update.status,
+        // An ontology proposal: its predicates (types, vocabulary, patterns, examples, preview)
+        // and types, read from `after`; `null` for a slot's update.
+        "ontology": crate::grow::is_ontology(update)
+            .then(|| serde_json::from_str::<Value>(&update.after).ok())
+            .flatten(),
     })
 }
 
@@ -674,7 +682,13 @@ async fn decide_gate(
         .decide_held(caller.tenant(), body.change_id, approve, caller.principal())
         .await
     {
-        Ok(()) => Json(json!({ "decided": body.decision })).into_response(),
+        Ok(()) => {
+            if approve {
+                // An ontology proposal held at the gate is live now: its pattern is healed.
+                state.reviews.heal_live_proposals(caller.tenant()).await;
+            }
+            Json(json!({ "decided": body.decision })).into_response()
+        }
         Err(Refusal::Invalid(reason)) => error(StatusCode::CONFLICT, reason),
         Err(err) => unavailable(err),
     }

@@ -95,10 +95,17 @@ impl Outcome {
                         .join("; ")
                 })
                 .unwrap_or_default(),
-            AnswerStatus::AnsweredPassages => asked
-                .passages
+            // The slots of an entity asked about as a whole, then the passages.
+            AnswerStatus::AnsweredPassages => answer
+                .hops
                 .iter()
-                .map(|p| format!("{}#{}", p.chunk.anchor.doc_id, p.chunk.anchor.hash))
+                .map(|(_, predicate, d)| format!("{predicate}: {}", d.value))
+                .chain(
+                    asked
+                        .passages
+                        .iter()
+                        .map(|p| format!("{}#{}", p.chunk.anchor.doc_id, p.chunk.anchor.hash)),
+                )
                 .collect::<Vec<_>>()
                 .join(", "),
             _ => answer.value.clone(),
@@ -173,8 +180,13 @@ pub struct Difference {
     /// The shadow's answer.
     pub after: Outcome,
     /// Whether a page change explains it: the shadow's answer rests on a page version the live
-    /// graph had not read, or the live answer on one that is no longer current.
+    /// graph had not read, or the live answer on one that is no longer current; or it is
+    /// `previewed`.
     pub explained: bool,
+    /// Whether an approved ontology proposal's preview said the change answers it: a question
+    /// that failed (abstained, or answered by passages) and now gets an answer.
+    #[serde(default)]
+    pub previewed: bool,
 }
 
 /// The replay of the recent questions against the live graph and the shadow.
@@ -206,6 +218,20 @@ pub fn replay(
     questions: &[LoggedQuestion],
     answering: Answering,
     at: DateTime<Utc>,
+) -> Replay {
+    replay_previewed(live, shadow, questions, answering, at, &[])
+}
+
+/// [`replay`] of an approved ontology proposal whose preview said it answers the `previewed`
+/// failed questions: one of them going from no answer (abstained, or passages) to an answer is
+/// what the reviewer approved, so it is explained; any other change still holds it.
+pub fn replay_previewed(
+    live: &Snapshot,
+    shadow: &Snapshot,
+    questions: &[LoggedQuestion],
+    answering: Answering,
+    at: DateTime<Utc>,
+    previewed: &[String],
 ) -> Replay {
     let mut seen: BTreeSet<(&str, &str, &str)> = BTreeSet::new();
     let mut replay = Replay::default();
@@ -245,7 +271,8 @@ pub fn replay(
         if before.same(&after) {
             continue;
         }
-        let explained = explained(live, &before, &after);
+        let previewed = previewed.contains(&logged.question) && newly_answered(&before, &after);
+        let explained = previewed || explained(live, &before, &after);
         if explained {
             replay.explained += 1;
         } else {
@@ -265,12 +292,22 @@ pub fn replay(
             },
             after: if restricted { after.redacted() } else { after },
             explained,
+            previewed,
         });
     }
     differences.sort_by_key(|d| d.explained);
     differences.truncate(MAX_SHOWN_DIFFERENCES);
     replay.differences = differences;
     replay
+}
+
+/// Whether a question that got no answer (abstained, or passages only) now gets one.
+fn newly_answered(before: &Outcome, after: &Outcome) -> bool {
+    let unanswered = |status: &str| {
+        status == AnswerStatus::name(AnswerStatus::Abstained)
+            || status == AnswerStatus::name(AnswerStatus::AnsweredPassages)
+    };
+    unanswered(&before.status) && !unanswered(&after.status)
 }
 
 /// Whether `outcome` rests on a page that not everyone in the tenant may read (a record, which
@@ -379,16 +416,6 @@ pub fn repair_share(current: &[PageVersion], log: &BTreeMap<String, u64>) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_replay_answers_as_retrieval_does_by_default() {
-        let settings = ontoloop_settings::Settings::load(None).expect("the embedded defaults");
-        assert_eq!(Answering::DEFAULT.top_k, settings.retrieval.top_k);
-        assert_eq!(
-            Answering::DEFAULT.hedge_below_authority,
-            settings.retrieval.hedge_below_authority
-        );
-    }
 
     fn outcome(status: &str, value: &str, sources: &[&str]) -> Outcome {
         Outcome {

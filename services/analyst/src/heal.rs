@@ -7,8 +7,11 @@
 //! state, which the statistical supervisor routes to a reviewer or applies automatically. A stale
 //! sector severe enough to heal at once re-extracts every page changed since the graph read it
 //! (a repair run); a contradiction that severe rebuilds the graph from every current page. A
-//! missing relationship type is an ontology change and stays open for a human. Each pattern is acted on at most once per stage in a process, and its status
-//! is recorded in the store for the patterns page.
+//! missing relationship type is an ontology change: when its cluster reaches
+//! `analyst.propose_at`, relationship discovery drafts an ontology proposal from the tenant's
+//! pages for its failed questions ([`Healer::discover`]), which always goes to a human. Each
+//! pattern is acted on at most once per stage in a process, and its status is recorded in the
+//! store for the patterns page.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +25,7 @@ use ontoloop_runtime::Context;
 use ontoloop_store::{PatternStatus, StoreError, UpdateRecord, UpdateSource, update_status};
 use tokio::sync::Mutex;
 
+use crate::grow::Trigger;
 use crate::knowledge::KnowledgeWriter;
 use crate::refusal::Refusal;
 use crate::review::{ReviewError, Reviews, update_id};
@@ -114,9 +118,9 @@ enum HealError {
     /// The graph could not be read, or what was found not applied to it.
     #[error(transparent)]
     Graph(#[from] Refusal),
-    /// Updates are drafted against the tenant's ontology, which it does not have yet.
-    #[error("tenant {0} has no ontology yet")]
-    NoOntology(String),
+    /// Updates are drafted against the tenant's knowledge, of which nothing is stored yet.
+    #[error("tenant {0} has no knowledge yet")]
+    NoKnowledge(String),
     /// The store could not be read.
     #[error(transparent)]
     Store(#[from] During<StoreError>),
@@ -183,7 +187,7 @@ fn stage_key(tenant: &str, kind: PatternKind, key: &str) -> String {
 }
 
 /// Counts a heal and its signal-to-heal latency.
-fn record_heal(kind: &str, latency_ms: i64) {
+pub(crate) fn record_heal(kind: &str, latency_ms: i64) {
     let metrics = ontoloop_observability::metrics::global();
     metrics.observe(
         "ontoloop_analyst_signal_to_heal_seconds",
@@ -239,12 +243,15 @@ impl Healer {
     /// intake) calls for it. Failures are logged: a signal is never refused because healing did
     /// not work. What it acted on is recorded on the current span when that declares the fields
     /// (`tenant`, `pattern.kind`, `pattern.key`, `stage`, `status`; see [`signal_span`]).
-    pub async fn on_signal(&self, body: &[u8]) {
+    ///
+    /// A missing relationship type's severity is its cluster's, not the signal's: its tenant is
+    /// returned, for [`Self::discover`] to look at once per batch of signals.
+    pub async fn on_signal(&self, body: &[u8]) -> Option<String> {
         let (tenant, signal, severity) = match crate::patterns::parse_signal(body) {
             Ok(parsed) => parsed,
             Err(err) => {
                 tracing::warn!(error = %err, "cannot act on a message of the signals queue");
-                return;
+                return None;
             }
         };
         ontoloop_observability::metrics::global().add(
@@ -254,17 +261,18 @@ impl Healer {
             1.0,
         );
         let kind = PatternKind::of(signal.kind);
+        if kind == PatternKind::MissingRelationshipType {
+            // Patterns of these cluster by meaning across subjects: the cluster's severity
+            // decides, and what it triggers is an ontology change for a human.
+            return Some(tenant);
+        }
         let stage = if severity >= self.heal_at {
             Stage::Healed
         } else if severity >= self.propose_at && kind == PatternKind::MissingEntity {
             Stage::Proposed
         } else {
-            return;
+            return None;
         };
-        if kind == PatternKind::MissingRelationshipType {
-            // A relationship type the ontology lacks is an ontology change: a human's.
-            return;
-        }
         let key = fold(&signal.subject);
         let slot = stage_key(&tenant, kind, &key);
         let span = tracing::Span::current();
@@ -272,26 +280,8 @@ impl Healer {
         span.record("pattern.kind", kind.name());
         span.record("pattern.key", key.as_str());
         span.record("stage", stage.name());
-        {
-            // The store is read without the stages' lock held (it serves every tenant's
-            // signals); what another signal recorded meanwhile is taken into account after.
-            let cached = self.stages.lock().await.get(&slot).copied();
-            let recorded = match cached {
-                Some(done) => Some(done),
-                None => self.recorded_stage(&tenant, kind, &key).await,
-            };
-            let mut stages = self.stages.lock().await;
-            let done = recorded.max(stages.peek(&slot).copied());
-            if done.is_some_and(|done| done >= stage) {
-                if stages.peek(&slot).is_none()
-                    && let Some(done) = done
-                {
-                    stages.insert(&slot, done, slot.len());
-                }
-                return;
-            }
-            stages.insert(&slot, stage, slot.len());
-            crate::metrics::cache_entries("analyst_heal_stages", stages.len());
+        if !self.claim(&tenant, kind, &key, stage).await {
+            return None;
         }
         let outcome = match (kind, stage) {
             (PatternKind::StaleSector | PatternKind::Contradiction, _) => {
@@ -316,6 +306,107 @@ impl Healer {
                 tracing::warn!(tenant = %tenant, pattern = %key, reason = %reason, "cannot act on a pattern yet");
                 // Let a later signal try again.
                 self.stages.lock().await.remove(&slot);
+            }
+        }
+        None
+    }
+
+    /// Claims `stage` of the pattern for this call: `false` when it (or a later stage) was
+    /// reached already, in this process or as the store recorded it.
+    async fn claim(&self, tenant: &str, kind: PatternKind, key: &str, stage: Stage) -> bool {
+        let slot = stage_key(tenant, kind, key);
+        // The store is read without the stages' lock held (it serves every tenant's signals);
+        // what another signal recorded meanwhile is taken into account after.
+        let cached = self.stages.lock().await.get(&slot).copied();
+        let recorded = match cached {
+            Some(done) => Some(done),
+            None => self.recorded_stage(tenant, kind, key).await,
+        };
+        let mut stages = self.stages.lock().await;
+        let done = recorded.max(stages.peek(&slot).copied());
+        if done.is_some_and(|done| done >= stage) {
+            if stages.peek(&slot).is_none()
+                && let Some(done) = done
+            {
+                stages.insert(&slot, done, slot.len());
+            }
+            return false;
+        }
+        stages.insert(&slot, stage, slot.len());
+        crate::metrics::cache_entries("analyst_heal_stages", stages.len());
+        true
+    }
+
+    /// Relationship discovery: each missing relationship type pattern of the tenant whose
+    /// severity (its whole cluster's) reaches `analyst.propose_at`, and that was not acted on,
+    /// drafts an ontology proposal from the tenant's pages for its failed questions (only the
+    /// predicates that answer one of them), which the supervisor sends to a human. A pattern
+    /// whose pages relate nothing its questions ask stays open. Failures are logged; the next
+    /// signal of the pattern tries again.
+    pub async fn discover(&self, tenant: &str) {
+        let kind = PatternKind::MissingRelationshipType;
+        let found = match crate::patterns::patterns(&self.ctx, tenant, Utc::now()).await {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(tenant, error = %err, "cannot read the patterns to discover relationships");
+                return;
+            }
+        };
+        for pattern in found
+            .into_iter()
+            .filter(|p| p.kind == kind && p.severity >= self.propose_at)
+        {
+            if !self
+                .claim(tenant, kind, &pattern.key, Stage::Proposed)
+                .await
+            {
+                continue;
+            }
+            let pattern_id = format!("{}:{}", kind.name(), pattern.key);
+            let asked = pattern.queries.len();
+            let outcome = self
+                .writer
+                .propose_ontology(tenant, Trigger::Pattern(pattern_id), pattern.queries)
+                .await;
+            let (status, action) = match outcome {
+                Ok(Some(proposed)) => (
+                    "proposed",
+                    format!(
+                        "drafted an ontology change ({}) answering {} of its {asked} question(s): \
+                         update {}",
+                        proposed.update.predicate,
+                        proposed.update.impact_radius,
+                        proposed.update.id
+                    ),
+                ),
+                Ok(None) => (
+                    "open",
+                    "no page relates what its questions ask: no relationship to propose".to_owned(),
+                ),
+                Err(reason) => {
+                    tracing::warn!(tenant, pattern = %pattern.key, %reason, "cannot discover a missing relationship type yet");
+                    self.stages
+                        .lock()
+                        .await
+                        .remove(&stage_key(tenant, kind, &pattern.key));
+                    continue;
+                }
+            };
+            tracing::info!(tenant, pattern = %pattern.key, status, %action, "relationship discovery");
+            let status = PatternStatus {
+                kind: kind.name().to_owned(),
+                key: pattern.key.clone(),
+                status: status.to_owned(),
+                action,
+                signal_to_heal_ms: None,
+            };
+            if let Err(err) = self
+                .ctx
+                .store
+                .set_pattern_status(tenant, &status, Utc::now())
+                .await
+            {
+                tracing::warn!(error = %err, "cannot record a pattern's status");
             }
         }
     }
@@ -437,7 +528,7 @@ impl Healer {
                 draft_updates(ontology, graph, key, &docs, &domains, now)
             })
             .await?
-            .ok_or_else(|| HealError::NoOntology(tenant.to_owned()))?;
+            .ok_or_else(|| HealError::NoKnowledge(tenant.to_owned()))?;
         let window = self.ctx.settings.signals.window();
         let (radius, queries) = self
             .ctx

@@ -5,6 +5,7 @@
 //! are two messages, never one tenant's taken for a redelivery of the other's. A body naming no
 //! tenant (which no handler can act on for a tenant anyway) keeps its id as it is.
 
+use ontoloop_core::topics;
 use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
 use ontoloop_store::Store;
@@ -164,6 +165,24 @@ fn parse_body(body: &[u8]) -> Result<(String, Option<String>), BodyError> {
         .and_then(serde_json::Value::as_str)
         .map(str::to_owned);
     Ok((text.to_owned(), tenant))
+}
+
+/// An events-queue message of `tenant` as the commit that applies it records it (topic, id,
+/// body), so a redelivery has no second effect. Shared by the knowledge and
+/// org writers.
+pub(crate) fn inbox_record(tenant: &str, message: &Message) -> (String, String, String) {
+    (
+        topics::EVENTS.to_owned(),
+        inbox_id(tenant, message),
+        String::from_utf8_lossy(&message.body).into_owned(),
+    )
+}
+
+/// The id an events-queue message is recorded under in the inbox: its tenant and its id together
+/// ([`ontoloop_queue::scoped_id`]), so two tenants' integrations that happen to choose the same
+/// message id never make one of them look like a redelivery of the other.
+pub(crate) fn inbox_id(tenant: &str, message: &Message) -> String {
+    ontoloop_queue::scoped_id("evt", tenant, &message.id)
 }
 
 #[cfg(test)]

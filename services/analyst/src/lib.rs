@@ -9,6 +9,8 @@
 
 pub mod dashboard;
 pub mod gate;
+mod gauges;
+pub mod grow;
 pub mod heal;
 mod inbox;
 pub mod knowledge;
@@ -62,15 +64,18 @@ impl ontoloop_runtime::Service for Service {
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let cache = &ctx.settings.cache;
-        let writer = knowledge::KnowledgeWriter::new(ctx.store.clone(), ctx.extraction.clone())
-            .with_budgets(cache.knowledge, cache.hr_records)
-            .with_answering(&ctx.settings.retrieval);
-        let supervision = supervise::Supervision::new(
+        let supervision = Arc::new(supervise::Supervision::new(
             ctx.store.clone(),
             &ctx.settings.supervisor,
             cache.supervisors,
-        );
-        let reviews = Reviews::new(ctx.store.clone(), writer.clone(), Arc::new(supervision));
+        ));
+        let writer = knowledge::KnowledgeWriter::new(
+            ctx.store.clone(),
+            ctx.extraction().await,
+            &ctx.settings,
+        )
+        .proposing(Arc::clone(&supervision));
+        let reviews = Reviews::new(ctx.store.clone(), writer.clone(), supervision);
         let healer = heal::Healer::new(ctx.clone(), writer.clone(), reviews.clone());
         // Approvals a crash interrupted between decision and apply are finished first.
         // (A store that cannot even be read for them fails the start, with its reason.)
@@ -116,9 +121,24 @@ impl ontoloop_runtime::Service for Service {
                             let (outcomes, fresh) =
                                 inbox::record_batch(&store, topics::SIGNALS, &messages).await;
                             inbox::mark_signals_delivered(&store, &messages, &outcomes).await;
+                            // Relationship patterns are looked at once per tenant and batch.
+                            let mut discover: Vec<String> = Vec::new();
                             for message in fresh {
                                 let span = heal::signal_span(&message);
-                                healer.on_signal(&message.body).instrument(span).await;
+                                if let Some(tenant) =
+                                    healer.on_signal(&message.body).instrument(span).await
+                                    && !discover.contains(&tenant)
+                                {
+                                    discover.push(tenant);
+                                }
+                            }
+                            for tenant in discover {
+                                let span = tracing::info_span!(
+                                    "discover_relationships",
+                                    service = "analyst",
+                                    tenant = %tenant
+                                );
+                                healer.discover(&tenant).instrument(span).await;
                             }
                             outcomes
                         }
@@ -148,7 +168,7 @@ impl ontoloop_runtime::Service for Service {
         Ok(Parts::new(service)
             .health(health)
             .task("retention", retention::task(&ctx))
-            .scrape(metrics::scrape(ctx.clone(), writer.clone()))
+            .scrape(gauges::scrape(ctx.clone(), writer.clone()))
             .http(dashboard::router(ctx, reviews, writer).context("set up the dashboard")?)
             .task(format!("{} consumer", topics::EVENTS), events)
             .task(format!("{} consumer", topics::SIGNALS), signals)

@@ -34,12 +34,6 @@ use crate::refusal::{Refusal, already_settled, settle};
 /// its next HR event.
 type Kept = Lru<(OrgHead, OrgRecords)>;
 
-/// The `[cache.hr_records]` defaults, for a writer built without settings.
-const DEFAULT_BUDGET: CacheBudget = CacheBudget {
-    max_entries: 1000,
-    max_bytes: 256 << 20,
-};
-
 /// Estimated bytes a person or team takes in the records.
 const RECORD_BYTES: usize = 256;
 
@@ -51,18 +45,13 @@ pub struct OrgWriter {
 }
 
 impl OrgWriter {
-    /// A writer over `store`, holding no records yet.
-    pub fn new(store: Store) -> Self {
+    /// A writer over `store`, holding no records yet and keeping them under `budget`
+    /// (`[cache.hr_records]`).
+    pub fn new(store: Store, budget: CacheBudget) -> Self {
         Self {
             store,
-            records: Arc::new(Mutex::new(Lru::new(DEFAULT_BUDGET))),
+            records: Arc::new(Mutex::new(Lru::new(budget))),
         }
-    }
-
-    /// This writer with the HR records kept under `budget` instead of the defaults.
-    pub fn with_budget(mut self, budget: CacheBudget) -> Self {
-        self.records = Arc::new(Mutex::new(Lru::new(budget)));
-        self
     }
 
     /// Keeps a tenant's records under the budget and reports the cache's size.
@@ -144,7 +133,7 @@ impl OrgWriter {
         }
         if let Some(message) = message
             && store
-                .inbox_contains(topics::EVENTS, &crate::knowledge::inbox_id(tenant, message))
+                .inbox_contains(topics::EVENTS, &crate::inbox::inbox_id(tenant, message))
                 .await?
         {
             return Ok(());
@@ -211,7 +200,7 @@ impl OrgWriter {
         if let Some(seq) = envelope.seq {
             commit.settled.push((seq, None));
         }
-        commit.message = message.map(|message| crate::knowledge::inbox_record(tenant, message));
+        commit.message = message.map(|message| crate::inbox::inbox_record(tenant, message));
         let head = store
             .commit_org(tenant, expected, commit)
             .await

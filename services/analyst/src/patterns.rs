@@ -11,7 +11,9 @@ use ontoloop_core::{Severity, SignalType};
 use ontoloop_runtime::Context;
 use ontoloop_store::{PatternStatus, WindowSignal};
 
-/// The tenant's patterns over the configured window, most severe first.
+/// The tenant's patterns over the configured window, most severe first; missing relationship
+/// types clustered by the relation their questions ask, by meaning with the sentence encoder
+/// when one is loaded (off the async workers), else by stems.
 pub async fn patterns(
     ctx: &Context,
     tenant: &str,
@@ -27,7 +29,18 @@ pub async fn patterns(
         )
         .await?;
     let signals: Vec<ObservedSignal> = recorded.iter().filter_map(observed).collect();
-    Ok(cluster(&signals, settings))
+    let Some(encoder) = ctx.extraction().await.encoder().cloned() else {
+        return Ok(cluster(&signals, settings, None));
+    };
+    let (signals, thresholds) = (std::sync::Arc::new(signals), *settings);
+    let shared = std::sync::Arc::clone(&signals);
+    let clustered =
+        tokio::task::spawn_blocking(move || cluster(&shared, &thresholds, Some(encoder.as_ref())))
+            .await;
+    Ok(clustered.unwrap_or_else(|err| {
+        tracing::warn!(tenant, error = %err, "cannot cluster the patterns by meaning; by stems");
+        cluster(&signals, &thresholds, None)
+    }))
 }
 
 /// A recorded signal as the clustering sees it: read from the message that announced it (as the
@@ -46,6 +59,7 @@ fn observed(row: &WindowSignal) -> Option<ObservedSignal> {
         subject: row.subject.clone(),
         agent: row.agent_id.clone(),
         at: row.received_at,
+        query: String::new(),
     })
     .filter(|signal| !signal.subject.is_empty())
 }
@@ -128,6 +142,7 @@ pub fn parse_signal(body: &[u8]) -> Result<(String, ObservedSignal, Severity), S
             subject,
             agent,
             at,
+            query: field(&body.query).unwrap_or_default(),
         },
         severity,
     ))
@@ -146,6 +161,8 @@ struct SignalBody<'a> {
     relationship: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     sector: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    query: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     agent_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -179,10 +196,14 @@ mod tests {
                 Severity::High
             )
         );
-        let (_, _, severity) =
-            parse_signal(br#"{"tenant":"acme","type":"entity_missing","entity":"Kite"}"#)
-                .expect("a signal without a severity");
+        assert_eq!(signal.query, "", "no question reported");
+        let (_, signal, severity) = parse_signal(
+            br#"{"tenant":"acme","type":"entity_missing","entity":"Kite","query":"Who owns Kite?"}"#,
+        )
+        .expect("a signal without a severity");
         assert_eq!(severity, Severity::Low);
+        // The question as asked: its capitalised words tell the names from the relation.
+        assert_eq!(signal.query, "Who owns Kite?");
         let typo = parse_signal(br#"{"tenant":"acme","type":"entity_misssing","entity":"Kite"}"#)
             .expect_err("no such type");
         assert!(matches!(typo, SignalError::Malformed(_)), "{typo}");

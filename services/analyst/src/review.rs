@@ -7,12 +7,14 @@ use std::time::Instant;
 
 use chrono::Utc;
 use ontoloop_core::events::{Event, EventEnvelope};
+use ontoloop_core::grow::Proposal as OntologyProposal;
 use ontoloop_core::supervisor::{Category, Proposal, ReviewReason, Route, Verdict};
 use ontoloop_core::{During, ErrorCode, ServiceError};
 use ontoloop_store::{
-    DecideOutcome, DecisionRecord, Store, StoreError, UpdateRecord, update_status,
+    DecideOutcome, DecisionRecord, PatternStatus, Store, StoreError, UpdateRecord, update_status,
 };
 
+use crate::grow;
 use crate::knowledge::KnowledgeWriter;
 use crate::refusal::Refusal;
 use crate::supervise::Supervision;
@@ -125,55 +127,13 @@ impl Reviews {
 
     /// Routes a new proposal: stores it pending review, or approves and applies it at once.
     /// A proposal whose id exists already is left alone. Returns whether it was new.
-    pub async fn submit(&self, mut update: UpdateRecord) -> Result<bool, ReviewError> {
-        let proposal = Proposal {
-            category: category(&update),
-            confidence_variance: update.confidence_variance,
-            impact_radius: update.impact_radius,
-        };
-        let route = self
-            .supervision
-            .route(&update.tenant, &proposal)
-            .await
-            .map_err(|err| During::new("read the learned sampling rates", err))?;
-        let metrics = ontoloop_observability::metrics::global();
-        match route {
-            Route::Review { reason, priority } => {
-                update.priority = priority;
-                update.reason = match reason {
-                    ReviewReason::HighVariance => "high_variance",
-                    ReviewReason::CriticalDomain => "critical_domain",
-                    ReviewReason::Sampled => "sampled",
-                }
-                .to_owned();
-                update.status = update_status::PENDING.to_owned();
-            }
-            Route::AutoApply => {
-                update.priority = ontoloop_core::supervisor::priority(&proposal);
-                update.reason = "auto".to_owned();
-                update.status = update_status::APPROVED.to_owned();
-                update.applied_value = update.after.clone();
-            }
-        }
-        let fresh = self
-            .store
-            .propose_update(&update)
-            .await
-            .map_err(|err| During::new("store the proposal", err))?;
-        if !fresh {
-            return Ok(false);
-        }
-        metrics.add(
-            "ontoloop_analyst_updates_proposed_total",
-            "Proposed graph updates by route.",
-            &[("route", &update.reason)],
-            1.0,
-        );
-        if update.status == update_status::APPROVED {
+    pub async fn submit(&self, update: UpdateRecord) -> Result<bool, ReviewError> {
+        let (fresh, update) = route_and_store(&self.store, &self.supervision, update).await?;
+        if fresh && update.status == update_status::APPROVED {
             tracing::info!(update = %update.id, entity = %update.entity, predicate = %update.predicate, value = %update.after, "applying an update without review (not sampled)");
             self.apply(&update).await?;
         }
-        Ok(true)
+        Ok(fresh)
     }
 
     /// Records a reviewer's decision. Approve and modify apply the update; a decision on an
@@ -198,6 +158,24 @@ impl Reviews {
                 field: "new_value",
                 reason: "is required to modify an update".to_owned(),
             });
+        }
+        if matches!(decision, Decision::Approve | Decision::Modify)
+            && let Some(update) = self
+                .store
+                .update(tenant, update_id.trim())
+                .await
+                .map_err(|err| During::new("read the update", err))?
+            && grow::is_ontology(&update)
+            && update.status == update_status::PENDING
+        {
+            // An ontology that would not load is refused now, with its reason, rather than
+            // approved and then failing at every apply.
+            let value = if decision == Decision::Modify {
+                new_value.trim()
+            } else {
+                ""
+            };
+            self.ontology_after(&update, value).await?;
         }
         let record = DecisionRecord {
             update_id: update_id.trim().to_owned(),
@@ -267,6 +245,9 @@ impl Reviews {
     /// call applied it first. Applying a value the slot already holds from the same source writes
     /// nothing, so an apply repeated after a crash has no second effect.
     pub async fn apply(&self, update: &UpdateRecord) -> Result<bool, ReviewError> {
+        if grow::is_ontology(update) {
+            return self.apply_ontology(update).await;
+        }
         let started = Instant::now();
         let source = if update.applied_value == update.after {
             match update.sources.first() {
@@ -335,6 +316,174 @@ impl Reviews {
         Ok(marked)
     }
 
+    /// The ontology document an ontology proposal makes of the one in force, with `value` (a
+    /// reviewer's edit; empty: as proposed) applied, checked to load. Also the proposal so
+    /// edited.
+    async fn ontology_after(
+        &self,
+        update: &UpdateRecord,
+        value: &str,
+    ) -> Result<(OntologyProposal, serde_json::Value), ReviewError> {
+        let invalid = |reason: String| ReviewError::Invalid {
+            field: "new_value",
+            reason,
+        };
+        let proposal = grow::proposal_of(update, value).map_err(invalid)?;
+        let current = self
+            .writer
+            .ontology_document(&update.tenant)
+            .await
+            .map_err(|err| ReviewError::Graph(During::new("read the ontology in force", err)))?;
+        let document = proposal.extend(current.as_ref()).map_err(invalid)?;
+        ontoloop_core::knowledge::Ontology::from_value(document.clone())
+            .map_err(|err| invalid(format!("the ontology it makes does not load: {err}")))?;
+        Ok((proposal, document))
+    }
+
+    /// Applies an approved ontology proposal: the ontology in force with its predicates added
+    /// (as the reviewer edited them) is set through the gate, every page read again under it in
+    /// a shadow and the recent questions replayed; the failed questions its preview said it
+    /// answers may change from passages to answers, anything else changing holds it for a
+    /// reviewer ([`gate`](crate::gate)). Marks it applied; when it went live, its pattern is
+    /// healed, timed from the first signal of a question it answers.
+    async fn apply_ontology(&self, update: &UpdateRecord) -> Result<bool, ReviewError> {
+        let (proposal, document) = self.ontology_after(update, &update.applied_value).await?;
+        let tenant = update.tenant.as_str();
+        let graph =
+            |what: &'static str| move |err: Refusal| ReviewError::Graph(During::new(what, err));
+        let current = self
+            .writer
+            .ontology_document(tenant)
+            .await
+            .map_err(graph("read the ontology in force"))?;
+        if current.as_ref() != Some(&document) {
+            let envelope = EventEnvelope {
+                tenant: tenant.to_owned(),
+                seq: None,
+                at: Utc::now(),
+                accepted: None,
+                event: Event::OntologySet {
+                    ontology: document.clone(),
+                },
+            };
+            let previewed: Vec<String> =
+                proposal.answered().into_iter().map(str::to_owned).collect();
+            self.writer
+                .apply_proposal(&envelope, &previewed)
+                .await
+                .map_err(graph("set the proposed ontology"))?;
+        }
+        let marked = self
+            .store
+            .mark_applied(&update.id, Utc::now())
+            .await
+            .map_err(|err| During::new("mark the update applied", err))?;
+        let live = self
+            .writer
+            .ontology_document(tenant)
+            .await
+            .map_err(graph("read the ontology in force"))?
+            .is_some_and(|now| now == document);
+        if live {
+            self.heal(update, &proposal).await;
+        } else {
+            tracing::info!(tenant, update = %update.id, "an approved ontology proposal is held at the gate");
+        }
+        Ok(marked)
+    }
+
+    /// Marks healed the pattern of every applied ontology proposal of the tenant whose
+    /// predicates are all in the ontology in force now (after a held change was approved at the
+    /// gate). Failures are logged.
+    pub async fn heal_live_proposals(&self, tenant: &str) {
+        let updates = match self.store.updates(tenant, 200).await {
+            Ok(updates) => updates,
+            Err(err) => {
+                tracing::warn!(tenant, error = %err, "cannot read the proposals to heal their patterns");
+                return;
+            }
+        };
+        let current = match self.writer.ontology_document(tenant).await {
+            Ok(Some(current)) => current,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!(tenant, error = %err, "cannot read the ontology in force");
+                return;
+            }
+        };
+        let names: Vec<&str> = current["predicates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        for update in updates.iter().filter(|u| {
+            grow::is_ontology(u) && u.status == update_status::APPLIED && !u.pattern_id.is_empty()
+        }) {
+            let Ok(proposal) = grow::proposal_of(update, &update.applied_value) else {
+                continue;
+            };
+            if proposal
+                .predicates
+                .iter()
+                .all(|p| names.contains(&p.name.as_str()))
+            {
+                self.heal(update, &proposal).await;
+            }
+        }
+    }
+
+    /// Records the proposal's pattern healed, timed from the first signal of a question it
+    /// answers, unless it is healed already. Failures are logged.
+    async fn heal(&self, update: &UpdateRecord, proposal: &OntologyProposal) {
+        let Some((kind, key)) = update.pattern_id.split_once(':') else {
+            return;
+        };
+        let tenant = update.tenant.as_str();
+        let statuses = self
+            .store
+            .pattern_statuses(tenant)
+            .await
+            .unwrap_or_default();
+        if statuses
+            .iter()
+            .any(|s| s.kind == kind && s.key == key && s.status == "healed")
+        {
+            return;
+        }
+        let now = Utc::now();
+        let questions: Vec<String> = proposal.answered().into_iter().map(str::to_owned).collect();
+        let first = self
+            .writer
+            .first_failed(tenant, &questions)
+            .await
+            .unwrap_or(update.created_at);
+        let latency_ms = (now - first).num_milliseconds().max(0);
+        crate::heal::record_heal(kind, latency_ms);
+        let names: Vec<&str> = proposal
+            .predicates
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let status = PatternStatus {
+            kind: kind.to_owned(),
+            key: key.to_owned(),
+            status: "healed".to_owned(),
+            action: format!(
+                "ontology change live ({}): answers {} failed question(s)",
+                names.join(", "),
+                questions.len()
+            ),
+            signal_to_heal_ms: Some(latency_ms),
+        };
+        match self.store.set_pattern_status(tenant, &status, now).await {
+            Ok(()) => {
+                tracing::info!(tenant, pattern = %update.pattern_id, signal_to_heal_ms = latency_ms, "healed a missing relationship type with an ontology change")
+            }
+            Err(err) => tracing::warn!(tenant, error = %err, "cannot record a pattern's status"),
+        }
+    }
+
     /// Applies what was approved but not applied (a crash between decision and apply). Fails
     /// only when the store cannot be read for them; one that cannot apply yet is logged.
     pub async fn recover(&self) -> Result<(), ontoloop_store::StoreError> {
@@ -345,6 +494,57 @@ impl Reviews {
         }
         Ok(())
     }
+}
+
+/// Routes a new proposal through the tenant's supervisor and stores it: pending review (with
+/// the reason and priority), or approved to apply at once (`reason = auto`), which the caller
+/// does. A proposal whose id exists already is left alone. Returns whether it was new, and the
+/// update as routed.
+pub(crate) async fn route_and_store(
+    store: &Store,
+    supervision: &Supervision,
+    mut update: UpdateRecord,
+) -> Result<(bool, UpdateRecord), ReviewError> {
+    let proposal = Proposal {
+        category: category(&update),
+        confidence_variance: update.confidence_variance,
+        impact_radius: update.impact_radius,
+    };
+    let route = supervision
+        .route(&update.tenant, &proposal)
+        .await
+        .map_err(|err| During::new("read the learned sampling rates", err))?;
+    match route {
+        Route::Review { reason, priority } => {
+            update.priority = priority;
+            update.reason = match reason {
+                ReviewReason::HighVariance => "high_variance",
+                ReviewReason::CriticalDomain => "critical_domain",
+                ReviewReason::Sampled => "sampled",
+            }
+            .to_owned();
+            update.status = update_status::PENDING.to_owned();
+        }
+        Route::AutoApply => {
+            update.priority = ontoloop_core::supervisor::priority(&proposal);
+            update.reason = "auto".to_owned();
+            update.status = update_status::APPROVED.to_owned();
+            update.applied_value = update.after.clone();
+        }
+    }
+    let fresh = store
+        .propose_update(&update)
+        .await
+        .map_err(|err| During::new("store the proposal", err))?;
+    if fresh {
+        ontoloop_observability::metrics::global().add(
+            "ontoloop_analyst_updates_proposed_total",
+            "Proposed graph updates by route.",
+            &[("route", &update.reason)],
+            1.0,
+        );
+    }
+    Ok((fresh, update))
 }
 
 /// A stable id for a proposal: the same slot and value proposed again is the same update.

@@ -173,8 +173,9 @@ fn kinds(outcomes: &[Handled]) -> Vec<&'static str> {
 async fn a_batch_applies_in_fewer_commits_and_ends_as_one_event_at_a_time_does() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (together, alone) = (store(&dir, "together").await, store(&dir, "alone").await);
-    let grouped = KnowledgeWriter::new(together.clone(), ExtractionSetup::default());
-    let single = KnowledgeWriter::new(alone.clone(), ExtractionSetup::default());
+    let settings = ontoloop_settings::Settings::defaults();
+    let grouped = KnowledgeWriter::new(together.clone(), ExtractionSetup::default(), &settings);
+    let single = KnowledgeWriter::new(alone.clone(), ExtractionSetup::default(), &settings);
     let mut events = 0i64;
     let mut delivered = Vec::new();
     for batch in batches() {

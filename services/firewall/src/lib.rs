@@ -8,8 +8,6 @@
 
 mod validate;
 
-use std::sync::Arc;
-
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1::firewall_service_server::{FirewallService, FirewallServiceServer};
 use ontoloop_proto::v1::{ValidateRequest, ValidateResponse};
@@ -25,7 +23,7 @@ impl ontoloop_runtime::Service for Service {
     const KIND: ServiceKind = ServiceKind::Firewall;
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
-        let validator = Validator::new(ctx.clone(), Arc::clone(&ctx.read_models))?;
+        let validator = Validator::new(ctx.clone(), ctx.read_models().await)?;
         Ok(Parts::new(FirewallServiceServer::new(Firewall {
             validator,
         })))

@@ -23,11 +23,76 @@ pub struct Validator {
     llm: Option<LlmExtractor>,
 }
 
+/// A Validate request as the firewall reads it: its shape checked at the edge (the bounds of
+/// `[firewall]` are checked by the validator, which holds them).
+struct ValidateCall {
+    /// The text, not blank, or the claims, at least one and each whole.
+    input: Input,
+    risk: Risk,
+    /// The answer's domain (stricter thresholds may apply).
+    domain: String,
+    /// The instant to check as of (`None`: now, read once the model is held).
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl TryFrom<ValidateRequest> for ValidateCall {
+    type Error = Status;
+
+    fn try_from(request: ValidateRequest) -> Result<Self, Status> {
+        let input = request
+            .input
+            .ok_or_else(|| status_from(DomainError::missing("input")))?;
+        match &input {
+            Input::Text(text) if text.trim().is_empty() => {
+                return Err(status_from(DomainError::invalid("text", "is empty")));
+            }
+            Input::Text(_) => {}
+            Input::Claims(list) => {
+                if list.claims.is_empty() {
+                    return Err(status_from(DomainError::missing("claims")));
+                }
+                for (i, claim) in list.claims.iter().enumerate() {
+                    validate_claim_shape(i, claim)?;
+                }
+            }
+        }
+        let context = request.context.unwrap_or_default();
+        let risk = match pb::RiskLevel::try_from(context.risk) {
+            Ok(pb::RiskLevel::High) => Risk::High,
+            Ok(pb::RiskLevel::Exploratory) => Risk::Exploratory,
+            Ok(pb::RiskLevel::Unspecified) => Risk::Standard,
+            Err(_) => {
+                return Err(status_from(DomainError::invalid(
+                    "context.risk",
+                    format!("unknown risk level {}", context.risk),
+                )));
+            }
+        };
+        Ok(ValidateCall {
+            input,
+            risk,
+            domain: context.domain,
+            as_of: ontoloop_proto::convert::instant(request.as_of, "as_of")?,
+        })
+    }
+}
+
 /// One claim as it will be reported.
 struct Checked {
     claim: pb::Claim,
     sentence: String,
     reasons: Vec<Reason>,
+}
+
+impl Checked {
+    /// A claim the request gave as a triple (no sentence), with these reasons so far.
+    fn given(claim: &pb::Claim, reasons: Vec<Reason>) -> Self {
+        Checked {
+            claim: claim.clone(),
+            sentence: String::new(),
+            reasons,
+        }
+    }
 }
 
 impl Validator {
@@ -73,52 +138,28 @@ impl Validator {
         caller: Caller,
         request: ValidateRequest,
     ) -> Result<ValidateResponse, Status> {
-        let input = request
-            .input
-            .ok_or_else(|| status_from(DomainError::missing("input")))?;
-        if let Input::Text(text) = &input {
-            if text.trim().is_empty() {
-                return Err(status_from(DomainError::invalid("text", "is empty")));
+        let ValidateCall {
+            input,
+            risk,
+            domain,
+            as_of: asked_at,
+        } = ValidateCall::try_from(request)?;
+        match &input {
+            Input::Text(text) => {
+                if text.len() > self.policy.max_text_bytes {
+                    return Err(status_from(DomainError::invalid(
+                        "text",
+                        format!(
+                            "is {} bytes; at most {} are validated at once (firewall.max_text_bytes)",
+                            text.len(),
+                            self.policy.max_text_bytes
+                        ),
+                    )));
+                }
+                self.within_max_claims("text", "sentences", split_sentences(text).len())?;
             }
-            if text.len() > self.policy.max_text_bytes {
-                return Err(status_from(DomainError::invalid(
-                    "text",
-                    format!(
-                        "is {} bytes; at most {} are validated at once (firewall.max_text_bytes)",
-                        text.len(),
-                        self.policy.max_text_bytes
-                    ),
-                )));
-            }
+            Input::Claims(list) => self.within_max_claims("claims", "claims", list.claims.len())?,
         }
-        if let Input::Text(text) = &input {
-            self.within_max_claims("text", "sentences", split_sentences(text).len())?;
-        }
-        if let Input::Claims(list) = &input {
-            if list.claims.is_empty() {
-                return Err(status_from(DomainError::missing("claims")));
-            }
-            self.within_max_claims("claims", "claims", list.claims.len())?;
-            for (i, claim) in list.claims.iter().enumerate() {
-                validate_claim_shape(i, claim)?;
-            }
-        }
-        let context = request.context.unwrap_or_default();
-        let risk = match pb::RiskLevel::try_from(context.risk) {
-            Ok(pb::RiskLevel::High) => Risk::High,
-            Ok(pb::RiskLevel::Exploratory) => Risk::Exploratory,
-            Ok(pb::RiskLevel::Unspecified) => Risk::Standard,
-            Err(_) => {
-                return Err(status_from(DomainError::invalid(
-                    "context.risk",
-                    format!("unknown risk level {}", context.risk),
-                )));
-            }
-        };
-        let asked_at = request
-            .as_of
-            .map(|at| ontoloop_proto::convert::instant_or(Some(at), "as_of", chrono::Utc::now()))
-            .transpose()?;
         let snapshot = match self.snapshots.recent(caller.tenant()).await {
             Ok(snapshot) => snapshot,
             Err(err) => {
@@ -204,11 +245,7 @@ impl Validator {
             Input::Claims(list) => (
                 list.claims
                     .iter()
-                    .map(|c| Checked {
-                        claim: c.clone(),
-                        sentence: String::new(),
-                        reasons: Vec::new(),
-                    })
+                    .map(|c| Checked::given(c, Vec::new()))
                     .collect(),
                 pb::Coverage::default(),
             ),
@@ -220,7 +257,7 @@ impl Validator {
             access: Access::new(&caller, &current),
             as_of,
             policy: &self.policy,
-            threshold: self.policy.threshold(risk, &context.domain),
+            threshold: self.policy.threshold(risk, &domain),
         };
         for (claim, reasons) in checked.iter_mut().zip(check_answer(&view, &to_check)) {
             claim.reasons = reasons;
@@ -494,11 +531,7 @@ fn fail_closed(input: &Input, why: &str) -> ValidateResponse {
         Input::Claims(list) => (
             list.claims
                 .iter()
-                .map(|c| Checked {
-                    claim: c.clone(),
-                    sentence: String::new(),
-                    reasons: vec![reason.clone()],
-                })
+                .map(|c| Checked::given(c, vec![reason.clone()]))
                 .collect(),
             pb::Coverage::default(),
         ),

@@ -99,15 +99,7 @@ impl Clients {
                 settings.services.port_of(kind.name()).unwrap_or_default()
             )
         };
-        Self::dial(
-            &addr(ServiceKind::Retrieval),
-            &addr(ServiceKind::Telemetry),
-            &addr(ServiceKind::Analyst),
-            &addr(ServiceKind::Firewall),
-            bearer,
-            &settings.tls,
-        )
-        .await
+        Self::dial(addr, bearer, &settings.tls).await
     }
 
     /// Dials bound addresses (an embedded system, serving with `tls`), with `$ONTOLOOP_TOKEN` as
@@ -132,33 +124,24 @@ impl Clients {
                 .map(|(_, a)| a.to_string())
                 .unwrap_or_default()
         };
-        Self::dial(
-            &addr(ServiceKind::Retrieval),
-            &addr(ServiceKind::Telemetry),
-            &addr(ServiceKind::Analyst),
-            &addr(ServiceKind::Firewall),
-            bearer,
-            tls,
-        )
-        .await
+        Self::dial(addr, bearer, tls).await
     }
 
     async fn dial(
-        retrieval: &str,
-        telemetry: &str,
-        analyst: &str,
-        firewall: &str,
+        addr: impl Fn(ServiceKind) -> String,
         bearer: Bearer,
         tls: &TlsSettings,
     ) -> anyhow::Result<Self> {
         let tls = ontoloop_runtime::tls::client_config(tls)?;
         let tls = tls.as_ref();
         let with = |channel| InterceptedService::new(channel, bearer.clone());
+        let (addr, with) = (&addr, &with);
+        let dial = |kind| async move { channel(&addr(kind), tls).await.map(with) };
         Ok(Self {
-            retrieval: RetrievalServiceClient::new(with(channel(retrieval, tls).await?)),
-            telemetry: TelemetryServiceClient::new(with(channel(telemetry, tls).await?)),
-            analyst: AnalystServiceClient::new(with(channel(analyst, tls).await?)),
-            firewall: FirewallServiceClient::new(with(channel(firewall, tls).await?)),
+            retrieval: RetrievalServiceClient::new(dial(ServiceKind::Retrieval).await?),
+            telemetry: TelemetryServiceClient::new(dial(ServiceKind::Telemetry).await?),
+            analyst: AnalystServiceClient::new(dial(ServiceKind::Analyst).await?),
+            firewall: FirewallServiceClient::new(dial(ServiceKind::Firewall).await?),
         })
     }
 }

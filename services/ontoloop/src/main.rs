@@ -15,22 +15,5 @@ mod session;
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {
-    let cli = cmd::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: start the async runtime: {err}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(cli.run()) {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    ontoloop::run_command(cmd::Cli::parse().run())
 }

@@ -1,12 +1,17 @@
 //! Everything the command line prints: each result as text for a person, or with `--json` as
-//! one JSON document for a script. Commands compute; this module only formats.
+//! one JSON document for a script. Commands compute; this module only formats. An answer's JSON
+//! is the gRPC reply as `ontoloop_proto::json` writes it, the same the MCP tools answer with.
 
-use ontoloop::bench::plate::PlateReport;
-use ontoloop::bench::signals::SignalsReport;
-use ontoloop::mcp::wire::instant;
-use ontoloop::org::GenReport;
+use ontoloop::mcp::render::scope_label;
 use ontoloop::status::ServiceStatus;
+use ontoloop_proto::json::{citation_status_name, rfc3339 as instant};
 use ontoloop_proto::v1;
+
+/// Prints a reply or a report as one line of JSON.
+fn json_line(reply: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string(reply)?);
+    Ok(())
+}
 
 /// Prints an answer: value, status, hedges, and provenance per hop (or the passages given).
 pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
@@ -14,39 +19,7 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
         .map(|s| s.as_str_name())
         .unwrap_or("UNKNOWN");
     if json {
-        let value = serde_json::json!({
-            "status": status,
-            "value": answer.value,
-            "values": answer.values,
-            "entity": answer.entity,
-            "predicate_path": answer.predicate_path,
-            "abstain_reason": answer.abstain_reason,
-            "hedges": answer.hedges.iter().map(|h| serde_json::json!({"code": h.code, "message": h.message, "source_id": h.source_id})).collect::<Vec<_>>(),
-            "hops": answer.hops.iter().map(|h| serde_json::json!({
-                "entity": h.entity, "predicate": h.predicate, "value": h.value,
-                "evidence": h.evidence.iter().map(|e| serde_json::json!({
-                    "source": format!("{}@{}", e.source_id, e.source_version), "origin": e.origin,
-                    "authority": e.authority, "value": e.value, "graph": e.extracted_at.is_some(),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "applied_sequence": answer.applied_sequence,
-            "passages": answer.passages.iter().map(|p| serde_json::json!({
-                "source": format!("{}@{}", p.source_id, p.source_version), "title": p.title,
-                "origin": p.origin, "headings": p.headings, "text": p.text,
-                "chunk_hash": p.chunk_hash, "start": p.start, "end": p.end, "score": p.score,
-                "similarity": p.similarity,
-            })).collect::<Vec<_>>(),
-            "upcoming": answer.upcoming.iter().map(|e| serde_json::json!({
-                "value": e.value, "effective_from": instant(e.valid_from.as_ref()),
-                "source": format!("{}@{}", e.source_id, e.source_version), "origin": e.origin,
-            })).collect::<Vec<_>>(),
-            "scoped": answer.scoped.iter().map(|v| serde_json::json!({
-                "scope": v.scope, "value": v.value,
-                "evidence": v.evidence.iter().map(|e| format!("{}@{}", e.source_id, e.source_version)).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        println!("{value}");
-        return Ok(());
+        return json_line(answer);
     }
     if answer.status == v1::AnswerStatus::Abstained as i32 {
         println!("abstained: {}", answer.abstain_reason);
@@ -70,7 +43,7 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
     if answer.status == v1::AnswerStatus::NeedsScope as i32 {
         println!("the value depends on the scope; ask with --scope  [{status}]");
         for v in &answer.scoped {
-            let scope = ontoloop::mcp::wire::scope_label(&v.scope);
+            let scope = scope_label(&v.scope);
             let cited: Vec<String> = v
                 .evidence
                 .iter()
@@ -111,21 +84,41 @@ pub fn answer(answer: &v1::Answer, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints the passages a search found: each with its citation, score and the entities it names.
+pub fn found(found: &v1::SearchResponse, json: bool) -> anyhow::Result<()> {
+    if json {
+        return json_line(found);
+    }
+    let ranking = v1::PassageRanking::try_from(found.ranking)
+        .map(|r| r.as_str_name())
+        .unwrap_or("UNKNOWN");
+    println!("{} passages  [{ranking}]", found.hits.len());
+    for hit in &found.hits {
+        let Some(p) = &hit.passage else {
+            continue;
+        };
+        println!(
+            "  {:.3}  {} — {}@{}, characters {}..{}",
+            p.score, p.title, p.source_id, p.source_version, p.start, p.end
+        );
+        println!("    {}", p.text);
+        if !hit.entities.is_empty() {
+            let names: Vec<&str> = hit.entities.iter().map(|e| e.name.as_str()).collect();
+            println!("    names: {}", names.join(", "));
+        }
+        println!(
+            "    later: ontoloop cite {}@{} {} --span {}..{}",
+            p.source_id, p.source_version, p.chunk_hash, p.start, p.end
+        );
+    }
+    Ok(())
+}
+
 /// Prints a citation's resolution: its status and the passage now.
 pub fn citation(resolution: &v1::CitationResolution, json: bool) -> anyhow::Result<()> {
-    let status = ontoloop::mcp::wire::citation_status(resolution.status);
+    let status = citation_status_name(resolution.status);
     if json {
-        let value = serde_json::json!({
-            "status": status,
-            "passage": resolution.passage.as_ref().map(|p| serde_json::json!({
-                "source": format!("{}@{}", p.source_id, p.source_version), "title": p.title,
-                "headings": p.headings, "text": p.text, "chunk_hash": p.chunk_hash,
-                "start": p.start, "end": p.end,
-            })),
-            "applied_sequence": resolution.applied_sequence,
-        });
-        println!("{value}");
-        return Ok(());
+        return json_line(resolution);
     }
     match &resolution.passage {
         Some(p) => {
@@ -145,17 +138,7 @@ pub fn verdicts(response: &v1::ValidateResponse, json: bool) -> anyhow::Result<b
     let pass = response.overall == v1::Verdict::Pass as i32;
     let coverage = response.coverage.unwrap_or_default();
     if json {
-        let value = serde_json::json!({
-            "overall": if pass { "PASS" } else { "BLOCK" },
-            "coverage": {"sentences": coverage.sentences, "checkable": coverage.checkable, "unrecognised": coverage.unrecognised},
-            "verdicts": response.verdicts.iter().map(|v| serde_json::json!({
-                "sentence": v.sentence,
-                "claim": v.claim.as_ref().map(|c| serde_json::json!({"subject": c.subject, "predicate": c.predicate, "object": c.object})),
-                "verdict": if v.verdict == v1::Verdict::Pass as i32 { "PASS" } else { "BLOCK" },
-                "reasons": v.reasons.iter().map(|r| serde_json::json!({"code": r.code, "message": r.message})).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        println!("{value}");
+        json_line(response)?;
         return Ok(pass);
     }
     println!(
@@ -185,7 +168,8 @@ pub fn verdicts(response: &v1::ValidateResponse, json: bool) -> anyhow::Result<b
 }
 
 /// Prints the patterns the analyst found, one line each.
-pub fn patterns(patterns: &[v1::Pattern], json: bool) {
+pub fn patterns(response: &v1::ListPatternsResponse, json: bool) -> anyhow::Result<()> {
+    let patterns = &response.patterns;
     let severity = |p: &v1::Pattern| {
         v1::Severity::try_from(p.severity)
             .map(|s| {
@@ -196,12 +180,7 @@ pub fn patterns(patterns: &[v1::Pattern], json: bool) {
             .unwrap_or_default()
     };
     if json {
-        let value: Vec<_> = patterns
-            .iter()
-            .map(|p| serde_json::json!({"id": p.id, "kind": p.kind, "key": p.key, "signals": p.signal_count, "agents": p.agent_count, "severity": severity(p), "status": p.status, "action": p.action, "signal_to_heal_ms": p.signal_to_heal_ms}))
-            .collect();
-        println!("{}", serde_json::json!({ "patterns": value }));
-        return;
+        return json_line(response);
     }
     if patterns.is_empty() {
         println!("no patterns in the window");
@@ -218,33 +197,24 @@ pub fn patterns(patterns: &[v1::Pattern], json: bool) {
             p.action
         );
     }
+    Ok(())
 }
 
 /// Prints one proposed update (`review next`), or that the queue is empty.
-pub fn update(update: Option<&v1::ProposedUpdate>, json: bool) {
-    let Some(u) = update else {
-        if json {
-            println!("{}", serde_json::json!({ "update": null }));
-        } else {
-            println!("the review queue is empty");
+pub fn update(update: Option<&v1::ProposedUpdate>, json: bool) -> anyhow::Result<()> {
+    if json {
+        /// `{"update": ...}`, null when the queue is empty.
+        #[derive(serde::Serialize)]
+        struct Next<'a> {
+            update: Option<&'a v1::ProposedUpdate>,
         }
-        return;
+        return json_line(&Next { update });
+    }
+    let Some(u) = update else {
+        println!("the review queue is empty");
+        return Ok(());
     };
     let sources: Vec<&str> = u.sources.iter().map(|s| s.source_id.as_str()).collect();
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({ "update": {
-                "id": u.id, "pattern_id": u.pattern_id, "entity": u.entity,
-                "predicate": u.predicate, "before": u.before, "after": u.after,
-                "confidence": u.confidence, "confidence_variance": u.confidence_variance,
-                "impact_radius": u.impact_radius, "domain": u.domain, "sources": sources,
-                "priority": u.priority, "affected_queries": u.affected_queries,
-                "reason": u.reason,
-            }})
-        );
-        return;
-    }
     let before = if u.before.is_empty() {
         "(new)"
     } else {
@@ -267,25 +237,77 @@ pub fn update(update: Option<&v1::ProposedUpdate>, json: bool) {
         "decide with: ontoloop review decide {} approve|reject|modify --value V|defer --as TENANT/PRINCIPAL",
         u.id
     );
+    Ok(())
 }
 
-/// Prints what `gen-org` loaded.
-pub fn gen_org(report: &GenReport, json: bool) -> anyhow::Result<()> {
+/// Prints an ontology proposal as `ontoloop ontology propose` found it queued (after the
+/// intake's `sequence`): each predicate with its types, patterns, an example and its preview;
+/// with `json`, `{"sequence", "update", "proposal"}` (`proposal` is the update's `after` read as
+/// JSON).
+pub fn ontology_proposal(
+    sequence: u64,
+    update: Option<&v1::ProposedUpdate>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let proposal: Option<ontoloop_core::grow::Proposal> =
+        update.and_then(|u| serde_json::from_str(&u.after).ok());
     if json {
-        println!("{}", serde_json::to_string(report)?);
-        return Ok(());
+        #[derive(serde::Serialize)]
+        struct Proposed<'a> {
+            sequence: u64,
+            update: Option<&'a v1::ProposedUpdate>,
+            proposal: Option<&'a ontoloop_core::grow::Proposal>,
+        }
+        return json_line(&Proposed {
+            sequence,
+            update,
+            proposal: proposal.as_ref(),
+        });
     }
-    for (tenant, people, items, facts, version) in &report.tenants {
+    let (Some(u), Some(proposal)) = (update, proposal) else {
         println!(
-            "{tenant}: {people} people, {items} work items, {facts} product facts (org version {version})"
+            "no ontology proposal waits for review: the pages state no recurring field or \
+             statement the ontology lacks (sequence {sequence})"
         );
+        return Ok(());
+    };
+    println!(
+        "{}  [{}; priority {:.2}] {} predicate(s); answers {} failed question(s)",
+        u.id,
+        u.reason,
+        u.priority,
+        proposal.predicates.len(),
+        u.impact_radius
+    );
+    for p in &proposal.predicates {
+        let subject = p.subject.as_deref().unwrap_or(&p.subject_type);
+        println!(
+            "  {}  {subject} → {}  ({}; {} subjects)",
+            p.name, p.object_type, p.from, p.subjects
+        );
+        for pattern in &p.patterns {
+            println!("    pattern: {pattern}");
+        }
+        if let Some(example) = p.examples.first() {
+            println!("    e.g. {example}");
+        }
+        let facts: Vec<String> = p
+            .facts
+            .iter()
+            .take(3)
+            .map(|f| format!("{} → {} ({})", f.subject, f.object, f.page))
+            .collect();
+        if !facts.is_empty() {
+            println!("    would add: {}", facts.join("; "));
+        }
+        for question in &p.answers {
+            println!("    answers: {question}");
+        }
     }
     println!(
-        "generated in {:.2} s, loaded in {:.2} s; items are dated relative to {} (use --as-of {} with `ontoloop plate`)",
-        report.generate_secs,
-        report.load_secs,
-        report.now.to_rfc3339(),
-        report.now.to_rfc3339()
+        "decide with: ontoloop review decide {} approve|reject|defer --as TENANT/REVIEWER, or \
+         modify --value '{{\"drop\":[NAME],\"rename\":{{\"NAME\":\"NEW\"}}}}' (or on the dashboard)",
+        u.id
     );
     Ok(())
 }
@@ -293,36 +315,7 @@ pub fn gen_org(report: &GenReport, json: bool) -> anyhow::Result<()> {
 /// Prints a plate: the dimension counts, then one line per item with why it is there.
 pub fn plate(plate: &v1::PlateResponse, json: bool) -> anyhow::Result<()> {
     if json {
-        let items: Vec<serde_json::Value> = plate
-            .items
-            .iter()
-            .map(|item| {
-                serde_json::json!({
-                    "item_id": item.item_id,
-                    "title": item.title,
-                    "assignee": item.assignee,
-                    "service": item.service,
-                    "severity": item.severity,
-                    "scope": item.scope,
-                    "source_type": item.source_type,
-                    "created_at": item.created_at.map(|t| t.seconds),
-                    "score": item.score,
-                    "admitted_by": item.admitted_by,
-                    "weights": item.weights,
-                })
-            })
-            .collect();
-        let dimensions: Vec<serde_json::Value> = plate
-            .dimensions
-            .iter()
-            .map(|d| serde_json::json!({"name": d.name, "candidates_after": d.candidates_after}))
-            .collect();
-        let out = serde_json::json!({
-            "org_version": plate.org_version,
-            "dimensions": dimensions,
-            "items": items,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(plate)?);
         return Ok(());
     }
     let counts: Vec<String> = plate
@@ -380,8 +373,7 @@ pub fn status(report: &[ServiceStatus], extraction: &str, json: bool) -> anyhow:
             services: report,
             extraction,
         };
-        println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
+        return json_line(&report);
     }
     for service in report {
         match &service.error {
@@ -482,101 +474,118 @@ pub fn stopped() {
     println!("ontoloop stopped");
 }
 
-/// Prints the signals benchmark's report.
-pub fn bench_signals(report: &SignalsReport, preload: bool, json: bool) -> anyhow::Result<()> {
+/// Prints what `ontoloop ingest FOLDER` did: the counts, each file not read with the reason, the
+/// files of other formats and hidden entries not read, and how to read the run's writes.
+pub fn ingested(summary: &ontoloop::ingest::Summary, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(report)?);
-        return Ok(());
+        return json_line(summary);
     }
-    let what = if preload {
-        "the analyst alone, from a loaded queue"
+    let rate = if summary.pushed_seconds > 0.0 {
+        (summary.pushed + summary.unchanged + summary.failed.len()) as f64 / summary.pushed_seconds
     } else {
-        "end to end, publishing while the analyst consumes"
+        0.0
     };
-    println!("signals through RabbitMQ into the analyst's store ({what})");
-    println!("signals   per second   lost   duplicated   published (confirmed) per second");
-    println!(
-        "{:>7}   {:>10.0}   {:>4}   {:>10}   {:>10.0}",
-        report.signals,
-        report.per_second,
-        report.lost,
-        report.duplicated,
-        report.published_per_second
-    );
-    Ok(())
-}
-
-/// Prints the plate benchmark's report.
-pub fn bench_plate(report: &PlateReport, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(report)?);
-        return Ok(());
-    }
-    println!(
-        "plate on {} people / {} items, {} callers",
-        report.people, report.items, report.callers
-    );
-    println!(
-        "  oracle mismatches {}  p50 {:.3} ms  p99 {:.3} ms  {:.0} plates/s  peak RSS {:.0} MiB",
-        report.oracle_mismatches, report.p50_ms, report.p99_ms, report.qps, report.peak_rss_mb
-    );
-    println!(
-        "  loopback gRPC, auth on (HS256 bearer): p50 {:.3} ms  p99 {:.3} ms",
-        report.p50_auth_ms, report.p99_auth_ms
-    );
-    for (people, ms) in &report.rebuild_ms {
-        println!("  org graph rebuild at {people} people: {ms:.1} ms");
-    }
-    println!(
-        "  first load {:.0} ms; employee.transferred visible after {:.1} ms (median of {}, slowest {:.1} ms)",
-        report.load_ms,
-        report.event_to_visible_ms,
-        ontoloop::bench::plate::TRANSFERS,
-        report.event_to_visible_max_ms
-    );
-    println!(
-        "  precision vs oracle: plate {:.3}, BM25 baseline {:.3}",
-        report.precision, report.baseline_precision
-    );
-    Ok(())
-}
-
-/// Prints the drift benchmark's report, and where the CSV of every answer went.
-pub fn bench_drift(
-    report: &ontoloop::bench::drift::Report,
-    world: &ontoloop_testkit::world::World,
-    mode: ontoloop::bench::drift::Mode,
-    extraction: &str,
-    csv: &std::path::Path,
-    json: bool,
-) -> anyhow::Result<()> {
-    if json {
-        let mut value = serde_json::to_value(report)?;
-        if let Some(fields) = value.as_object_mut() {
-            fields.insert("extraction".to_owned(), extraction.into());
-        }
-        println!("{value}");
+    let commits = summary
+        .commits
+        .map(|n| format!("{n} commits, "))
+        .unwrap_or_default();
+    let what = if summary.mode == "git" {
+        "file versions"
     } else {
-        println!("extraction: {extraction}");
-        print!("{}", report.to_text(world, mode));
+        "files"
+    };
+    println!(
+        "ingested {}: {commits}{} {what}: {} pushed, {} unchanged, {} deleted, {} failed \
+         in {:.1}s ({rate:.0} files/s)",
+        summary.root,
+        summary.files,
+        summary.pushed,
+        summary.unchanged,
+        summary.deleted,
+        summary.failed.len(),
+        summary.pushed_seconds,
+    );
+    if !summary.failed.is_empty() {
+        println!("not read or not pushed:");
+        for failure in &summary.failed {
+            println!("  {}: {}", failure.path, failure.reason);
+        }
+    }
+    if !summary.other_formats.is_empty() {
+        let others: Vec<String> = summary
+            .other_formats
+            .iter()
+            .map(|(ext, n)| format!("{ext} {n}"))
+            .collect();
         println!(
-            "every answer, with the expected value and why: {}",
-            csv.display()
+            "not read, other formats (--text-ext reads one as text): {}",
+            others.join(", ")
+        );
+    }
+    if summary.hidden > 0 {
+        println!(
+            "not read, hidden (names starting with .): {}",
+            summary.hidden
+        );
+    }
+    if let Some(seconds) = summary.applied_seconds {
+        println!(
+            "all applied {seconds:.1}s after the start (last sequence number {})",
+            summary.last_sequence
+        );
+    } else if summary.last_sequence > 0 {
+        if let Some(why) = &summary.applied_unknown {
+            println!("applied: unknown ({why})");
+        }
+        println!(
+            "last sequence number {0} (pass --min-sequence {0} to read your writes)",
+            summary.last_sequence
         );
     }
     Ok(())
 }
 
-/// Prints the firewall benchmark's report.
-pub fn bench_firewall(
-    report: &ontoloop::bench::firewall::Report,
-    world: &ontoloop_testkit::world::World,
-    json: bool,
-) -> anyhow::Result<()> {
+/// Prints that `ontoloop ingest --watch` follows the folder now.
+pub fn watching(root: &std::path::Path, json: bool) {
     if json {
-        println!("{}", report.to_json()?);
+        println!(
+            "{}",
+            serde_json::json!({"watching": root.display().to_string()})
+        );
     } else {
-        print!("{}", report.to_text(world));
+        println!("watching {} for changes (Ctrl-C stops)", root.display());
+    }
+}
+
+/// Prints one burst of changes `ontoloop ingest --watch` pushed (nothing when none).
+pub fn ingest_change(summary: &ontoloop::ingest::Summary, json: bool) -> anyhow::Result<()> {
+    if summary.changed.is_empty() && summary.failed.is_empty() {
+        return Ok(());
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "changed": summary.changed,
+                "pushed": summary.pushed,
+                "deleted": summary.deleted,
+                "failed": summary.failed,
+                "last_sequence": summary.last_sequence,
+            })
+        );
+        return Ok(());
+    }
+    for failure in &summary.failed {
+        println!("not read: {}: {}", failure.path, failure.reason);
+    }
+    if !summary.changed.is_empty() {
+        println!(
+            "pushed {}, deleted {}: {} (last sequence number {})",
+            summary.pushed,
+            summary.deleted,
+            summary.changed.join(", "),
+            summary.last_sequence
+        );
     }
     Ok(())
 }

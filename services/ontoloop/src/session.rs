@@ -23,17 +23,13 @@ impl Session {
     /// Loads the settings: defaults, then `config` if given, then `ONTOLOOP__...` variables, then
     /// each `(key, value)` the command's flags set.
     pub fn load(config: Option<&Path>, overrides: &[(&str, Option<&str>)]) -> anyhow::Result<Self> {
-        let mut loader = Loader::new();
-        if let Some(path) = config {
-            loader = loader.file(path);
-        }
-        for (key, value) in overrides {
-            if let Some(value) = value {
-                loader = loader.set(key, *value);
-            }
-        }
+        let settings = Loader::new()
+            .file_if_given(config)
+            .set_given(overrides)
+            .load()
+            .context("load settings")?;
         Ok(Self {
-            settings: loader.load().context("load settings")?,
+            settings,
             caller: None,
             clients: None,
         })

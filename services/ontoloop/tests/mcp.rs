@@ -1,7 +1,7 @@
 //! `ontoloop mcp` with the official MCP Python SDK (`mcp` from PyPI, in the project's `.venv/`) as
 //! its client, over stdio and over streamable HTTP, against `ontoloop up` with
-//! `auth.mode = "jwt"` and a small world loaded: the client lists the seven tools (each with a
-//! description and input and output schemas) and calls `ask`, `validate` and `cite`; the answers
+//! `auth.mode = "jwt"` and a small world loaded: the client lists the eight tools (each with a
+//! description and input and output schemas) and calls `ask`, `validate`, `cite` and `search`; the answers
 //! carry the same values, statuses, hedges, provenance and passages as the gRPC API gives the
 //! same caller for the same questions, claims and citation. The caller is the token only: over stdio the one the server was
 //! started with, over HTTP each request's own header (none: refused), never the arguments.
@@ -152,7 +152,10 @@ fn mcp_client(python: &Path, root: &Path, plan: &Value) -> Value {
     })
 }
 
-/// The plan's calls: every question, both validations, then `cite` of `passage`.
+/// The search both APIs make.
+const SEARCH: &str = "Which team maintains Ledger?";
+
+/// The plan's calls: every question, both validations, then `cite` of `passage`, then a search.
 fn calls(passage: &v1::Passage) -> Value {
     let mut calls: Vec<Value> = QUESTIONS
         .iter()
@@ -164,6 +167,9 @@ fn calls(passage: &v1::Passage) -> Value {
     calls.push(json!({"tool": "cite", "arguments": {
         "source_id": passage.source_id, "source_version": passage.source_version,
         "chunk_hash": passage.chunk_hash, "start": passage.start, "end": passage.end}}));
+    calls.push(
+        json!({"tool": "search", "arguments": {"query": SEARCH, "origins": ["wiki"], "k": 3}}),
+    );
     Value::Array(calls)
 }
 
@@ -280,15 +286,18 @@ fn mcp_validation_fields(r: &Value) -> Value {
     })
 }
 
-/// Asserts what one transport's client got: seven described tools with schemas, and every call
+/// What the gRPC API gave for the plan's calls.
+struct Grpc {
+    answers: Vec<v1::Answer>,
+    validations: Vec<v1::ValidateResponse>,
+    citation: v1::CitationResolution,
+    found: v1::SearchResponse,
+}
+
+/// Asserts what one transport's client got: eight described tools with schemas, and every call
 /// answered as the gRPC API answered it.
-fn assert_matches(
-    transport: &str,
-    got: &Value,
-    answers: &[v1::Answer],
-    validations: &[v1::ValidateResponse],
-    citation: &v1::CitationResolution,
-) {
+fn assert_matches(transport: &str, got: &Value, grpc: &Grpc) {
+    let (answers, validations, citation) = (&grpc.answers, &grpc.validations, &grpc.citation);
     let tools = got["tools"].as_array().expect("tools listed");
     let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     names.sort_unstable();
@@ -301,6 +310,7 @@ fn assert_matches(
             "patterns",
             "plate",
             "report_signal",
+            "search",
             "validate"
         ],
         "{transport}"
@@ -336,7 +346,7 @@ fn assert_matches(
     let results = got["results"].as_array().expect("results");
     assert_eq!(
         results.len(),
-        answers.len() + validations.len() + 1,
+        answers.len() + validations.len() + 2,
         "{transport}"
     );
     for (result, answer) in results.iter().zip(answers) {
@@ -372,6 +382,33 @@ fn assert_matches(
         mcp_passage(&cited["structured"]["passage"]),
         passage(citation.passage.as_ref().expect("a current passage")),
         "{transport}: the MCP citation is the gRPC citation"
+    );
+    let searched = &results[answers.len() + validations.len() + 1];
+    assert_eq!(searched["is_error"], false, "{transport}: {searched}");
+    let hits = searched["structured"]["hits"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mcp_hits: Vec<Value> = hits
+        .iter()
+        .map(|h| json!([mcp_passage(&h["passage"]), h["entities"]]))
+        .collect();
+    let grpc_hits: Vec<Value> = grpc
+        .found
+        .hits
+        .iter()
+        .map(|h| {
+            let entities: Vec<Value> = h
+                .entities
+                .iter()
+                .map(|e| json!({"id": e.id, "name": e.name, "entity_type": e.entity_type}))
+                .collect();
+            json!([passage(h.passage.as_ref().expect("a passage")), entities])
+        })
+        .collect();
+    assert_eq!(
+        mcp_hits, grpc_hits,
+        "{transport}: the MCP search is the gRPC search"
     );
 }
 
@@ -482,6 +519,37 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
         v1::CitationStatus::Current as i32,
         "{citation:?}"
     );
+    // A search kept to the wiki: the architecture page, naming Ledger and the Payments team.
+    let found = clients
+        .retrieval
+        .clone()
+        .search(v1::SearchRequest {
+            query: SEARCH.into(),
+            origins: vec!["wiki".into()],
+            k: 3,
+            ..Default::default()
+        })
+        .await
+        .expect("search over gRPC")
+        .into_inner();
+    let first = found.hits.first().and_then(|h| h.passage.as_ref());
+    assert_eq!(
+        first.map(|p| p.source_id.as_str()),
+        Some("architecture"),
+        "{found:?}"
+    );
+    assert!(
+        found.hits[0].entities.iter().any(|e| e.name == "Ledger"),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .hits
+            .iter()
+            .filter_map(|h| h.passage.as_ref())
+            .all(|p| p.origin == "wiki"),
+        "{found:?}"
+    );
     let mut validations = Vec::new();
     for input in [
         v1::validate_request::Input::Text(TEXT.into()),
@@ -539,7 +607,13 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
     })
     .await
     .expect("the stdio client finishes");
-    assert_matches("stdio", &stdio, &answers, &validations, &citation);
+    let grpc = Grpc {
+        answers,
+        validations,
+        citation,
+        found,
+    };
+    assert_matches("stdio", &stdio, &grpc);
 
     // Over HTTP: one server, each request's Authorization header its caller.
     let mut http = Command::new(BIN)
@@ -614,7 +688,7 @@ async fn the_python_mcp_sdk_gets_the_grpc_answers_over_stdio_and_http() {
     let _ = up.kill();
     let _ = up.wait();
 
-    assert_matches("http", &with_token, &answers, &validations, &citation);
+    assert_matches("http", &with_token, &grpc);
     let refused = &without["results"][0];
     assert_eq!(refused["is_error"], true, "{refused}");
     assert!(

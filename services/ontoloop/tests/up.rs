@@ -58,3 +58,31 @@ async fn a_service_failing_at_start_stops_the_others_with_its_cause() {
         );
     }
 }
+
+/// Each service asks for what it needs: telemetry reads no knowledge, so a process serving it
+/// alone loads no sentence encoder and follows no read model; retrieval asks for both.
+#[tokio::test]
+async fn telemetry_alone_loads_no_model_and_follows_no_read_model() {
+    use ontoloop_runtime::Service as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = ontoloop_settings::Loader::new()
+        .set(
+            "store.url",
+            format!("sqlite://{}/alone.db?mode=rwc", dir.path().display()),
+        )
+        .load()
+        .expect("settings");
+    let ctx = Context::connect(settings).await.expect("connect");
+    assert!(!ctx.reads_knowledge(), "connecting reads nothing");
+    ontoloop_telemetry::Service::build(ctx.clone())
+        .await
+        .expect("telemetry builds");
+    assert!(
+        !ctx.reads_knowledge(),
+        "telemetry asked for no model and no read model"
+    );
+    ontoloop_retrieval::Service::build(ctx.clone())
+        .await
+        .expect("retrieval builds");
+    assert!(ctx.reads_knowledge(), "retrieval asked for the read models");
+}

@@ -1,4 +1,5 @@
-//! The retrieval service: agents ask questions, look up facts and ask what is on their plate.
+//! The retrieval service: agents ask questions, search passages, look up facts and ask what is
+//! on their plate.
 //!
 //! Owns the `RetrievalService` gRPC edge and a per-tenant read model (graph, current pages, BM25
 //! indexes of pages and passages, the passages' vectors) patched whenever the tenant's knowledge
@@ -30,7 +31,9 @@ use ontoloop_runtime::{Context, Parts};
 use tonic::{Request, Response, Status};
 
 use ontoloop_readmodel::asking::{self, Answering, Asking};
+use ontoloop_readmodel::searching::{self, Searching};
 use ontoloop_readmodel::{QUERY_LOG_BUFFER, QueryLog, RECENT_QUESTIONS, SnapshotGuard, Snapshots};
+use wire::MAX_QUESTION_BYTES;
 
 /// Retrieval as the runtime runs it (`ontoloop_runtime::{main, run, serve}`): the gRPC edge,
 /// the org graph watcher and the context graph sweeper.
@@ -41,13 +44,13 @@ impl ontoloop_runtime::Service for Service {
 
     async fn build(ctx: Context) -> anyhow::Result<Parts> {
         let views = Arc::new(plate::OrgViews::new(ctx.clone()));
-        let contexts = Arc::new(
-            plate::context::Contexts::new(ctx.settings.org.contexts())
-                .with_budget(ctx.settings.cache.context_graphs),
-        );
+        let contexts = Arc::new(plate::context::Contexts::new(
+            ctx.settings.org.contexts(),
+            ctx.settings.cache.context_graphs,
+        ));
         let every = Duration::from_secs(ctx.settings.org.context_sweep_secs);
         let service = RetrievalServiceServer::new(Retrieval {
-            snapshots: Arc::clone(&ctx.read_models),
+            snapshots: ctx.read_models().await,
             plate_settings: ctx.settings.plate.clone(),
             questions: QueryLog::start(ctx.store.clone(), RECENT_QUESTIONS, QUERY_LOG_BUFFER),
             views: Arc::clone(&views),
@@ -65,9 +68,6 @@ impl ontoloop_runtime::Service for Service {
             }))
     }
 }
-
-/// Longest question accepted; a question is a sentence or two, not a document.
-const MAX_QUESTION_BYTES: usize = 4096;
 
 /// Longest chunk hash a citation may name (ours are 16 hex digits).
 const MAX_HASH_BYTES: usize = 64;
@@ -101,11 +101,11 @@ impl Retrieval {
     async fn org_answer(
         &self,
         caller: &Caller,
-        request: &AskRequest,
+        request: &wire::AskCall,
         applied: u64,
     ) -> Result<Option<Answer>, Status> {
         if request.as_of.is_some()
-            || !wire::design(&request.design).is_ok_and(|d| d == Design::Ontoloop)
+            || request.design != Design::Ontoloop
             || ontoloop_org::parse_org_question(&request.text).is_none()
         {
             return Ok(None);
@@ -223,40 +223,27 @@ async fn blocking<T: Send + 'static>(
 impl RetrievalService for Retrieval {
     async fn ask(&self, request: Request<AskRequest>) -> Result<Response<Answer>, Status> {
         let caller = caller_from(&request)?;
-        let request = request.into_inner();
-        if request.text.trim().is_empty() {
-            return Err(status_from(DomainError::missing("text")));
-        }
-        if request.text.len() > MAX_QUESTION_BYTES {
-            return Err(status_from(DomainError::invalid(
-                "text",
-                format!("a question is at most {MAX_QUESTION_BYTES} bytes"),
-            )));
-        }
-        let design = wire::design(&request.design)?;
-        let asked_ranking = wire::ranking(request.passage_ranking)?;
-        let scope = ontoloop_proto::convert::scope(&request.scope, "scope")?;
-        let (request_text, request_scope) = (request.text.clone(), scope.clone());
-        let applied = self.wait_for(&caller, request.min_sequence).await?;
-        if let Some(answer) = self.org_answer(&caller, &request, applied).await? {
+        let call = wire::AskCall::try_from(request.into_inner())?;
+        let applied = self.wait_for(&caller, call.min_sequence).await?;
+        if let Some(answer) = self.org_answer(&caller, &call, applied).await? {
             return Ok(Response::new(answer));
         }
-        let now = request.as_of.is_none();
-        let asked_at = request.as_of.map(|at| instant(Some(at))).transpose()?;
+        let (request_text, request_scope) = (call.text.clone(), call.scope.clone());
+        let (design, now) = (call.design, call.as_of.is_none());
         let snapshot = self.snapshot(&caller, applied).await?;
         // "Now" is read once the model is held: a model brought forward for this call may hold
         // a page changed after the call came, which now must see as current, not as the future
         // (that would read every page as of an earlier instant, a copy of them all).
-        let as_of = asked_at.unwrap_or_else(chrono::Utc::now);
+        let as_of = call.as_of.unwrap_or_else(chrono::Utc::now);
         let answering = Answering::from(&self.ctx.settings.retrieval);
         let who = caller.clone();
         let (asked, response) = blocking(move || {
             let asking = Asking {
-                text: &request.text,
-                scope,
-                design,
+                text: &call.text,
+                scope: call.scope,
+                design: call.design,
                 as_of,
-                ranking: asked_ranking,
+                ranking: call.ranking,
             };
             let (asked, graph) =
                 asking::ask_text(&snapshot, answering, &who, asking).map_err(status_from)?;
@@ -320,6 +307,33 @@ impl RetrievalService for Retrieval {
         Ok(Response::new(response))
     }
 
+    async fn search(
+        &self,
+        request: Request<pb::SearchRequest>,
+    ) -> Result<Response<pb::SearchResponse>, Status> {
+        let caller = caller_from(&request)?;
+        let call = wire::SearchCall::try_from(request.into_inner())?;
+        let applied = self.wait_for(&caller, call.min_sequence).await?;
+        let snapshot = self.snapshot(&caller, applied).await?;
+        // "Now" is read once the model is held, as Ask reads it.
+        let as_of = call.as_of.unwrap_or_else(chrono::Utc::now);
+        let response = blocking(move || {
+            let searching = Searching {
+                query: &call.query,
+                k: call.k,
+                ranking: call.ranking,
+                as_of,
+                filter: call.filter,
+                scope: call.scope,
+            };
+            let (found, ranking) =
+                searching::search(&snapshot, &caller, &searching).map_err(status_from)?;
+            Ok(wire::search_response(&found, ranking, applied))
+        })
+        .await?;
+        Ok(Response::new(response))
+    }
+
     async fn resolve_citation(
         &self,
         request: Request<pb::ResolveCitationRequest>,
@@ -374,16 +388,16 @@ impl RetrievalService for Retrieval {
         &self,
         request: Request<PlateRequest>,
     ) -> Result<Response<PlateResponse>, Status> {
+        // The caller as authenticated, groups included: an item shared with a group is on its
+        // members' plates. The request body names no groups.
         let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let asker = ontoloop_org::Caller::new(caller.tenant(), caller.principal())
-            .map_err(|err| status_from(DomainError::invalid("caller", err)))?;
         let now = ontoloop_proto::convert::instant_or(request.as_of, "as_of", chrono::Utc::now())?;
         let view = self.org_view(caller.tenant(), false).await?;
         let limit = (request.limit > 0).then_some(request.limit as usize);
         let computed = ontoloop_org::plate(
             &ontoloop_org::PlateRequest {
-                caller: asker,
+                caller: caller.clone(),
                 now,
                 limit,
             },

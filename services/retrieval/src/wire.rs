@@ -1,6 +1,8 @@
-//! Conversions between retrieval's knowledge answers and the wire: the design a request names,
-//! an answered question (hops, evidence, hedges, passages) as a `v1::Answer`, and a citation's
-//! resolution. Plate and org answers convert in `plate::wire`.
+//! Conversions between retrieval's knowledge answers and the wire: an Ask request read into
+//! checked domain values (`AskCall`, `SearchCall`), the design a request names, an answered question (hops,
+//! evidence, hedges, passages) as a `v1::Answer`, passages found by a search, and a citation's
+//! resolution. Plate and org
+//! answers convert in `plate::wire`.
 
 use ontoloop_core::DomainError;
 use ontoloop_core::knowledge::ask::{Asked, Passage};
@@ -8,12 +10,171 @@ use ontoloop_core::knowledge::designs::Design;
 use std::collections::BTreeMap;
 
 use ontoloop_core::knowledge::passage::{Chunk, Resolution};
-use ontoloop_core::knowledge::{AnswerStatus, Candidate, Graph, PageVersion};
+use ontoloop_core::knowledge::{AnswerStatus, Candidate, Graph, PageVersion, Scope};
 use ontoloop_proto::convert::timestamp;
 use ontoloop_proto::status_from;
 use ontoloop_proto::v1 as pb;
-use ontoloop_readmodel::Ranking;
+use ontoloop_readmodel::searching::{DEFAULT_SEARCH_K, Found, MAX_SEARCH_K};
+use ontoloop_readmodel::{PageFilter, Ranking};
 use tonic::Status;
+
+/// The longest question (or lookup query) answered, in bytes: a question is a sentence or two,
+/// not a document.
+pub const MAX_QUESTION_BYTES: usize = 4096;
+
+/// An Ask request as retrieval reads it: every field checked at the edge.
+#[derive(Debug, Clone)]
+pub struct AskCall {
+    /// The question, not blank and at most [`MAX_QUESTION_BYTES`].
+    pub text: String,
+    /// The answering design (blank: ontoloop's own).
+    pub design: Design,
+    /// The passage ranking asked for (`None`: the service's default).
+    pub ranking: Option<Ranking>,
+    /// Where the answer should hold.
+    pub scope: Scope,
+    /// Answer once this intake sequence number is applied (0: now).
+    pub min_sequence: u64,
+    /// The instant to answer as of (`None`: now, read once the model is held).
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl TryFrom<pb::AskRequest> for AskCall {
+    type Error = Status;
+
+    fn try_from(request: pb::AskRequest) -> Result<Self, Status> {
+        if request.text.trim().is_empty() {
+            return Err(status_from(DomainError::missing("text")));
+        }
+        if request.text.len() > MAX_QUESTION_BYTES {
+            return Err(status_from(DomainError::invalid(
+                "text",
+                format!("a question is at most {MAX_QUESTION_BYTES} bytes"),
+            )));
+        }
+        Ok(AskCall {
+            design: design(&request.design)?,
+            ranking: ranking(request.passage_ranking)?,
+            scope: ontoloop_proto::convert::scope(&request.scope, "scope")?,
+            as_of: ontoloop_proto::convert::instant(request.as_of, "as_of")?,
+            min_sequence: request.min_sequence,
+            text: request.text,
+        })
+    }
+}
+
+/// Most origins a Search may filter by.
+pub const MAX_SEARCH_ORIGINS: usize = 16;
+
+/// Longest origin or page-id prefix a Search may filter by, in bytes.
+pub const MAX_SEARCH_FILTER_BYTES: usize = 256;
+
+/// A Search request as retrieval reads it: every field checked at the edge.
+#[derive(Debug, Clone)]
+pub struct SearchCall {
+    /// The query, not blank and at most [`MAX_QUESTION_BYTES`].
+    pub query: String,
+    /// Passages wanted, 1 ..= [`MAX_SEARCH_K`] (0 on the wire: [`DEFAULT_SEARCH_K`]).
+    pub k: usize,
+    /// The ranking asked for (`None`: the service's default).
+    pub ranking: Option<Ranking>,
+    /// Origins and id prefix of the pages searched.
+    pub filter: PageFilter,
+    /// Where a passage must hold.
+    pub scope: Scope,
+    /// Search once this intake sequence number is applied (0: now).
+    pub min_sequence: u64,
+    /// The instant searched (`None`: now, read once the model is held).
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl TryFrom<pb::SearchRequest> for SearchCall {
+    type Error = Status;
+
+    fn try_from(request: pb::SearchRequest) -> Result<Self, Status> {
+        if request.query.trim().is_empty() {
+            return Err(status_from(DomainError::missing("query")));
+        }
+        if request.query.len() > MAX_QUESTION_BYTES {
+            return Err(status_from(DomainError::invalid(
+                "query",
+                format!("a query is at most {MAX_QUESTION_BYTES} bytes"),
+            )));
+        }
+        let k = match usize::try_from(request.k) {
+            Ok(0) => DEFAULT_SEARCH_K,
+            Ok(k) if k <= MAX_SEARCH_K => k,
+            _ => {
+                return Err(status_from(DomainError::invalid(
+                    "k",
+                    format!("at most {MAX_SEARCH_K} passages ({} asked)", request.k),
+                )));
+            }
+        };
+        if request.origins.len() > MAX_SEARCH_ORIGINS {
+            return Err(status_from(DomainError::invalid(
+                "origins",
+                format!("at most {MAX_SEARCH_ORIGINS} origins"),
+            )));
+        }
+        let too_long = |value: &String| value.len() > MAX_SEARCH_FILTER_BYTES;
+        if request
+            .origins
+            .iter()
+            .any(|o| o.trim().is_empty() || too_long(o))
+        {
+            return Err(status_from(DomainError::invalid(
+                "origins",
+                format!("an origin is not blank and at most {MAX_SEARCH_FILTER_BYTES} bytes"),
+            )));
+        }
+        if too_long(&request.page_prefix) {
+            return Err(status_from(DomainError::invalid(
+                "page_prefix",
+                format!("at most {MAX_SEARCH_FILTER_BYTES} bytes"),
+            )));
+        }
+        Ok(SearchCall {
+            k,
+            ranking: ranking(request.ranking)?,
+            scope: ontoloop_proto::convert::scope(&request.scope, "scope")?,
+            as_of: ontoloop_proto::convert::instant(request.as_of, "as_of")?,
+            min_sequence: request.min_sequence,
+            filter: PageFilter {
+                origins: request.origins,
+                prefix: request.page_prefix,
+            },
+            query: request.query,
+        })
+    }
+}
+
+/// Passages a search found on the wire, with the ranking used.
+pub fn search_response(found: &[Found], ranking: Ranking, applied: u64) -> pb::SearchResponse {
+    pb::SearchResponse {
+        hits: found
+            .iter()
+            .map(|hit| pb::SearchHit {
+                passage: Some(passage(&hit.passage)),
+                entities: hit
+                    .entities
+                    .iter()
+                    .map(|e| pb::MentionedEntity {
+                        id: e.id.clone(),
+                        name: e.name.clone(),
+                        entity_type: e.entity_type.clone().unwrap_or_default(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        ranking: match ranking {
+            Ranking::Bm25 => pb::PassageRanking::Bm25,
+            Ranking::Dense => pb::PassageRanking::Dense,
+            Ranking::Fused => pb::PassageRanking::Fused,
+        } as i32,
+        applied_sequence: applied,
+    }
+}
 
 /// The design a request names; blank is ontoloop's own.
 pub fn design(name: &str) -> Result<Design, Status> {
@@ -23,7 +184,9 @@ pub fn design(name: &str) -> Result<Design, Status> {
     Design::from_name(name.trim()).ok_or_else(|| {
         status_from(DomainError::invalid(
             "design",
-            format!("{name:?} is not ontoloop, Rag, Graph, Hybrid or HybridVersioned"),
+            format!(
+                "{name:?} is not ontoloop, Rag, Graph, Hybrid, HybridVersioned or FlatMetadata"
+            ),
         ))
     })
 }
@@ -47,7 +210,10 @@ pub fn ranking(value: i32) -> Result<Option<Ranking>, Status> {
 /// answer reflects.
 pub fn answer(asked: &Asked, graph: &Graph, applied: u64) -> pb::Answer {
     let (question, result) = (&asked.question, &asked.answer);
-    let last = result.hops.last().map(|(_, _, d)| d);
+    // The final value's slot. Passages have none: their hops, on a question about an entity as
+    // a whole, are each a slot of it, with its own value and evidence.
+    let passages = result.status == AnswerStatus::AnsweredPassages;
+    let last = result.hops.last().map(|(_, _, d)| d).filter(|_| !passages);
     pb::Answer {
         status: status(result.status) as i32,
         value: result.value.clone(),
@@ -80,7 +246,11 @@ pub fn answer(asked: &Asked, graph: &Graph, applied: u64) -> pb::Answer {
         predicate_path: question.path.clone(),
         applied_sequence: applied,
         passages: asked.passages.iter().map(passage).collect(),
-        upcoming: result.upcoming().iter().map(evidence).collect(),
+        upcoming: if passages {
+            Vec::new()
+        } else {
+            result.upcoming().iter().map(evidence).collect()
+        },
         scoped: result
             .scoped()
             .iter()

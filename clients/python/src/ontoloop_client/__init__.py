@@ -8,6 +8,9 @@
 
 The stubs under ``ontoloop_client.pb`` are generated from the repository's proto/ when the
 package is built; the Client's methods convert them to the dataclasses of ``types``.
+
+``ontoloop_client.langchain`` (the ``langchain`` extra) adapts the client to LangChain: a
+retriever and a firewall step. It is not imported here, so the client needs no LangChain.
 """
 
 from .client import DEFAULT_PORTS, Client
@@ -38,12 +41,15 @@ from .types import (
     GraphMaintain,
     Hedge,
     Hop,
+    MentionedEntity,
     OntologySet,
     Passage,
     RecordRename,
     RecordSet,
     RiskLevel,
     ScopedValue,
+    SearchHit,
+    SearchResult,
     Severity,
     SignalAck,
     SignalType,
@@ -73,6 +79,7 @@ __all__ = [
     "Hedge",
     "Hop",
     "InvalidArgument",
+    "MentionedEntity",
     "NotFound",
     "OntologySet",
     "OntoloopError",
@@ -83,6 +90,8 @@ __all__ = [
     "ResourceExhausted",
     "RiskLevel",
     "ScopedValue",
+    "SearchHit",
+    "SearchResult",
     "Severity",
     "SignalAck",
     "SignalType",

@@ -29,6 +29,7 @@ from .types import (
     EventKind,
     Passage,
     RiskLevel,
+    SearchResult,
     Severity,
     SignalAck,
     SignalType,
@@ -175,6 +176,36 @@ class Client:
         )
         return Answer._from_pb(self._call("Lookup", self.retrieval.Lookup, request))
 
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        ranking: str = "",
+        origins: Sequence[str] = (),
+        prefix: str = "",
+        scope: str = "",
+        as_of: Optional[datetime] = None,
+        min_sequence: int = 0,
+    ) -> SearchResult:
+        """The ``k`` passages (at most 100) that best match ``query``, among the pages the
+        caller may read, of ``origins`` (any when empty), whose id starts with ``prefix``, that
+        hold in ``scope`` (``region=EU``), as of ``as_of``; each with its citation and the
+        entities it names. ``ranking`` is ``bm25``, ``dense`` or ``fused`` (empty: the
+        service's default)."""
+        request = retrieval_pb2.SearchRequest(
+            caller=self._caller,
+            query=query,
+            k=k,
+            ranking=_ranking(ranking),
+            origins=list(origins),
+            page_prefix=prefix,
+            scope=scope,
+            as_of=_timestamp(as_of),
+            min_sequence=min_sequence,
+        )
+        return SearchResult._from_pb(self._call("Search", self.retrieval.Search, request))
+
     def resolve_citation(self, passage: Passage, *, min_sequence: int = 0) -> Citation:
         """What a passage an answer cited (``Answer.passages``) is now: current, moved,
         revised (with its text now) or gone. A page the caller may not read is ``NotFound``."""
@@ -310,3 +341,13 @@ def _read(path: Optional[str]) -> Optional[bytes]:
         return None
     with open(path, "rb") as f:
         return f.read()
+
+
+def _ranking(name: str) -> int:
+    """``bm25``, ``dense`` or ``fused`` as the proto's PassageRanking; empty: unspecified."""
+    if not name:
+        return retrieval_pb2.PASSAGE_RANKING_UNSPECIFIED
+    try:
+        return retrieval_pb2.PassageRanking.Value("PASSAGE_RANKING_" + name.upper())
+    except ValueError:
+        raise ValueError(f"ranking {name!r} is not bm25, dense or fused") from None

@@ -39,7 +39,7 @@ class NotFound(OntoloopError):
 
 
 class FailedPrecondition(OntoloopError):
-    """The tenant is not ready for the call (no ontology yet, a refused event waited on)."""
+    """The tenant is not ready for the call (a refused event waited on)."""
 
 
 class ResourceExhausted(OntoloopError):

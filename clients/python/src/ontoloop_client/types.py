@@ -213,6 +213,53 @@ class Passage:
 
 
 @dataclass(frozen=True)
+class MentionedEntity:
+    """An entity of the graph a passage names."""
+
+    id: str
+    name: str
+    #: Its type; empty when unknown.
+    entity_type: str
+
+    @classmethod
+    def _from_pb(cls, e: retrieval_pb2.MentionedEntity) -> "MentionedEntity":
+        return cls(id=e.id, name=e.name, entity_type=e.entity_type)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A passage ``search`` found, with the entities it names."""
+
+    passage: Passage
+    entities: list[MentionedEntity]
+
+    @classmethod
+    def _from_pb(cls, h: retrieval_pb2.SearchHit) -> "SearchHit":
+        return cls(
+            passage=Passage._from_pb(h.passage),
+            entities=[MentionedEntity._from_pb(e) for e in h.entities],
+        )
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What ``search`` found, best first, and the ranking used (``BM25``, ``DENSE`` or
+    ``FUSED``)."""
+
+    hits: list[SearchHit]
+    ranking: str
+    applied_sequence: int
+
+    @classmethod
+    def _from_pb(cls, r: retrieval_pb2.SearchResponse) -> "SearchResult":
+        return cls(
+            hits=[SearchHit._from_pb(h) for h in r.hits],
+            ranking=_enum_name(retrieval_pb2.PassageRanking, r.ranking, "PASSAGE_RANKING_"),
+            applied_sequence=r.applied_sequence,
+        )
+
+
+@dataclass(frozen=True)
 class Citation:
     """What ``resolve_citation`` found: the status and the passage now (``None`` when gone; its
     ``score`` is 0)."""

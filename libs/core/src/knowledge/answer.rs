@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::graph::SourceRef;
 use super::scope::Scope;
+pub use super::words::same_value;
 
 /// One candidate value of a slot.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +42,8 @@ pub enum HedgeCode {
     LowAuthorityOnly,
     /// Words of the question name a relation the answered path does not follow; they are named.
     QuestionPartlyUnderstood,
+    /// The value rests on weak evidence (the message says why).
+    WeakEvidence,
     /// A study baseline hedged by its own rule (sources disagree, no graph entry, or a page
     /// changed after extraction); ontoloop's policy never uses it.
     StudyRule,
@@ -54,6 +57,7 @@ impl HedgeCode {
             HedgeCode::SourceChangedUnread => "source_changed_unread",
             HedgeCode::LowAuthorityOnly => "low_authority_only",
             HedgeCode::QuestionPartlyUnderstood => "question_partly_understood",
+            HedgeCode::WeakEvidence => "weak_evidence",
             HedgeCode::StudyRule => "study_rule",
         }
     }
@@ -168,15 +172,6 @@ pub struct SlotContext {
     pub latest_versions: BTreeMap<String, u64>,
     /// Answers resting only on origins below this authority are hedged.
     pub hedge_below_authority: i32,
-}
-
-/// Compares values the way people read them: case, surrounding space and a final period aside.
-pub fn same_value(a: &str, b: &str) -> bool {
-    normalise_value(a) == normalise_value(b)
-}
-
-pub(super) fn normalise_value(value: &str) -> String {
-    value.trim().trim_end_matches('.').trim().to_lowercase()
 }
 
 /// Decides one slot.

@@ -13,10 +13,9 @@ use super::extract::{Claim, PageClaims};
 use super::graph::{Graph, PageVersion};
 use super::ontology::{Ontology, PredicateKind};
 use super::passage::Chunk;
-use super::question::{
-    QUESTION_WORDS, STOPWORDS, Unmapped, content_words, map_question, names_in_claims, words_plain,
-};
+use super::question::{Unmapped, map_question, names_in_claims};
 use super::scope::Scope;
+use super::words::{QUESTION_WORDS, STOPWORDS, content_words, words_plain};
 use crate::SignalType;
 
 /// Passages an answer offers at most.

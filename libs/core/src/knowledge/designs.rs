@@ -29,16 +29,21 @@ pub enum Design {
     Hybrid,
     /// Every graph value with dates plus the top-3 pages; newest claim wins; hedges.
     HybridVersioned,
+    /// The control the graph must beat (seed 003): flat retrieval of the top pages with the
+    /// same version, as-of, scope and authority metadata, read by the same pipeline, the
+    /// newest authoritative value taken; no graph.
+    FlatMetadata,
 }
 
 impl Design {
     /// Every design, ontoloop first.
-    pub const ALL: [Design; 5] = [
+    pub const ALL: [Design; 6] = [
         Design::Ontoloop,
         Design::Rag,
         Design::GraphOnly,
         Design::Hybrid,
         Design::HybridVersioned,
+        Design::FlatMetadata,
     ];
 
     /// Name used in tables and on the wire.
@@ -49,6 +54,7 @@ impl Design {
             Design::GraphOnly => "Graph",
             Design::Hybrid => "Hybrid",
             Design::HybridVersioned => "HybridVersioned",
+            Design::FlatMetadata => "FlatMetadata",
         }
     }
 
@@ -134,6 +140,7 @@ pub fn answer(
         };
         let decision = match design {
             Design::Ontoloop => ontoloop_slot(view, &current, predicate, &query),
+            Design::FlatMetadata => flat_metadata_slot(view, &current, predicate, &query),
             other => baseline_slot(view, other, &current, predicate, &query),
         };
         let abstained = decision.status == AnswerStatus::Abstained;
@@ -266,23 +273,7 @@ fn ontoloop_slot(
             if !names.contains(&graph.normaliser().key(claim.subject.name())) {
                 continue;
             }
-            candidates.push((
-                scope.clone(),
-                Candidate {
-                    value: claim.object.clone(),
-                    source: SourceRef {
-                        source_id: id.clone(),
-                        version: page.version,
-                        origin: page.origin.clone(),
-                    },
-                    authority: view.ontology.authority(&page.origin),
-                    valid_from: page.effective_at(),
-                    extracted_at: None,
-                    extractor: claim.extractor.clone(),
-                    confidence: claim.confidence,
-                    excerpt: claim.sentence.clone(),
-                },
-            ));
+            candidates.push((scope.clone(), page_candidate(view, id, page, claim)));
         }
     }
     let ctx = SlotContext {
@@ -336,9 +327,198 @@ fn ontoloop_slot(
             }
         }
     };
-    SlotDecision {
-        upcoming,
-        ..decision
+    // Whether the page behind the chosen value is a record about the entity (a header block or
+    // front matter whose fields state its slots): its prose is then the record's description,
+    // not its word on a slot its fields leave out. A `Key: value` sentence in prose is no record.
+    let fielded = |source_id: &str| {
+        let about_entity = page_claims.get(source_id).is_some_and(|claims| {
+            claims.iter().any(|(_, c)| {
+                c.extractor == super::structured::STRUCTURED_ID
+                    && c.kind == PredicateKind::Slot
+                    && names.contains(&graph.normaliser().key(c.subject.name()))
+            })
+        });
+        about_entity
+            && read.get(source_id).is_some_and(|page| {
+                super::document::parse(&page.body)
+                    .records
+                    .iter()
+                    .any(|r| r.layout == super::document::Layout::Header)
+            })
+    };
+    weak_evidence(
+        view,
+        predicate,
+        &fielded,
+        SlotDecision {
+            upcoming,
+            ..decision
+        },
+    )
+}
+
+/// Most words a sentence may have and still be a fragment when it ends without a full stop
+/// (a heading's words, a list's item, a table's cell read as prose).
+const FRAGMENT_WORDS: usize = 4;
+
+/// ontoloop never gives a value on weak evidence without saying so: a value of another shape
+/// than the predicate's objects (a name where a date is wanted), or one read by meaning alone
+/// (not a field, not the ontology's own phrasing) from a fragment of a sentence, or from the
+/// prose of a page whose own fields describe the same subject but leave this slot out (a
+/// record's description is no field of it: "written in pure Python" states no Python version).
+fn weak_evidence(
+    view: &KnowledgeView<'_>,
+    predicate: &str,
+    fielded: &dyn Fn(&str) -> bool,
+    mut decision: SlotDecision,
+) -> SlotDecision {
+    if decision.status != AnswerStatus::Answered {
+        return decision;
+    }
+    let Some(winner) = decision.evidence.first() else {
+        return decision;
+    };
+    let object_type = view
+        .ontology
+        .predicate(predicate)
+        .map(|p| p.object_type.clone())
+        .unwrap_or_default();
+    let read_by_meaning = !winner.extractor.starts_with("structured/")
+        && winner.extractor != super::extract::RULE_SET
+        && winner.confidence < 1.0;
+    let excerpt = winner.excerpt.trim();
+    let fragment = read_by_meaning
+        && !excerpt.is_empty()
+        && !excerpt.ends_with(['.', '!', '?'])
+        && excerpt.split_whitespace().count() <= FRAGMENT_WORDS;
+    let why = if !super::structured::has_shape(&object_type, &decision.value) {
+        Some(format!(
+            "{:?} does not have the shape of a {object_type} value",
+            decision.value
+        ))
+    } else if fragment {
+        Some(format!(
+            "read by meaning from a fragment, {excerpt:?}, not from a sentence or a field"
+        ))
+    } else if read_by_meaning && fielded(&winner.source.source_id) {
+        Some(format!(
+            "read by meaning from the prose of a page whose own fields about it do not state \
+             {predicate}: {excerpt:?}"
+        ))
+    } else {
+        None
+    };
+    if let Some(message) = why {
+        let source_id = winner.source.source_id.clone();
+        decision.hedges.push(super::answer::Hedge {
+            code: super::answer::HedgeCode::WeakEvidence,
+            message,
+            source_id,
+        });
+        decision.status = AnswerStatus::AnsweredPossiblyStale;
+    }
+    decision
+}
+
+/// A page's claims, each with the scope it holds in.
+type ScopedClaims = std::sync::Arc<Vec<(Scope, Claim)>>;
+
+/// The flat control for one slot: the top pages retrieval finds for the question, read by the
+/// tenant's pipeline; each claim of the slot about the entity (by its spelling, and renames the
+/// pages state) a candidate with its page's version, time, scope and authority; the same policy
+/// decides. The graph is used for nothing but the spelling of names.
+fn flat_metadata_slot(
+    view: &KnowledgeView<'_>,
+    entity: &str,
+    predicate: &str,
+    query: &str,
+) -> SlotDecision {
+    let normaliser = view.graph.normaliser();
+    let lexicon = super::semantic::Lexicon::default();
+    let pages: Vec<(String, &PageVersion)> = (view.search)(query, view.top_k)
+        .into_iter()
+        .filter_map(|id| view.readable_page(&id).map(|p| (id, p)))
+        .collect();
+    let claims: Vec<(&str, &PageVersion, ScopedClaims)> = pages
+        .iter()
+        .map(|(id, page)| {
+            (
+                id.as_str(),
+                *page,
+                view.claims.scoped(view.ontology, page, &lexicon),
+            )
+        })
+        .collect();
+    let mut names = BTreeSet::from([normaliser.key(entity)]);
+    loop {
+        let before = names.len();
+        for (_, claim) in claims.iter().flat_map(|(_, _, c)| c.iter()) {
+            let (new, old) = (
+                normaliser.key(claim.subject.name()),
+                normaliser.key(&claim.object),
+            );
+            if claim.kind == PredicateKind::Rename && (names.contains(&new) || names.contains(&old))
+            {
+                names.insert(new);
+                names.insert(old);
+            }
+        }
+        if names.len() == before {
+            break;
+        }
+    }
+    let mut candidates = Vec::new();
+    for (id, page, page_claims) in &claims {
+        for (scope, claim) in page_claims.iter() {
+            if claim.kind != PredicateKind::Slot
+                || claim.predicate != predicate
+                || !names.contains(&normaliser.key(claim.subject.name()))
+            {
+                continue;
+            }
+            candidates.push((scope.clone(), page_candidate(view, id, page, claim)));
+        }
+    }
+    let ctx = SlotContext {
+        read_versions: pages
+            .iter()
+            .map(|(id, p)| (id.clone(), p.version))
+            .collect(),
+        latest_versions: BTreeMap::new(),
+        hedge_below_authority: view.hedge_below_authority,
+    };
+    match by_scope(
+        candidates,
+        view.scope,
+        |group| Some(decide(group, &ctx)),
+        |a, b| same_value(&a.value, &b.value),
+    ) {
+        Applicable::One(decision) => decision,
+        Applicable::Nothing | Applicable::NeedsScope(_) => decide(Vec::new(), &ctx),
+    }
+}
+
+/// A claim read from a page's current version as a candidate, with the page's version, time and
+/// authority.
+fn page_candidate(
+    view: &KnowledgeView<'_>,
+    id: &str,
+    page: &PageVersion,
+    claim: &Claim,
+) -> Candidate {
+    Candidate {
+        value: claim.object.clone(),
+        source: SourceRef {
+            source_id: id.to_owned(),
+            version: page.version,
+            origin: page.origin.clone(),
+        },
+        authority: view.ontology.authority(&page.origin),
+        valid_from: page.effective_at(),
+        extracted_at: None,
+        extractor: claim.extractor.clone(),
+        confidence: claim.confidence,
+        excerpt: claim.sentence.clone(),
     }
 }
 
@@ -638,280 +818,4 @@ impl SourceRef {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Caller;
-    use crate::knowledge::graph::RecordValue;
-    use crate::knowledge::ontology::tests::sample;
-    use chrono::TimeZone;
-
-    fn at(day: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 9, day, 9, 0, 0)
-            .single()
-            .expect("valid date")
-    }
-
-    fn gold(version: u64, price: u32, day: u32, acl: &[&str]) -> PageVersion {
-        PageVersion {
-            source_id: "d09".into(),
-            version,
-            title: "Gold pricing".into(),
-            origin: "pricing-page".into(),
-            body: format!("The Gold plan costs €{price} per user per month."),
-            updated_at: at(day),
-            acl: acl.iter().map(|s| s.to_string()).collect(),
-            confidence: 1.0,
-            deleted: false,
-            effective_from: None,
-        }
-    }
-
-    /// Version 1 of a page, readable by everyone, is in the graph; version 2, restricted to
-    /// `acl`, is not read yet. Returns each design's answer for `caller`.
-    fn ask_gold(caller: &Caller, acl: &[&str]) -> Vec<(Design, Answer)> {
-        let ontology = sample();
-        let mut graph = Graph::new(&ontology);
-        graph.apply_page(&ontology, &gold(1, 80, 1, &[]), at(1));
-        let current = BTreeMap::from([("d09".to_owned(), gold(2, 95, 5, acl))]);
-        let log = BTreeMap::from([("d09".to_owned(), 1)]);
-        // A search that ignores permissions: the view must filter on its own.
-        let search = |_: &str, _: usize| vec!["d09".to_owned()];
-        let view = KnowledgeView {
-            ontology: &ontology,
-            graph: &graph,
-            current: &current,
-            log: &log,
-            search: &search,
-            access: Access::new(caller, &current),
-            as_of: at(10),
-            hedge_below_authority: 0,
-            top_k: 3,
-            scope: &Scope::everywhere(),
-            claims: &crate::knowledge::extract::Extract,
-        };
-        let hops = ["price".to_owned()];
-        Design::ALL
-            .into_iter()
-            .map(|d| {
-                (
-                    d,
-                    answer(&view, d, "Gold", &hops, "How much is the Gold plan?"),
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_caller_the_newest_version_excludes_learns_nothing_of_any_version() {
-        let bob = Caller::new("t", "bob").expect("caller");
-        for (design, answer) in ask_gold(&bob, &["cfo"]) {
-            assert_eq!(
-                answer.status,
-                AnswerStatus::Abstained,
-                "{design:?}: {answer:?}"
-            );
-            let shown = format!("{answer:?}");
-            for secret in ["80", "95", "d09", "version"] {
-                assert!(
-                    !shown.contains(secret),
-                    "{design:?} shows {secret:?}: {shown}"
-                );
-            }
-        }
-        let cfo = Caller::new("t", "cfo").expect("caller");
-        let ontoloop = &ask_gold(&cfo, &["cfo"])[0].1;
-        assert_eq!(ontoloop.value, "95", "{ontoloop:?}");
-        assert!(
-            ontoloop.hops.iter().all(|(_, _, d)| d.hedges.is_empty()),
-            "{ontoloop:?}"
-        );
-        // A group named in the ACL admits the token's members of it, and no one else.
-        let finance = bob.clone().with_groups(["finance".to_owned()]);
-        assert_eq!(ask_gold(&finance, &["finance"])[0].1.value, "95");
-        assert_eq!(
-            ask_gold(&bob, &["finance"])[0].1.status,
-            AnswerStatus::Abstained
-        );
-    }
-
-    #[test]
-    fn a_value_announced_for_later_is_noted_beside_the_value_in_effect() {
-        let ontology = sample();
-        let mut graph = Graph::new(&ontology);
-        graph.apply_page(&ontology, &gold(1, 80, 1, &[]), at(1));
-        graph.apply_record(
-            &ontology,
-            &RecordValue {
-                source: "record:billing",
-                sequence: 1,
-                entity: "Gold",
-                predicate: "price",
-                value: "99",
-                at: at(3),
-                effective_from: Some(at(20)),
-                scope: &Scope::everywhere(),
-            },
-        );
-        let current = BTreeMap::from([("d09".to_owned(), gold(1, 80, 1, &[]))]);
-        let log = BTreeMap::from([("d09".to_owned(), 1)]);
-        let search = |_: &str, _: usize| vec!["d09".to_owned()];
-        let caller = Caller::new("t", "bob").expect("caller");
-        let ask = |as_of| {
-            let view = KnowledgeView {
-                ontology: &ontology,
-                graph: &graph,
-                current: &current,
-                log: &log,
-                search: &search,
-                access: Access::new(&caller, &current),
-                as_of,
-                hedge_below_authority: 0,
-                top_k: 3,
-                scope: &Scope::everywhere(),
-                claims: &crate::knowledge::extract::Extract,
-            };
-            answer(
-                &view,
-                Design::Ontoloop,
-                "Gold",
-                &["price".to_owned()],
-                "How much is the Gold plan?",
-            )
-        };
-        let before = ask(at(10));
-        assert_eq!(
-            (before.status, before.value.as_str()),
-            (AnswerStatus::Answered, "80"),
-            "{before:?}"
-        );
-        let [upcoming] = before.upcoming() else {
-            panic!("one upcoming change: {before:?}");
-        };
-        assert_eq!(
-            (upcoming.value.as_str(), upcoming.valid_from),
-            ("99", at(20))
-        );
-        let after = ask(at(21));
-        assert_eq!(after.value, "99", "{after:?}");
-        assert!(after.upcoming().is_empty(), "{after:?}");
-    }
-
-    #[test]
-    fn values_that_differ_by_scope_need_a_scope_and_a_scope_gets_its_value() {
-        let ontology = crate::knowledge::ontology::tests::scoped_sample();
-        let mut graph = Graph::new(&ontology);
-        let refunds = PageVersion {
-            source_id: "refunds".into(),
-            version: 1,
-            title: "Refunds".into(),
-            origin: "pricing-page".into(),
-            body: "Customers can request a refund within 30 days of purchase. In the EU, \
-                   customers can request a refund within 14 days of purchase."
-                .into(),
-            updated_at: at(1),
-            acl: Vec::new(),
-            confidence: 1.0,
-            deleted: false,
-            effective_from: None,
-        };
-        graph.apply_page(&ontology, &refunds, at(1));
-        let mut scopes: Vec<(String, String)> = graph
-            .facts()
-            .iter()
-            .map(|f| (f.scope.to_string(), f.object.clone()))
-            .collect();
-        scopes.sort();
-        assert_eq!(
-            scopes,
-            vec![
-                ("everywhere".to_owned(), "30".to_owned()),
-                ("region=EU".to_owned(), "14".to_owned())
-            ]
-        );
-        // The system of record sets the US value: the general one stands.
-        let us = Scope::parse("region=US").expect("scope");
-        graph.apply_record(
-            &ontology,
-            &RecordValue {
-                source: "record:policies",
-                sequence: 2,
-                entity: "Refund policy",
-                predicate: "refund_days",
-                value: "21",
-                at: at(2),
-                effective_from: None,
-                scope: &us,
-            },
-        );
-        let current = BTreeMap::from([("refunds".to_owned(), refunds)]);
-        let log = BTreeMap::from([("refunds".to_owned(), 1)]);
-        let search = |_: &str, _: usize| vec!["refunds".to_owned()];
-        let caller = Caller::new("t", "bob").expect("caller");
-        let ask = |scope: &str| {
-            let scope = Scope::parse(scope).expect("scope");
-            let view = KnowledgeView {
-                ontology: &ontology,
-                graph: &graph,
-                current: &current,
-                log: &log,
-                search: &search,
-                access: Access::new(&caller, &current),
-                as_of: at(5),
-                hedge_below_authority: 0,
-                top_k: 3,
-                scope: &scope,
-                claims: &crate::knowledge::extract::Extract,
-            };
-            answer(
-                &view,
-                Design::Ontoloop,
-                "Refund policy",
-                &["refund_days".to_owned()],
-                "How many days do customers have to request a refund?",
-            )
-        };
-        let general = ask("");
-        assert_eq!(general.status, AnswerStatus::NeedsScope, "{general:?}");
-        assert!(general.value.is_empty());
-        let listed: Vec<(String, &str)> = general
-            .scoped()
-            .iter()
-            .map(|v| (v.scope.encode(), v.value.as_str()))
-            .collect();
-        assert_eq!(
-            listed,
-            vec![
-                (String::new(), "30"),
-                ("region=EU".to_owned(), "14"),
-                ("region=US".to_owned(), "21")
-            ]
-        );
-        for (scope, value) in [
-            ("region=EU", "14"),
-            ("region=US", "21"),
-            // No statement for that region: the general value holds there.
-            ("region=APAC", "30"),
-            ("region=EU, segment=Enterprise", "14"),
-        ] {
-            let one = ask(scope);
-            assert_eq!(
-                (one.status, one.value.as_str()),
-                (AnswerStatus::Answered, value),
-                "{scope}: {one:?}"
-            );
-            assert!(one.scoped().is_empty());
-        }
-        // A segment the regions' values do not name still depends on the region.
-        assert_eq!(ask("segment=Enterprise").status, AnswerStatus::NeedsScope);
-    }
-
-    #[test]
-    fn values_are_cleaned_for_the_next_hop() {
-        assert_eq!(clean_value("the Atlas team."), "Atlas team");
-        assert_eq!(clean_value(" Pro "), "Pro");
-        assert_eq!(
-            Design::from_name("hybridversioned"),
-            Some(Design::HybridVersioned)
-        );
-    }
-}
+mod tests;

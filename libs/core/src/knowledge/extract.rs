@@ -2,54 +2,15 @@
 
 use std::sync::Arc;
 
+pub use super::claim::{Claim, ClaimSubject, RULE_SET};
 use super::graph::PageVersion;
+use super::names::Lexicon;
 use super::ontology::{Ontology, Predicate, PredicateKind};
 use super::scope::Scope;
-use super::semantic::Lexicon;
-
-/// Version of the rule set, recorded on every fact it produces.
-pub const RULE_SET: &str = "patterns/v1";
 
 /// Sentences longer than this are not matched (a pattern sentence is short; matching a huge
 /// run-on "sentence" would cost time quadratic in its length). They count as unrecognised.
 pub const MAX_SENTENCE_CHARS: usize = 2_000;
-
-/// Who a claim is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClaimSubject {
-    /// Named in the sentence.
-    Named(String),
-    /// The predicate's fixed subject.
-    Fixed(String),
-}
-
-impl ClaimSubject {
-    /// The subject's name.
-    pub fn name(&self) -> &str {
-        match self {
-            ClaimSubject::Named(name) | ClaimSubject::Fixed(name) => name,
-        }
-    }
-}
-
-/// One statement a sentence makes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
-    /// Predicate name.
-    pub predicate: String,
-    /// Slot claim or rename.
-    pub kind: PredicateKind,
-    /// Subject (for a rename: the current name).
-    pub subject: ClaimSubject,
-    /// Object (for a rename: the former name).
-    pub object: String,
-    /// The sentence, trimmed.
-    pub sentence: String,
-    /// Id of the extractor stage that read it (`patterns/v1`, `structured/v1`, ...).
-    pub extractor: String,
-    /// The stage's confidence in what it read, 0 to 1.
-    pub confidence: f64,
-}
 
 /// Splits text into sentences: a sentence ends at `.`, `!` or `?` followed by white space or
 /// the end of the text (so `99.9` does not end one). Sentences are trimmed; empty ones dropped.

@@ -19,6 +19,9 @@ pub enum MaintenanceMode {
     /// The graph as it was before the last change the gate let go live (a rebuild, a large
     /// repair or an ontology change), restored; no page is read.
     Rollback,
+    /// An ontology proposed from the tenant's pages and failed questions, queued for a human's
+    /// review; the graph is not touched.
+    ProposeOntology,
 }
 
 impl MaintenanceMode {
@@ -30,6 +33,7 @@ impl MaintenanceMode {
             MaintenanceMode::Repair => "repair",
             MaintenanceMode::RecordPatch => "record-patch",
             MaintenanceMode::Rollback => "rollback",
+            MaintenanceMode::ProposeOntology => "propose-ontology",
         }
     }
 
@@ -41,6 +45,7 @@ impl MaintenanceMode {
             Self::Repair,
             Self::RecordPatch,
             Self::Rollback,
+            Self::ProposeOntology,
         ]
         .into_iter()
         .find(|m| m.name() == name)
@@ -84,7 +89,9 @@ pub fn pages_to_read<'a>(
                     .is_none_or(|read| *read < page.version)
             })
             .collect(),
-        MaintenanceMode::RecordPatch | MaintenanceMode::Rollback => Vec::new(),
+        MaintenanceMode::RecordPatch
+        | MaintenanceMode::Rollback
+        | MaintenanceMode::ProposeOntology => Vec::new(),
     }
 }
 

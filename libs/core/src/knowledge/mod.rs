@@ -4,7 +4,9 @@
 
 pub mod answer;
 pub mod ask;
+pub mod claim;
 pub mod designs;
+pub mod document;
 pub mod encoder;
 pub mod extract;
 pub mod firewall;
@@ -21,6 +23,7 @@ pub mod scope;
 pub mod semantic;
 pub mod structured;
 pub mod vectors;
+pub mod words;
 
 pub use answer::{
     Answer, AnswerStatus, Candidate, Finding, Hedge, HedgeCode, ScopedValue, SlotContext,
@@ -33,7 +36,7 @@ pub use graph::{
     versions_in_effect, versions_to_read,
 };
 pub use maintenance::{MaintenanceMode, MaintenanceReport, estimate_tokens, pages_to_read};
-pub use model::{ClaimModel, ModelCost, ModelError, ModelUsage, Ungrounded, ground};
+pub use model::{ClaimModel, CostCounter, ModelCost, ModelError, ModelUsage, Ungrounded, ground};
 pub use names::NameNormaliser;
 pub use ontology::{Ontology, OntologyError, Predicate, PredicateKind};
 pub use pattern::{Pattern, PatternError, Slot};

@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::encoder::SentenceEncoder;
 use super::pattern::{Pattern, PatternError};
-use super::pipeline::{ExtractSettings, Extraction};
 use super::scope::{MAX_SCOPE_PART_BYTES, ScopeVocabulary, plain_part};
+use super::words::{STOPWORDS, content_words, words_plain};
 
 /// An ontology document that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,7 +86,24 @@ pub struct Ontology {
     authority: BTreeMap<String, i32>,
     default_authority: i32,
     scopes: ScopeVocabulary,
-    extraction: Arc<Extraction>,
+    /// The extraction pipeline compiled for it, which the reading layer above sets and reads
+    /// (`pipeline`: `Ontology::extraction`); the model does not know its type.
+    pub(crate) reading: Compiled,
+}
+
+/// What an ontology is read with, compiled for it: set once (on first use, the default pipeline)
+/// and replaced whole by a reconfiguration.
+#[derive(Clone, Default)]
+pub(crate) struct Compiled(pub(crate) std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "Compiled"
+        } else {
+            "Compiled(not yet)"
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -134,6 +150,9 @@ pub const MAX_SCOPE_VALUES: usize = 256;
 
 /// The origin name whose authority applies to origins the map does not list.
 pub const DEFAULT_ORIGIN: &str = "default";
+
+/// The authority of every origin under [`Ontology::empty`].
+const EMPTY_AUTHORITY: i32 = 1;
 
 impl Ontology {
     /// Parses and validates an ontology document.
@@ -323,43 +342,38 @@ impl Ontology {
                 values.iter().map(String::as_str).collect(),
             )
         }));
-        let mut ontology = Self {
+        Ok(Self {
             predicates,
             authority: raw.authority,
             default_authority,
             scopes,
-            extraction: Arc::new(Extraction::placeholder()),
-        };
-        ontology.extraction =
-            Arc::new(Extraction::new(&ontology, ExtractSettings::default(), None));
-        Ok(ontology)
+            reading: Compiled::default(),
+        })
     }
 
-    /// The same ontology with its extraction pipeline built from `settings`, scoring the
-    /// semantic stage with `encoder` when one is loaded.
-    pub fn with_extraction(
-        mut self,
-        settings: ExtractSettings,
-        encoder: Option<Arc<dyn SentenceEncoder>>,
-    ) -> Self {
-        self.extraction = Arc::new(Extraction::new(&self, settings, encoder));
-        self
+    /// The ontology of a tenant that has set none: no predicates, every origin at the default
+    /// authority (1). Its pages are still stored, indexed and read (the structured stage names
+    /// entities from titles and record subjects), so passages and "what do we know about X?"
+    /// answer before any ontology is set. Not a document an `ontology.set` may send: that needs
+    /// at least one predicate.
+    pub fn empty() -> Self {
+        Self {
+            predicates: Vec::new(),
+            authority: BTreeMap::from([(DEFAULT_ORIGIN.to_owned(), EMPTY_AUTHORITY)]),
+            default_authority: EMPTY_AUTHORITY,
+            scopes: ScopeVocabulary::new(std::iter::empty()),
+            reading: Compiled::default(),
+        }
     }
 
-    /// The same ontology read by `extraction`, a pipeline compiled for it.
-    pub(crate) fn with_compiled_extraction(mut self, extraction: Extraction) -> Self {
-        self.extraction = Arc::new(extraction);
-        self
+    /// Whether this ontology defines no predicate ([`Ontology::empty`]).
+    pub fn is_empty(&self) -> bool {
+        self.predicates.is_empty()
     }
 
     /// The scope values the ontology declares, dimension by dimension: what scopes a sentence.
     pub fn scope_vocabulary(&self) -> &ScopeVocabulary {
         &self.scopes
-    }
-
-    /// The extraction pipeline every reader of text uses with this ontology.
-    pub fn extraction(&self) -> &Extraction {
-        &self.extraction
     }
 
     /// Every predicate, in document order.
@@ -396,6 +410,38 @@ impl Ontology {
         }
         nouns.into_iter().collect()
     }
+}
+
+/// A predicate's vocabulary: the stemmed content words of its name, unit and patterns.
+pub(crate) fn vocabulary(predicate: &Predicate) -> BTreeSet<String> {
+    let mut text = predicate.name.replace('_', " ");
+    if let Some(unit) = &predicate.unit {
+        text.push(' ');
+        text.push_str(unit);
+    }
+    for pattern in &predicate.patterns {
+        text.push(' ');
+        text.push_str(&pattern.literal_text());
+    }
+    content_words(&text)
+}
+
+/// A predicate's own words as written (its name's and its patterns'), for an encoder to compare
+/// a question's words with.
+pub(crate) fn relation_terms(predicate: &Predicate) -> Vec<String> {
+    let mut text = predicate.name.replace('_', " ");
+    for pattern in &predicate.patterns {
+        text.push(' ');
+        text.push_str(&pattern.literal_text());
+    }
+    let mut terms: Vec<String> = words_plain(&text)
+        .into_iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
+        .collect();
+    terms.push(predicate.name.replace('_', " "));
+    terms.sort();
+    terms.dedup();
+    terms
 }
 
 #[cfg(test)]
@@ -483,6 +529,32 @@ pub(crate) mod tests {
             ontology.type_nouns(),
             vec!["person", "plan", "policy", "product", "service", "team"]
         );
+    }
+
+    #[test]
+    fn the_empty_ontology_has_no_predicate_and_reads_titles_as_names() {
+        let empty = Ontology::empty();
+        assert!(empty.is_empty() && empty.predicates().is_empty());
+        assert_eq!(empty.authority("wiki"), 1);
+        assert!(empty.type_nouns().is_empty() && empty.scope_vocabulary().is_empty());
+        assert!(!sample().is_empty());
+        // A document can never say so: an ontology.set needs a predicate.
+        let err = Ontology::from_value(
+            serde_json::json!({"predicates": [], "authority": {"default": 1}}),
+        )
+        .expect_err("no predicate");
+        assert!(err.to_string().contains("at least one predicate"), "{err}");
+        // Its pipeline still names a titled page's subject: no slot claim, one alias.
+        let claims = empty.extraction().claims(
+            &empty,
+            "# KEP-12: Pod Spread\n\nPods spread across zones.",
+            &super::super::names::Lexicon::default(),
+        );
+        let read: Vec<(&str, &str, &str)> = claims
+            .iter()
+            .map(|c| (c.predicate.as_str(), c.subject.name(), c.object.as_str()))
+            .collect();
+        assert_eq!(read, vec![("alias", "KEP-12", "Pod Spread")]);
     }
 
     #[test]

@@ -15,12 +15,11 @@ use serde::Deserialize;
 
 use super::encoder::{SentenceEncoder, cosine};
 use super::extract::{Claim, claims_in_sentence, split_sentences};
-use super::firewall::LlmSettings;
 use super::model::{
-    ClaimModel, ModelCost, ModelCounters, ModelUsage, better_predicate, ground, typed,
+    ClaimModel, LlmSettings, ModelCost, ModelCounters, ModelUsage, better_predicate, ground, typed,
 };
 use super::names::NameNormaliser;
-use super::ontology::{Ontology, PredicateKind};
+use super::ontology::{Compiled, Ontology, PredicateKind};
 use super::scope::Scope;
 use super::semantic::{self, Lexicon, Profile, Scorer};
 use super::structured;
@@ -66,17 +65,6 @@ pub struct StageConfidence {
     pub model: f64,
 }
 
-impl Default for StageConfidence {
-    fn default() -> Self {
-        Self {
-            structured: 1.0,
-            patterns: 1.0,
-            semantic: 0.9,
-            model: 0.8,
-        }
-    }
-}
-
 /// The `[extract]` settings: which stages run, in which order, and their confidences.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,22 +98,26 @@ pub struct TenantExtract {
     pub confidence: Option<StageConfidence>,
 }
 
+/// The `[extract]` section of the embedded defaults (`libs/settings/src/defaults.toml`, the one
+/// place a default is written; this crate cannot depend on the settings crate, so it reads the
+/// same file): what an ontology reads with until a pipeline is compiled for it, and what tests
+/// build from.
 impl Default for ExtractSettings {
     fn default() -> Self {
-        Self {
-            stages: vec![Stage::Structured, Stage::Patterns, Stage::Semantic],
-            confidence: StageConfidence::default(),
-            model_dir: String::new(),
-            model: LlmSettings {
-                enabled: false,
-                base_url: String::new(),
-                model: String::new(),
-                api_key: String::new(),
-                timeout_ms: 30_000,
-                prompt_version: "prompt-v1".to_owned(),
-            },
-            tenants: BTreeMap::new(),
-        }
+        static DEFAULTS: OnceLock<ExtractSettings> = OnceLock::new();
+        DEFAULTS
+            .get_or_init(|| {
+                // Compiled in, and `ontoloop-settings` tests that it loads and equals its own.
+                let file: toml::Table = include_str!("../../../settings/src/defaults.toml")
+                    .parse()
+                    .expect("the embedded defaults are TOML");
+                file.get("extract")
+                    .cloned()
+                    .expect("the embedded defaults have [extract]")
+                    .try_into()
+                    .expect("the embedded [extract] defaults load")
+            })
+            .clone()
     }
 }
 
@@ -320,6 +312,48 @@ impl ExtractionSetup {
     }
 }
 
+/// The reading of an ontology, set by this layer (the model below does not know its type).
+impl Ontology {
+    /// The same ontology with its extraction pipeline built from `settings`, scoring the
+    /// semantic stage with `encoder` when one is loaded.
+    pub fn with_extraction(
+        self,
+        settings: ExtractSettings,
+        encoder: Option<Arc<dyn SentenceEncoder>>,
+    ) -> Self {
+        let extraction = Extraction::new(&self, settings, encoder);
+        self.with_compiled_extraction(extraction)
+    }
+
+    /// The same ontology read by `extraction`, a pipeline compiled for it.
+    pub(crate) fn with_compiled_extraction(mut self, extraction: Extraction) -> Self {
+        self.reading = Compiled(OnceLock::from(
+            Arc::new(extraction) as Arc<dyn std::any::Any + Send + Sync>
+        ));
+        self
+    }
+
+    /// The extraction pipeline every reader of text uses with this ontology: the one compiled
+    /// for it, else (first use) the default pipeline without an encoder.
+    pub fn extraction(&self) -> &Extraction {
+        let compiled = self.reading.0.get_or_init(|| {
+            Arc::new(Extraction::new(self, ExtractSettings::default(), None))
+                as Arc<dyn std::any::Any + Send + Sync>
+        });
+        compiled
+            .downcast_ref::<Extraction>()
+            .unwrap_or_else(|| default_extraction())
+    }
+}
+
+/// A pipeline for an ontology of no predicates: never used, since only this module sets an
+/// ontology's reading and it sets an `Extraction`; here so a reading of another type could
+/// not panic a reader.
+fn default_extraction() -> &'static Extraction {
+    static EMPTY: OnceLock<Extraction> = OnceLock::new();
+    EMPTY.get_or_init(|| Extraction::new(&Ontology::empty(), ExtractSettings::default(), None))
+}
+
 /// Sentences sent to the model in one call.
 const MODEL_BATCH: usize = 24;
 
@@ -328,6 +362,8 @@ pub struct Extraction {
     settings: ExtractSettings,
     encoder: Option<Arc<dyn SentenceEncoder>>,
     profiles: Vec<Profile>,
+    /// Each predicate's own words, which a record's field keys are compared with by meaning.
+    terms: Vec<Vec<String>>,
     normaliser: NameNormaliser,
     prototypes: OnceLock<Option<Vec<Vec<Vec<f32>>>>>,
     model: Option<Arc<dyn ClaimModel>>,
@@ -355,20 +391,12 @@ impl Extraction {
             settings,
             encoder,
             profiles: semantic::profiles(ontology),
+            terms: ontology
+                .predicates()
+                .iter()
+                .map(super::ontology::relation_terms)
+                .collect(),
             normaliser: NameNormaliser::new(ontology.type_nouns()),
-            prototypes: OnceLock::new(),
-            model: None,
-            counters: Arc::default(),
-        }
-    }
-
-    /// An empty pipeline, only while an ontology is being built.
-    pub(crate) fn placeholder() -> Self {
-        Self {
-            settings: ExtractSettings::default(),
-            encoder: None,
-            profiles: Vec::new(),
-            normaliser: NameNormaliser::default(),
             prototypes: OnceLock::new(),
             model: None,
             counters: Arc::default(),
@@ -507,11 +535,13 @@ impl Extraction {
         for stage in &self.settings.stages {
             match stage {
                 Stage::Structured => {
+                    let similarity = |keys: &[&str]| self.word_similarities(keys, &self.terms);
                     let read = structured::read(
                         ontology,
                         &self.profiles,
                         &lexicon,
                         &self.normaliser,
+                        &similarity,
                         &rest,
                     );
                     claims.extend(read.claims.into_iter().map(|mut c| {
@@ -647,7 +677,35 @@ impl Extraction {
                 }
             }
         }
+        self.fields_first(claims)
+    }
+
+    /// A slot a page states in a field (its header, its front matter, a record) is the page's
+    /// own word on it: what its prose seems to say of the same subject and predicate is dropped,
+    /// so one version never disagrees with itself.
+    fn fields_first(&self, claims: Vec<Claim>) -> Vec<Claim> {
+        let fielded: BTreeSet<(String, &str)> = claims
+            .iter()
+            .filter(|c| c.extractor == structured::STRUCTURED_ID && c.kind == PredicateKind::Slot)
+            .map(|c| (self.normaliser.key(c.subject.name()), c.predicate.as_str()))
+            .collect();
+        if fielded.is_empty() {
+            return claims;
+        }
+        let keep: Vec<bool> = claims
+            .iter()
+            .map(|c| {
+                c.extractor == structured::STRUCTURED_ID
+                    || c.kind != PredicateKind::Slot
+                    || !fielded
+                        .contains(&(self.normaliser.key(c.subject.name()), c.predicate.as_str()))
+            })
+            .collect();
         claims
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(c, k)| k.then_some(c))
+            .collect()
     }
 
     /// Names earlier stages stated, with the types their predicates give them.
@@ -698,6 +756,9 @@ impl Extraction {
 }
 
 #[cfg(test)]
+mod model_tests;
+
+#[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::knowledge::encoder::{CachedEncoder, EncodeError};
@@ -730,7 +791,7 @@ pub(crate) mod tests {
         assert_eq!(
             stamped(&claims),
             vec![
-                ("structured/v1", "owned_by", "Atlas", 1.0),
+                ("structured/v2", "owned_by", "Atlas", 1.0),
                 ("patterns/v1", "price", "49", 1.0),
                 (semantic::LEXICAL_ID, "price", "19", 0.9),
             ]

@@ -17,6 +17,10 @@ use std::collections::BTreeSet;
 
 use super::graph::Graph;
 use super::ontology::{Ontology, Predicate, PredicateKind};
+use super::ontology::{relation_terms, vocabulary};
+use super::structured::{ValueKind, value_kind};
+use super::words::{QUESTION_WORDS, STOPWORDS, stem, words_plain};
+pub use super::words::{is_stop_word, words};
 
 /// A question mapped onto the graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,83 +45,6 @@ pub enum Unmapped {
     NoEntity,
 }
 
-pub(crate) const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "is", "are", "was", "be", "do", "does", "did",
-    "what", "which", "who", "how", "i", "we", "our", "it", "its", "that", "this", "with", "by",
-    "and", "or", "should", "can", "have", "has", "their", "they", "about", "after", "at", "from",
-    "s",
-];
-
-/// Whether `word` (lower-cased) is a stop word or a question word: it says nothing of what a
-/// question is about, so a search for the question leaves it out.
-pub fn is_stop_word(word: &str) -> bool {
-    STOPWORDS.contains(&word) || QUESTION_WORDS.contains(&word)
-}
-
-/// Irregular English verb forms folded onto the stem of their base, so `led` meets `lead`
-/// and `kept` meets `keep`. General English, not any ontology's words.
-const IRREGULAR: &[(&str, &str)] = &[
-    ("led", "lead"),
-    ("kept", "keep"),
-    ("paid", "pay"),
-    ("sold", "sell"),
-    ("held", "hold"),
-    ("ran", "run"),
-    ("bought", "buy"),
-    ("owner", "own"),
-    ("owners", "own"),
-    ("leader", "lead"),
-];
-
-/// Words of a text, lower-cased and lightly stemmed (`owns`, `owned` → `own`).
-pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| stem(&w.to_lowercase()))
-        .collect()
-}
-
-/// A light stem: irregular forms first (`led` → `lead`), then common suffixes.
-pub(crate) fn stem(word: &str) -> String {
-    if let Some((_, base)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
-        return (*base).to_owned();
-    }
-    let mut w = word.to_owned();
-    for suffix in ["ing", "ed", "es", "s"] {
-        if w.len() > suffix.len() + 2 && w.ends_with(suffix) {
-            w.truncate(w.len() - suffix.len());
-            break;
-        }
-    }
-    if w.len() > 3 && w.ends_with('e') {
-        w.pop();
-    }
-    if w.len() > 4 && w.ends_with("ly") {
-        w.truncate(w.len() - 2);
-    }
-    w
-}
-
-pub(crate) fn content_words(text: &str) -> BTreeSet<String> {
-    words(text)
-        .into_iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .collect()
-}
-
-pub(crate) fn vocabulary(predicate: &Predicate) -> BTreeSet<String> {
-    let mut text = predicate.name.replace('_', " ");
-    if let Some(unit) = &predicate.unit {
-        text.push(' ');
-        text.push_str(unit);
-    }
-    for pattern in &predicate.patterns {
-        text.push(' ');
-        text.push_str(&pattern.literal_text());
-    }
-    content_words(&text)
-}
-
 /// The object types a question asks for, from its question words.
 fn asked_types(question: &str) -> BTreeSet<String> {
     let lower = question.to_lowercase();
@@ -131,8 +58,16 @@ fn asked_types(question: &str) -> BTreeSet<String> {
             "who" | "whom" => {
                 types.insert("person".to_owned());
             }
+            "when" if i == 0 => {
+                types.insert(DATE.to_owned());
+            }
             "which" | "what" => {
-                if let Some(next) = tokens.get(i + 1) {
+                // The noun phrase after it names the kind asked for: "which Python *release*",
+                // "what *date*".
+                for next in tokens.iter().skip(i + 1).take(3) {
+                    if STOPWORDS.contains(next) || AUXILIARIES.contains(next) {
+                        break;
+                    }
                     types.insert((*next).to_owned());
                 }
                 if tokens.get(i + 1) == Some(&"is") || tokens.get(i + 1) == Some(&"are") {
@@ -146,6 +81,30 @@ fn asked_types(question: &str) -> BTreeSet<String> {
         }
     }
     types
+}
+
+/// What [`asked_types`] names a question asking for a date ("when ...?"): any object type whose
+/// values are dates fits it.
+const DATE: &str = "date";
+
+/// Whether an answer of `object_type` is of a kind `asked` names: the type itself, or a date
+/// for "when" and "what date".
+fn asked_for(asked: &BTreeSet<String>, object_type: &str) -> bool {
+    asked.contains(object_type)
+        || (asked.contains(DATE) && value_kind(&object_type.to_lowercase()) == ValueKind::Date)
+}
+
+/// The shape of answer a question's own words ask for: a person ("who"), a date ("when", "what
+/// date"), a number ("how much"); none for "what is" or "which team".
+fn asked_kind(asked: &BTreeSet<String>) -> Option<ValueKind> {
+    [
+        ("person", ValueKind::Name),
+        (DATE, ValueKind::Date),
+        ("number", ValueKind::Number),
+    ]
+    .iter()
+    .find(|(t, _)| asked.contains(*t))
+    .map(|(_, k)| *k)
 }
 
 /// A name known from outside the graph (stated in a page retrieval just read), with the entity
@@ -167,6 +126,17 @@ pub fn names_in_claims(ontology: &Ontology, claims: &[super::extract::Claim]) ->
             .filter(|p| p.object_is_entity())
             .map(|p| p.object_type.clone());
         names.push((claim.object.clone(), object_type));
+    }
+    // Another name of a subject (an alias, a rename) is of the subject's type.
+    for claim in claims.iter().filter(|c| c.kind == PredicateKind::Rename) {
+        let subject = claim.subject.name();
+        if let Some(kind) = names
+            .iter()
+            .find(|(name, kind)| name == subject && kind.is_some())
+            .and_then(|(_, kind)| kind.clone())
+        {
+            names.push((claim.object.clone(), Some(kind)));
+        }
     }
     names
 }
@@ -236,13 +206,6 @@ fn linked_names(
     found.sort_by_cached_key(|name| (rank(name), name.clone()));
     found.dedup();
     found
-}
-
-pub(crate) fn words_plain(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 /// The type of the entity a name refers to: from the graph, the name's own type noun, or what
@@ -353,7 +316,7 @@ pub fn map_question(
     let names = linked_names(question, graph, ontology, extra_names);
     let entity = names.first().cloned();
     let tokens = words_plain(question);
-    let named = name_spans(&tokens, &names, graph);
+    let named = with_name_words(question, &tokens, name_spans(&tokens, &names, graph));
     let words = question_words(&tokens, &named);
     let asked = asked_types(question);
     let slots: Vec<&Predicate> = ontology
@@ -373,7 +336,7 @@ pub fn map_question(
             .map(|row| path.iter().map(|&p| row[p]).fold(0.0, f64::max))
             .sum();
         let last = slots[path[path.len() - 1]];
-        let bonus = if asked.contains(&last.object_type) {
+        let bonus = if asked_for(&asked, &last.object_type) {
             ASKED_TYPE_BONUS
         } else {
             0.0
@@ -405,6 +368,20 @@ pub fn map_question(
     else {
         return Err(Unmapped::NoPredicate);
     };
+    // "What is X about?", "what do we know about X?": a question about a thing, not one of its
+    // relations, unless a word of the question names the relation. The noun of the thing's type
+    // ("the Pro *plan*") names none, though a predicate's patterns may hold it.
+    let explained = words.iter().zip(&fits).any(|(w, row)| {
+        let type_noun =
+            type_nouns.contains(&w.text) || type_nouns.iter().any(|t| stem(t) == w.stem);
+        !type_noun && path.iter().any(|&p| row[p] > 0.0)
+    });
+    let asks_a_kind = asked
+        .iter()
+        .any(|t| t == "number" || t == "person" || type_nouns.contains(t));
+    if !explained && !asks_a_kind && tokens.iter().any(|t| t == "about") {
+        return Err(Unmapped::NoPredicate);
+    }
     let target = slots[path[path.len() - 1]];
     let entity = match (entity, &target.fixed_subject) {
         (_, Some(fixed)) => fixed.clone(),
@@ -413,13 +390,30 @@ pub fn map_question(
     };
     // The question's own verb ("who *audits* ...") is a relation too when the answer is not of
     // the kind asked for: explained by no hop, it is named.
-    let answer_fits = asked.is_empty() || asked.contains(&target.object_type);
+    let answer_fits = asked.is_empty() || asked_for(&asked, &target.object_type);
     let verb = (!answer_fits)
         .then(|| main_verb(&tokens, &named, &type_nouns))
         .flatten();
+    // A predicate no path through the chosen one could use, whose answer is not of the kind
+    // asked for ("who is the *first* author": a date), is not what a word of the question
+    // names here.
+    let kind = asked_kind(&asked);
+    let apart: Vec<bool> = slots
+        .iter()
+        .enumerate()
+        .map(|(q, other)| {
+            kind.is_some_and(|k| value_kind(&other.object_type.to_lowercase()) != k)
+                && !path.contains(&q)
+                && !composes(
+                    other,
+                    &path.iter().map(|&i| slots[i]).collect::<Vec<_>>(),
+                    start.as_deref(),
+                )
+        })
+        .collect();
     let unexplained = unexplained(
         (&vocabularies, &type_nouns),
-        &path,
+        (&path, &apart),
         (&words, &fits),
         (&tokens, &named),
         verb,
@@ -489,6 +483,36 @@ fn name_spans(tokens: &[String], names: &[String], graph: &Graph) -> BTreeSet<us
     covered
 }
 
+/// `named` grown by the words written as names right before or after a name the question
+/// mentions: capitalised past the question's first word ("When is *Python* 3.14.0 final?"),
+/// part of how the question names the thing, not a relation.
+fn with_name_words(
+    question: &str,
+    tokens: &[String],
+    mut named: BTreeSet<usize>,
+) -> BTreeSet<usize> {
+    let capitalised: BTreeSet<String> = question
+        .split_whitespace()
+        .skip(1)
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+        .flat_map(words_plain)
+        .collect();
+    loop {
+        let grown: Vec<usize> = (0..tokens.len())
+            .filter(|at| {
+                !named.contains(at)
+                    && *at > 0
+                    && capitalised.contains(&tokens[*at])
+                    && (named.contains(&(at + 1)) || named.contains(&(at - 1)))
+            })
+            .collect();
+        if grown.is_empty() {
+            return named;
+        }
+        named.extend(grown);
+    }
+}
+
 /// The question's content words outside the names it mentions, one per stem.
 fn question_words(tokens: &[String], named: &BTreeSet<usize>) -> Vec<QuestionWord> {
     let mut seen = BTreeSet::new();
@@ -547,40 +571,32 @@ fn fits(
         .collect()
 }
 
-/// A predicate's own words as written (its name's and its patterns'), for an encoder to compare
-/// a question's words with.
-pub(crate) fn relation_terms(predicate: &Predicate) -> Vec<String> {
-    let mut text = predicate.name.replace('_', " ");
-    for pattern in &predicate.patterns {
-        text.push(' ');
-        text.push_str(&pattern.literal_text());
-    }
-    let mut terms: Vec<String> = words_plain(&text)
-        .into_iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
-        .collect();
-    terms.push(predicate.name.replace('_', " "));
-    terms.sort();
-    terms.dedup();
-    terms
-}
-
 /// Words of the question the chosen path leaves unexplained although they name a relation: a
 /// word of another predicate (rare enough across predicates to be telling, or close in meaning
 /// to it), or a word where a relation stands — the verb of a relative clause ("that maintains"),
 /// or a word between a name and a preposition ("X depends on"). Type nouns are never counted.
 fn unexplained(
     (vocabularies, type_nouns): (&[BTreeSet<String>], &[String]),
-    path: &[usize],
+    (path, apart): (&[usize], &[bool]),
     (words, fits): (&[QuestionWord], &[Vec<f64>]),
     (tokens, named): (&[String], &BTreeSet<usize>),
     verb: Option<usize>,
 ) -> Vec<String> {
     let mut left = Vec::new();
+    // The noun phrase a question asks for ("what *Python version* does X need?") describes the
+    // answer; once the path explains another word of the question, it names no other relation.
+    let kind_words = asked_phrase(tokens, named);
+    let path_explains = |skip: usize| {
+        words
+            .iter()
+            .zip(fits)
+            .any(|(w, row)| w.at != skip && path.iter().any(|&p| row[p] > 0.0))
+    };
     for (word, row) in words.iter().zip(fits) {
         if path.iter().any(|&p| row[p] > 0.0)
             || type_nouns.contains(&word.text)
             || type_nouns.iter().any(|t| stem(t) == word.stem)
+            || (kind_words.contains(&word.at) && path_explains(word.at))
         {
             continue;
         }
@@ -590,8 +606,18 @@ fn unexplained(
             .count();
         let names_another = row.iter().enumerate().any(|(q, &fit)| {
             !path.contains(&q)
+                && !apart.get(q).copied().unwrap_or(false)
                 && (fit >= SKIPPED_COSINE || (fit >= 1.0 && sharing * 2 <= vocabularies.len()))
         });
+        let names_apart_only = row
+            .iter()
+            .enumerate()
+            .filter(|(_, fit)| **fit > 0.0)
+            .all(|(q, _)| apart.get(q).copied().unwrap_or(false))
+            && row.iter().any(|fit| *fit > 0.0);
+        if names_apart_only && path_explains(word.at) {
+            continue;
+        }
         if names_another || relation_position(tokens, word.at, named) || verb == Some(word.at) {
             left.push(word.text.clone());
         }
@@ -599,9 +625,46 @@ fn unexplained(
     left
 }
 
-/// Words that open a question.
-pub(crate) const QUESTION_WORDS: &[&str] =
-    &["who", "whom", "which", "what", "how", "where", "when"];
+/// Whether `other` could be a hop of a path through `path` (from an entity of type `start`):
+/// before its first hop, between two, or after its last, by the types.
+fn composes(other: &Predicate, path: &[&Predicate], start: Option<&str>) -> bool {
+    let leads_to =
+        |p: &Predicate, q: &Predicate| p.object_is_entity() && q.applies_to(&p.object_type);
+    let Some(first) = path.first() else {
+        return true;
+    };
+    let before = start.is_none_or(|t| other.applies_to(t)) && leads_to(other, first);
+    let between = path
+        .windows(2)
+        .any(|w| leads_to(w[0], other) && leads_to(other, w[1]));
+    let after = path.last().is_some_and(|last| leads_to(last, other));
+    before || between || after
+}
+
+/// Where the noun phrase a question asks for stands: the words right after an opening "what" or
+/// "which" (or "in which"), up to the first auxiliary, small word or name.
+fn asked_phrase(tokens: &[String], named: &BTreeSet<usize>) -> BTreeSet<usize> {
+    let mut at = match tokens
+        .iter()
+        .take(2)
+        .position(|t| t == "what" || t == "which")
+    {
+        Some(opens) => opens + 1,
+        None => return BTreeSet::new(),
+    };
+    let mut phrase = BTreeSet::new();
+    while let Some(t) = tokens.get(at) {
+        if named.contains(&at)
+            || AUXILIARIES.contains(&t.as_str())
+            || STOPWORDS.contains(&t.as_str())
+        {
+            break;
+        }
+        phrase.insert(at);
+        at += 1;
+    }
+    phrase
+}
 
 /// The question's own verb: the first word after its question word that is neither the noun it
 /// asks for ("which *team*", a type noun), an amount word ("how *long*"), an auxiliary or a small
@@ -639,7 +702,9 @@ fn relation_position(tokens: &[String], at: usize, named: &BTreeSet<usize>) -> b
     while before > 0 && AUXILIARIES.contains(&tokens[before - 1].as_str()) {
         before -= 1;
     }
-    let after_relative = before > 1 && RELATIVE_PRONOUNS.contains(&tokens[before - 1].as_str());
+    // A pronoun among the question's first two words asks ("in which release does ..."); only
+    // one after a noun opens a relative clause ("the team that maintains ...").
+    let after_relative = before > 2 && RELATIVE_PRONOUNS.contains(&tokens[before - 1].as_str());
     let after_name = at > 0 && named.contains(&(at - 1)) && !named.contains(&at);
     let before_preposition = tokens
         .get(at + 1)

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::answer::same_value;
+use super::words::same_value;
 
 /// Most keys a scope may have.
 pub const MAX_SCOPE_KEYS: usize = 8;

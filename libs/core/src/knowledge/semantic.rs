@@ -11,110 +11,16 @@
 //! Nothing here knows any world: every word list is general English.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use super::encoder::{SentenceEncoder, cosine};
 use super::extract::{Claim, ClaimSubject};
+pub use super::names::Lexicon;
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, Predicate, PredicateKind};
-use super::question::{STOPWORDS, stem};
+use super::words::{STOPWORDS, stem};
 
 /// Extractor id of the lexical scorer (no model loaded).
 pub const LEXICAL_ID: &str = "semantic/lexical/v1";
-
-/// Names the extractor links, with the entity types each may have (none known: any).
-///
-/// A graph's names are many and each read of a text adds a few: the graph's part is `shared`
-/// (frozen, behind an `Arc`), the read's own in `added`, so cloning a lexicon to extend it costs
-/// what was added, not the graph's size.
-#[derive(Debug, Clone, Default)]
-pub struct Lexicon {
-    shared: Arc<BTreeMap<String, BTreeSet<String>>>,
-    added: BTreeMap<String, BTreeSet<String>>,
-}
-
-impl Lexicon {
-    /// Adds a name, and a type it may have.
-    pub fn insert(&mut self, normaliser: &NameNormaliser, name: &str, entity_type: Option<&str>) {
-        self.insert_types(normaliser, name, entity_type.into_iter());
-    }
-
-    /// Adds a name with the types it may have.
-    pub fn insert_types<'t>(
-        &mut self,
-        normaliser: &NameNormaliser,
-        name: &str,
-        types: impl Iterator<Item = &'t str>,
-    ) {
-        let key = normaliser.key(name);
-        if key.is_empty() || STOPWORDS.contains(&key.as_str()) {
-            return;
-        }
-        let slot = self.added.entry(key).or_default();
-        slot.extend(types.filter(|t| *t != "any").map(str::to_owned));
-    }
-
-    /// Names added since the last [`Lexicon::freeze`] that a lexicon keeps apart before it
-    /// folds them into its shared part ([`Lexicon::settle`]).
-    const MAX_ADDED: usize = 256;
-
-    /// Folds what was added into the shared part once it is more than a few names, so clones
-    /// stay cheap and lookups look in one place (the shared part is copied only when another
-    /// lexicon still holds it).
-    pub fn settle(&mut self) {
-        if self.added.len() > Self::MAX_ADDED {
-            *self = std::mem::take(self).freeze();
-        }
-    }
-
-    /// This lexicon with everything added so far made shared: clones of it start from here at
-    /// no cost.
-    pub fn freeze(mut self) -> Self {
-        if self.added.is_empty() {
-            return self;
-        }
-        let added = std::mem::take(&mut self.added);
-        let shared = Arc::make_mut(&mut self.shared);
-        for (key, types) in added {
-            shared.entry(key).or_default().extend(types);
-        }
-        self
-    }
-
-    /// Whether the key is known, and the types it may have.
-    fn get(&self, key: &str) -> Option<std::borrow::Cow<'_, BTreeSet<String>>> {
-        use std::borrow::Cow;
-        match (self.shared.get(key), self.added.get(key)) {
-            (Some(shared), Some(added)) => Some(Cow::Owned(shared.union(added).cloned().collect())),
-            (Some(one), None) | (None, Some(one)) => Some(Cow::Borrowed(one)),
-            (None, None) => None,
-        }
-    }
-
-    /// The types a name is known to have (empty: known, of no known type), if it is known.
-    pub fn types_of(
-        &self,
-        normaliser: &NameNormaliser,
-        name: &str,
-    ) -> Option<std::borrow::Cow<'_, BTreeSet<String>>> {
-        self.get(&normaliser.key(name))
-    }
-
-    /// How many names it holds.
-    pub fn len(&self) -> usize {
-        self.shared.len()
-            + self
-                .added
-                .keys()
-                .filter(|k| !self.shared.contains_key(*k))
-                .count()
-    }
-
-    /// Whether it holds no name.
-    pub fn is_empty(&self) -> bool {
-        self.shared.is_empty() && self.added.is_empty()
-    }
-}
 
 /// A word of a sentence with its byte span.
 #[derive(Debug, Clone)]
@@ -659,7 +565,7 @@ pub(crate) fn profiles(ontology: &Ontology) -> Vec<Profile> {
     let vocabularies: Vec<BTreeSet<String>> = ontology
         .predicates()
         .iter()
-        .map(super::question::vocabulary)
+        .map(super::ontology::vocabulary)
         .collect();
     let count = vocabularies.len() as f64;
     let mut df: BTreeMap<&str, f64> = BTreeMap::new();
@@ -680,7 +586,7 @@ pub(crate) fn profiles(ontology: &Ontology) -> Vec<Profile> {
             unit: p
                 .unit
                 .as_deref()
-                .map(super::question::content_words)
+                .map(super::words::content_words)
                 .unwrap_or_default(),
             prototypes: p
                 .patterns
@@ -1056,157 +962,4 @@ fn text_object(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::knowledge::ontology::tests::sample;
-
-    fn read(sentence: &str, known: &[(&str, Option<&str>)]) -> Vec<(String, String, String)> {
-        let ontology = sample();
-        let normaliser = NameNormaliser::new(ontology.type_nouns());
-        let mut lexicon = Lexicon::default();
-        for (name, t) in known {
-            lexicon.insert(&normaliser, name, *t);
-        }
-        claims_by_meaning(
-            &ontology,
-            &profiles(&ontology),
-            &Scorer::Lexical,
-            &lexicon,
-            &normaliser,
-            sentence,
-        )
-        .into_iter()
-        .map(|(c, _)| (c.predicate, c.subject.name().to_owned(), c.object))
-        .collect()
-    }
-
-    fn one(p: &str, s: &str, o: &str) -> Vec<(String, String, String)> {
-        vec![(p.into(), s.into(), o.into())]
-    }
-
-    #[test]
-    fn paraphrases_of_slots_are_read() {
-        assert_eq!(
-            read("You pay €49 per user each month for the Pro plan.", &[]),
-            one("price", "Pro plan", "49")
-        );
-        assert_eq!(
-            read(
-                "Refunds can be requested up to 14 days after purchase.",
-                &[]
-            ),
-            one("refund_days", "Refund policy", "14")
-        );
-        assert_eq!(
-            read("The Atlas team owns Payments service.", &[]),
-            one("owned_by", "Payments service", "Atlas")
-        );
-        assert_eq!(
-            read(
-                "The Pro plan includes Tessaly Dock.",
-                &[("Tessaly Dock", Some("product"))]
-            ),
-            one("included_in", "Tessaly Dock", "Pro")
-        );
-        assert_eq!(
-            read("Meet Tessaly Dock, our warehouse slotting tool.", &[]),
-            one("does", "Tessaly Dock", "warehouse slotting tool")
-        );
-        assert_eq!(
-            read("Tessaly Beacon used to be called Tessaly Track.", &[]),
-            one("formerly", "Tessaly Beacon", "Tessaly Track")
-        );
-    }
-
-    #[test]
-    fn non_assertions_are_refused() {
-        for sentence in [
-            "The Enterprise plan is not €149 per user per month.",
-            "If the Payments service moved, the Helix team would own it.",
-            "A proposal to move Payments service to the Helix team was rejected.",
-            "Sales once floated a €45 Pro plan.",
-            "Older contracts kept refunds open for 90 days of purchase.",
-            "Next year the Pro plan costs €79 per user per month.",
-            "Does the Pro plan cost €49 per user per month?",
-            "We don't refund within 60 days of purchase.",
-        ] {
-            assert_eq!(read(sentence, &[]), Vec::new(), "{sentence}");
-        }
-        assert_eq!(
-            refusal("Tessaly Beacon was formerly called Track.", true),
-            None
-        );
-        assert_eq!(
-            refusal("Tessaly Beacon was never called Track.", true),
-            Some(Refusal::Negation)
-        );
-    }
-
-    #[test]
-    fn sentences_without_a_predicate_state_nothing() {
-        for sentence in [
-            "Atlas sits on the third floor in Izmir.",
-            "Support answers chat from 08:00 to 20:00 on weekdays.",
-            "It runs in two regions.",
-            "Hello, good news.",
-        ] {
-            assert_eq!(read(sentence, &[]), Vec::new(), "{sentence}");
-        }
-    }
-
-    #[test]
-    fn mentions_take_known_names_type_nouns_and_capitals() {
-        let ontology = sample();
-        let normaliser = NameNormaliser::new(ontology.type_nouns());
-        let mut lexicon = Lexicon::default();
-        lexicon.insert(&normaliser, "Routing engine", Some("service"));
-        let toks =
-            tokens("Meet Tessaly Route, then ask the Helix team about Routing engine and SLA.");
-        let words = BTreeSet::from(["sla".to_owned()]);
-        let found = mentions(&toks, &lexicon, &normaliser, &ontology.type_nouns(), &words);
-        let names: Vec<(&str, Option<&str>)> = found
-            .iter()
-            .map(|m| (m.name.as_str(), m.types.iter().next().map(String::as_str)))
-            .collect();
-        assert_eq!(
-            names,
-            vec![
-                ("Tessaly Route", None),
-                ("Helix team", Some("team")),
-                ("Routing engine", Some("service"))
-            ]
-        );
-    }
-
-    #[test]
-    fn a_type_noun_before_a_name_types_it() {
-        let ontology = sample();
-        let normaliser = NameNormaliser::new(ontology.type_nouns());
-        let toks = tokens("Team Helix reports to the board, and so does team Atlas.");
-        let found = mentions(
-            &toks,
-            &Lexicon::default(),
-            &normaliser,
-            &ontology.type_nouns(),
-            &BTreeSet::new(),
-        );
-        let names: Vec<(&str, Option<&str>)> = found
-            .iter()
-            .map(|m| (m.name.as_str(), m.types.iter().next().map(String::as_str)))
-            .collect();
-        assert_eq!(
-            names,
-            vec![("Helix", Some("team")), ("Atlas", Some("team"))]
-        );
-    }
-
-    #[test]
-    fn numbers_carry_their_units_but_not_clock_times() {
-        let toks = tokens("A seat is €199 a month, 99.95% up, open 08:00 to 20:00.");
-        let found = values(&toks);
-        let texts: Vec<&str> = found.iter().map(|v| v.text.as_str()).collect();
-        assert_eq!(texts, vec!["199", "99.95"]);
-        assert!(found[0].unit.contains("eur") && found[0].unit.contains("month"));
-        assert!(found[1].unit.contains("percent"));
-    }
-}
+mod tests;

@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use ontoloop_proto::v1;
 
 use crate::print;
@@ -18,7 +20,7 @@ pub struct Args {
     /// Answer only once this intake sequence number is applied (read-your-writes).
     #[arg(long, default_value_t = 0)]
     min_sequence: u64,
-    /// ontoloop (default) or a study baseline: Rag, Graph, Hybrid, HybridVersioned.
+    /// ontoloop (default) or a study baseline: Rag, Graph, Hybrid, HybridVersioned, FlatMetadata.
     #[arg(long, default_value = "ontoloop")]
     design: String,
     /// How passages are ranked when no slot answers: fused (BM25 and sentence-embedding
@@ -30,6 +32,10 @@ pub struct Args {
     /// Default: the scope the question names ("... in the EU?"), else everywhere.
     #[arg(long, default_value = "")]
     scope: String,
+    /// Answer as of this instant (RFC 3339, or a date YYYY-MM-DD meaning its start in UTC)
+    /// instead of now: what the pages said then.
+    #[arg(long)]
+    as_of: Option<String>,
     /// Print the answer as JSON.
     #[arg(long)]
     json: bool,
@@ -37,7 +43,7 @@ pub struct Args {
 
 /// `--ranking`'s values.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Ranking {
+pub(crate) enum Ranking {
     Bm25,
     Dense,
     Fused,
@@ -56,11 +62,12 @@ impl From<Ranking> for v1::PassageRanking {
 impl Args {
     pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
         let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
+        let as_of = self.as_of.as_deref().map(instant).transpose()?;
         let request = v1::AskRequest {
             caller: session.wire_caller()?,
             text: self.text,
             min_sequence: self.min_sequence,
-            as_of: None,
+            as_of: as_of.map(ontoloop_proto::convert::timestamp),
             design: self.design,
             passage_ranking: self
                 .ranking
@@ -74,4 +81,14 @@ impl Args {
         print::answer(&answer, self.json)?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// `--as-of`: an RFC 3339 instant, or a date (its start, UTC).
+pub(crate) fn instant(text: &str) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(at.with_timezone(&chrono::Utc));
+    }
+    let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .with_context(|| format!("--as-of {text:?}: expected RFC 3339 or YYYY-MM-DD"))?;
+    Ok(date.and_time(chrono::NaiveTime::MIN).and_utc())
 }

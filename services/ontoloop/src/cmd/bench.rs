@@ -1,632 +1,70 @@
-//! `ontoloop bench plate|signals|firewall|drift|extract|outage|memory|scale`: the benchmarks, each on a
-//! system of its own (SQLite in a temporary directory and, but for signals and outage, the
-//! in-process queue; outage on PostgreSQL) unless told otherwise.
+//! `ontoloop bench ...` and `ontoloop gen-org ...`: run the `ontoloop-bench` binary built beside
+//! this one with the same arguments. The benchmarks and the organisation generator are a crate
+//! of their own (`libs/bench`), so this binary holds no benchmark and links no test kit.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ontoloop::bench::auth;
-use ontoloop::bench::drift::{self, Mode};
-use ontoloop::bench::fake_model;
-use ontoloop::client::{Bearer, Clients};
-use ontoloop::up::Local;
-use ontoloop_core::knowledge::{ExtractSettings, Stage};
-use ontoloop_settings::Settings;
-use ontoloop_testkit::world::World;
 
-use crate::print;
-use crate::session::Session;
+/// The binary the benchmarks are in.
+const BENCH: &str = "ontoloop-bench";
 
-#[derive(Debug, clap::Subcommand)]
-pub enum Command {
-    /// Plate over loopback gRPC on a generated world against the oracle, with latency (also with
-    /// the store restarted with auth.mode = jwt, each call carrying its caller's HS256 bearer),
-    /// throughput, peak memory, org-graph rebuild time, event-to-visible latency and a BM25
-    /// baseline; prints {"oracle_mismatches","p50_ms","p99_ms","p50_auth_ms","p99_auth_ms","qps",
-    /// "peak_rss_mb","rebuild_ms","precision","baseline_precision",...} with --json.
-    Plate {
-        /// People in the generated world.
-        #[arg(long, default_value_t = 10_000)]
-        people: usize,
-        /// Work items in the generated world.
-        #[arg(long, default_value_t = 100_000)]
-        items: usize,
-        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
-        #[arg(long)]
-        database_url: Option<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Publish N failure signals to RabbitMQ and time them into the analyst's store end to end;
-    /// prints {"signals","per_second","lost","duplicated"} with --json.
-    Signals {
-        /// Signals to publish.
-        #[arg(long, default_value_t = 100_000)]
-        signals: u64,
-        /// RabbitMQ URL (sets queue.url; the benchmark needs RabbitMQ, so without this flag
-        /// queue.url must name one).
-        #[arg(long)]
-        amqp_url: Option<String>,
-        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
-        #[arg(long)]
-        database_url: Option<String>,
-        /// Publish every signal before the analyst starts, and time the analyst alone.
-        #[arg(long)]
-        preload: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Validate a labelled claim set generated from a world (confusion table) and time
-    /// ten-claim answers in process and over loopback gRPC, with authentication off and, on the
-    /// same store restarted with auth.mode = jwt (HS256, a secret of the run's own), on.
-    Firewall {
-        /// The world file.
-        #[arg(long)]
-        world: PathBuf,
-        /// Print {"confusion":{...},"latency_us":{...}} (latency_us with inproc_, grpc_,
-        /// inproc_auth_ and grpc_auth_ p50 and p99).
-        #[arg(long)]
-        json: bool,
-        /// Ten-claim answers timed each way.
-        #[arg(long, default_value_t = 2000)]
-        rounds: usize,
-    },
-    /// Sentences per second of each extraction stage on a world's pages, and two full rebuilds
-    /// of its graph (the second with the sentence encoder's cache warm: no model calls).
-    Extract {
-        /// The world file.
-        #[arg(long)]
-        world: PathBuf,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Ask and Validate latency over loopback gRPC on PostgreSQL (a fresh database, dropped
-    /// after) and RabbitMQ reached through a proxy of the run's own: with the broker up, with the
-    /// proxy cut and restored. Fails when either p99 with the broker cut is over twice its p99
-    /// with it up; prints {"phases":[...],"ask_ratio","validate_ratio",...} with --json.
-    Outage {
-        /// The world file.
-        #[arg(long, default_value = "tests/fixtures/orbit.world.json")]
-        world: PathBuf,
-        /// Ask and Validate calls per phase.
-        #[arg(long, default_value_t = 2000)]
-        requests: usize,
-        /// RabbitMQ URL, plain amqp:// (default: ONTOLOOP_TEST_AMQP_URL or the local broker);
-        /// the database is made on ONTOLOOP_TEST_DATABASE_URL's server (default the local one).
-        #[arg(long)]
-        amqp_url: Option<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Resident memory of the whole system in this process over many tenants' signals and Asks:
-    /// the curve after the warm-up (the first tenth of the load), and a failure when its end is
-    /// more than 10% above its start.
-    Memory {
-        /// Tenants, each with a small generated ontology and a few pages.
-        #[arg(long, default_value_t = 1000)]
-        tenants: usize,
-        /// Failure signals, through ReportSignals streams, spread over the tenants.
-        #[arg(long, default_value_t = 1_000_000)]
-        signals: u64,
-        /// Asks, spread over the tenants.
-        #[arg(long, default_value_t = 100_000)]
-        asks: u64,
-        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
-        #[arg(long)]
-        store_url: Option<String>,
-        /// RabbitMQ URL (sets queue.url; default: the in-process queue).
-        #[arg(long)]
-        amqp_url: Option<String>,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Passage search costs: N generated pages (the scale benchmark's) cut into passages,
-    /// indexed by BM25 and embedded with the in-process sentence encoder, then searched by
-    /// questions no slot answers with BM25, dense and fused rankings; prints passages embedded
-    /// per second and search p50/p99 per ranking ({"pages","passages","embedded_per_s",
-    /// "bm25_ms","dense_ms","fused_ms",...} with --json). Needs the model (`make model`).
-    Passages {
-        /// Pages (about 1.2 KB, four passages each).
-        #[arg(long, default_value_t = 10_000)]
-        pages: usize,
-        /// Questions timed per ranking.
-        #[arg(long, default_value_t = 1_000)]
-        questions: usize,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// The gate's cost before a rebuild goes live: N generated pages (the scale benchmark's) read
-    /// into a graph, the rebuild built in a shadow, Q recent questions replayed against both as
-    /// the analyst's gate replays them; prints the shadow's build time and the replay time
-    /// ({"pages","shadow_build_s","replayed","replay_s","per_question_ms","differing",...} with
-    /// --json).
-    Gate {
-        /// Pages (one service each, about 1.2 KB).
-        #[arg(long, default_value_t = 10_000)]
-        pages: usize,
-        /// Recent questions replayed.
-        #[arg(long, default_value_t = 1_000)]
-        questions: usize,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
-    /// the intake, then a steady stream of single-page events while agents ask and validate;
-    /// prints {"pages","ingest_pages_per_s","event_to_visible_ms":{"p50","p99"},
-    /// "event_to_accepted_ms","event_to_applied_ms","ask_ms":{"p50","p99"},
-    /// "validate_ms":{"p50","p99"},"first_validate_ms","rss_mb","store_mb",...} with --json.
-    Scale {
-        /// Pages in the tenant (one service each, about 1.2 KB).
-        #[arg(long, default_value_t = 10_000)]
-        pages: usize,
-        /// Single-page events per second once ingested.
-        #[arg(long, default_value_t = 50.0)]
-        events_per_second: f64,
-        /// Seconds the steady stream runs.
-        #[arg(long, default_value_t = 30)]
-        seconds: u64,
-        /// Pushes kept in flight while ingesting (a bulk load pipelines its pushes; the intake
-        /// writes the ones that arrive together in one transaction).
-        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
-        in_flight: u16,
-        /// Store URL (sets store.url; default: a fresh SQLite file in a temporary directory).
-        #[arg(long)]
-        store_url: Option<String>,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Replay every scenario of a world file through the services and grade every answer.
-    Drift {
-        /// The world file (format ontoloop.world/v1).
-        #[arg(long)]
-        world: PathBuf,
-        /// structured (entity + predicate path) or nl (question text only).
-        #[arg(long, default_value = "structured")]
-        mode: String,
-        /// Print {"rows":[...],"costs":[...]} instead of tables.
-        #[arg(long)]
-        json: bool,
-        /// Use the running deployment the settings point at instead of an embedded system.
-        #[arg(long)]
-        target: bool,
-        /// Where to write the CSV of every answer (default target/bench/drift-WORLD-MODE.csv).
-        #[arg(long)]
-        csv: Option<PathBuf>,
-        /// Which extraction reads the pages: `patterns` (the exact templates only),
-        /// `semantic` (structured, patterns and semantic stages) or `model` (structured,
-        /// patterns and the model stage, answered by a seeded fake model built from the world);
-        /// default: the configured `[extract]` pipeline.
-        #[arg(long)]
-        extractor: Option<String>,
-        /// With `--extractor model`: the rate (0 to 1) at which the fake model drops a fact,
-        /// respells a name, picks a neighbouring predicate or invents a value from a sentence
-        /// that asserts nothing.
-        #[arg(long, default_value_t = 0.0)]
-        extractor_noise: f64,
-        /// With `--extractor model`: the fake model's seed.
-        #[arg(long, default_value_t = 11)]
-        extractor_seed: u64,
-    },
+/// Everything after the subcommand, passed on as it is (`--help` included).
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct Args {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
 }
 
-impl Command {
-    pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
-        match self {
-            Command::Signals {
-                signals,
-                amqp_url,
-                database_url,
-                preload,
-                json,
-            } => {
-                let scratch = Scratch::new(database_url)?;
-                let session = Session::load(
-                    config,
-                    &[
-                        ("queue.url", amqp_url.as_deref()),
-                        ("store.url", Some(&scratch.store_url)),
-                    ],
-                )?;
-                let report =
-                    ontoloop::bench::signals::run(session.settings, signals, preload).await?;
-                print::bench_signals(&report, preload, json)?;
-            }
-            Command::Memory {
-                tenants,
-                signals,
-                asks,
-                store_url,
-                amqp_url,
-                json,
-            } => {
-                let scratch = Scratch::new(store_url)?;
-                let session = Session::load(config, &[])?;
-                let mut settings = scratch.settings(&session.settings);
-                if let Some(url) = amqp_url {
-                    settings.queue.url = url;
-                }
-                eprintln!("bench: starting every service in this process");
-                let local = Local::start(settings).await?;
-                let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
-                let load = ontoloop::bench::memory::Load {
-                    tenants,
-                    signals,
-                    asks,
-                };
-                let mut progress = |line: &str| eprintln!("bench: {line}");
-                let report = ontoloop::bench::memory::run(&clients, load, &mut progress).await?;
-                local.stop().await?;
-                if json {
-                    println!("{}", serde_json::to_string(&report)?);
-                } else {
-                    print!("{}", report.to_text());
-                }
-                if !report.flat() {
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
-            Command::Scale {
-                pages,
-                events_per_second,
-                seconds,
-                in_flight,
-                store_url,
-                json,
-            } => {
-                let scratch = Scratch::new(store_url)?;
-                let session = Session::load(config, &[])?;
-                eprintln!("bench: starting every service in this process");
-                let local = Local::start(scratch.settings(&session.settings)).await?;
-                let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
-                let load = ontoloop::bench::scale::Load {
-                    pages,
-                    events_per_second,
-                    seconds,
-                    in_flight: usize::from(in_flight),
-                };
-                let mut progress = |line: &str| eprintln!("bench: {line}");
-                let store_url = scratch.store_url.clone();
-                let report = ontoloop::bench::scale::run(
-                    &clients,
-                    Some(&local.ctx.store),
-                    load,
-                    || ontoloop::bench::scale::sqlite_mb(&store_url),
-                    &mut progress,
-                )
-                .await?;
-                local.stop().await?;
-                if json {
-                    println!("{}", serde_json::to_string(&report)?);
-                } else {
-                    print!("{}", report.to_text());
-                }
-            }
-            Command::Gate {
-                pages,
-                questions,
-                json,
-            } => {
-                let mut progress = |line: &str| eprintln!("bench: {line}");
-                let report = ontoloop::bench::gate::run(pages, questions, &mut progress)?;
-                if json {
-                    println!("{}", serde_json::to_string(&report)?);
-                } else {
-                    print!("{}", report.to_text());
-                }
-            }
-            Command::Passages {
-                pages,
-                questions,
-                json,
-            } => {
-                let session = Session::load(config, &[])?;
-                let configured = &session.settings.extract.model_dir;
-                let configured = (!configured.trim().is_empty()).then(|| Path::new(configured));
-                let embedder = ontoloop_embed::Embedder::load_default(configured)
-                    .context("load the sentence-encoder model (fetch it with `make model`)")?;
-                let mut progress = |line: &str| eprintln!("bench: {line}");
-                let report = ontoloop::bench::passages::run(
-                    std::sync::Arc::new(embedder),
-                    pages,
-                    questions,
-                    &mut progress,
-                )?;
-                if json {
-                    println!("{}", serde_json::to_string(&report)?);
-                } else {
-                    print!("{}", report.to_text());
-                }
-            }
-            Command::Plate {
-                people,
-                items,
-                database_url,
-                json,
-            } => {
-                let scratch = Scratch::new(database_url)?;
-                let session = Session::load(config, &[])?;
-                let report =
-                    ontoloop::bench::plate::run(scratch.settings(&session.settings), people, items)
-                        .await?;
-                print::bench_plate(&report, json)?;
-            }
-            Command::Firewall {
-                world,
-                json,
-                rounds,
-            } => {
-                let session = Session::load(config, &[])?;
-                bench_firewall(session.settings, &world, json, rounds).await?;
-            }
-            Command::Outage {
-                world,
-                requests,
-                amqp_url,
-                json,
-            } => {
-                let session = Session::load(config, &[])?;
-                let world = read_world(&world)?;
-                let amqp_url = amqp_url.unwrap_or_else(ontoloop_testkit::servers::amqp_url);
-                let mut progress = |line: &str| eprintln!("bench: {line}");
-                let report = ontoloop::bench::outage::run(
-                    session.settings,
-                    &world,
-                    &amqp_url,
-                    requests,
-                    &mut progress,
-                )
-                .await?;
-                if json {
-                    println!("{}", serde_json::to_string(&report)?);
-                } else {
-                    print!("{}", report.to_text());
-                }
-                if !report.holds() {
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
-            Command::Extract { world, json } => {
-                let session = Session::load(config, &[])?;
-                let world = read_world(&world)?;
-                let dir = session.settings.extract.model_dir.trim().to_owned();
-                let dir = (!dir.is_empty()).then(|| PathBuf::from(dir));
-                let report = tokio::task::spawn_blocking(move || {
-                    ontoloop::bench::extract::run(&world, dir.as_deref()).map(|r| (r, world))
-                })
-                .await
-                .context("run the extraction benchmark")??;
-                if json {
-                    println!("{}", serde_json::to_string(&report.0)?);
-                } else {
-                    print!("{}", report.0.to_text(&report.1));
-                }
-            }
-            Command::Drift {
-                world,
-                mode,
-                json,
-                target,
-                csv,
-                extractor,
-                extractor_noise,
-                extractor_seed,
-            } => {
-                let mut session = Session::load(config, &[])?;
-                let mut fake = None;
-                match extractor.as_deref() {
-                    None => {}
-                    Some("patterns") => session.settings.extract = ExtractSettings::patterns_only(),
-                    Some("semantic") => {
-                        session.settings.extract.stages = ExtractSettings::default().stages;
-                    }
-                    Some("model") if !target => {
-                        let world = read_world(&world)?;
-                        let model =
-                            fake_model::start(&world, extractor_noise, extractor_seed).await?;
-                        let extract = &mut session.settings.extract;
-                        extract.stages = vec![Stage::Structured, Stage::Patterns, Stage::Model];
-                        extract.model.enabled = true;
-                        extract.model.base_url = model.base_url.clone();
-                        extract.model.model = "fake-model".to_owned();
-                        extract.model.api_key = String::new();
-                        fake = Some(model);
-                    }
-                    Some("model") => {}
-                    Some(other) => {
-                        anyhow::bail!("--extractor {other:?}: use patterns, semantic or model")
-                    }
-                }
-                if target && extractor.is_some() {
-                    anyhow::bail!("--extractor applies to the embedded system, not to --target");
-                }
-                let mode = match mode.as_str() {
-                    "structured" => Mode::Structured,
-                    "nl" => Mode::Nl,
-                    other => anyhow::bail!("--mode {other:?}: use structured or nl"),
-                };
-                bench_drift(session.settings, &world, mode, json, target, csv).await?;
-                if let Some(fake) = fake {
-                    eprintln!(
-                        "bench: {} (noise {extractor_noise}, seed {extractor_seed})",
-                        fake.faults.describe()
-                    );
-                    for line in fake.faults.lines() {
-                        eprintln!("bench:   {line}");
-                    }
-                }
-            }
+impl Args {
+    /// Runs `ontoloop-bench [--config FILE] [SUBCOMMAND] ARGS...`; its exit code is this
+    /// command's.
+    pub fn run(self, config: Option<&Path>, subcommand: Option<&str>) -> anyhow::Result<ExitCode> {
+        let bench = bench_binary()?;
+        let mut command = std::process::Command::new(&bench);
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
         }
-        Ok(ExitCode::SUCCESS)
+        command.args(subcommand).args(&self.args);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt as _;
+            let err = command.exec();
+            Err(err).with_context(|| format!("run {}", bench.display()))
+        }
+        #[cfg(not(unix))]
+        {
+            let status = command
+                .status()
+                .with_context(|| format!("run {}", bench.display()))?;
+            Ok(status
+                .code()
+                .and_then(|code| u8::try_from(code).ok())
+                .map_or(ExitCode::FAILURE, ExitCode::from))
+        }
     }
 }
 
-/// A benchmark's own store: the one `--database-url` names, else a fresh SQLite file in a
-/// temporary directory that lives as long as this.
-struct Scratch {
-    store_url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new(database_url: Option<String>) -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir().context("create a temporary directory")?;
-        let store_url = database_url
-            .unwrap_or_else(|| format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()));
-        Ok(Self {
-            store_url,
-            _dir: dir,
-        })
+/// `ontoloop-bench` in the directory this binary is in, or an error saying how to build it.
+fn bench_binary() -> anyhow::Result<PathBuf> {
+    let this = std::env::current_exe().context("find the ontoloop binary")?;
+    let dir = this.parent().context("the ontoloop binary's directory")?;
+    let bench = dir.join(format!("{BENCH}{}", std::env::consts::EXE_SUFFIX));
+    if bench.is_file() {
+        return Ok(bench);
     }
-
-    /// `settings` on this store and the in-process queue: an embedded system of its own.
-    fn settings(&self, settings: &Settings) -> Settings {
-        let mut embedded = settings.clone();
-        embedded.store.url = self.store_url.clone();
-        embedded.queue.url = "memory".to_owned();
-        embedded
-    }
-
-    /// An embedded system of its own, started.
-    async fn start(&self, settings: &Settings) -> anyhow::Result<Local> {
-        eprintln!(
-            "bench: starting an embedded system (SQLite in a temporary directory, in-process queue)"
-        );
-        Local::start(self.settings(settings)).await
-    }
-}
-
-fn read_world(path: &Path) -> anyhow::Result<World> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-    Ok(World::parse(&text)?)
-}
-
-/// `ontoloop bench drift`.
-async fn bench_drift(
-    settings: Settings,
-    world_path: &Path,
-    mode: Mode,
-    json: bool,
-    target: bool,
-    csv: Option<PathBuf>,
-) -> anyhow::Result<()> {
-    let world = read_world(world_path)?;
-    let mut progress = |line: &str| eprintln!("bench: {line}");
-    let (report, extraction) = if target {
-        let clients = Clients::from_settings(&settings).await?;
-        let report = drift::run(&world, clients, mode, &mut progress).await?;
-        (report, "the deployment's own [extract] pipeline".to_owned())
+    let release = if dir.ends_with("release") {
+        " --release"
     } else {
-        let scratch = Scratch::new(None)?;
-        let local = scratch.start(&settings).await?;
-        let extraction = local.ctx.extraction.describe();
-        progress(&format!("extraction: {extraction}"));
-        let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
-        let report = drift::run(&world, clients, mode, &mut progress).await?;
-        let extraction = if settings.extract.model_wanted() {
-            let usage = local.ctx.extraction.model_usage();
-            format!(
-                "{extraction}; model stage: {} requests, {} sentences sent, {} answered from the \
-                 cache, {} tokens, {} triples returned, {} dropped by grounding, {} kept, {} \
-                 regrounded under a better-fitting predicate, {} failed calls",
-                usage.cost.requests,
-                usage.cost.sentences_sent,
-                usage.cost.cache_hits,
-                usage.cost.tokens,
-                usage.returned,
-                usage.dropped,
-                usage.kept,
-                usage.corrected,
-                usage.errors
-            )
-        } else {
-            extraction
-        };
-        local.stop().await?;
-        (report, extraction)
+        ""
     };
-    let mode_name = if mode == Mode::Structured {
-        "structured"
-    } else {
-        "nl"
-    };
-    let csv = csv.unwrap_or_else(|| {
-        PathBuf::from(format!("target/bench/drift-{}-{mode_name}.csv", world.name))
-    });
-    if let Some(dir) = csv.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(&csv, report.to_csv()).with_context(|| format!("write {}", csv.display()))?;
-    print::bench_drift(&report, &world, mode, &extraction, &csv, json)
-}
-
-/// `ontoloop bench firewall`: always on an embedded system, since it also times the firewall in
-/// process.
-async fn bench_firewall(
-    settings: Settings,
-    world_path: &Path,
-    json: bool,
-    rounds: usize,
-) -> anyhow::Result<()> {
-    let world = read_world(world_path)?;
-    let mut progress = |line: &str| eprintln!("bench: {line}");
-    let scratch = Scratch::new(None)?;
-    let local = scratch.start(&settings).await?;
-    let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
-    let validator = ontoloop_firewall::Validator::new(
-        local.ctx.clone(),
-        std::sync::Arc::clone(&local.ctx.read_models),
-    )?;
-    let (mut report, answer) = ontoloop::bench::firewall::run(
-        &world,
-        clients,
-        &validator,
-        rounds,
-        settings.retrieval.hedge_below_authority,
-        &mut progress,
+    anyhow::bail!(
+        "the benchmarks are a binary of their own, {BENCH}, and there is none beside this one \
+         ({}): build it with `cargo build{release} -p {BENCH}` (or `make bench`, which builds \
+         and runs every benchmark)",
+        bench.display()
     )
-    .await?;
-    local.stop().await?;
-    // The same store, restarted with auth.mode = "jwt" and a secret of this run's own; the
-    // replayed caller's token carried by every call.
-    let mut with_auth = settings.clone();
-    with_auth.auth = auth::jwt(&settings.auth);
-    let token = auth::token(
-        &with_auth.auth,
-        answer.caller.tenant(),
-        answer.caller.principal(),
-    )?;
-    progress(&format!(
-        "timing {rounds} ten-claim answers in process and over gRPC with auth.mode = jwt"
-    ));
-    let local = scratch.start(&with_auth).await?;
-    let clients =
-        Clients::from_addrs_with(&local.addrs, &local.ctx.settings.tls, Bearer::new(&token)?)
-            .await?;
-    let validator = ontoloop_firewall::Validator::new(
-        local.ctx.clone(),
-        std::sync::Arc::clone(&local.ctx.read_models),
-    )?;
-    let verifier = ontoloop_auth::Verifier::new(&with_auth.auth, None)
-        .context("a verifier of the benchmark's tokens")?;
-    ontoloop::bench::firewall::time_with_auth(
-        &mut report,
-        &answer,
-        &validator,
-        &verifier,
-        &token,
-        clients,
-        rounds,
-    )
-    .await?;
-    local.stop().await?;
-    print::bench_firewall(&report, &world, json)
 }

@@ -5,14 +5,15 @@
 mod ask;
 mod bench;
 mod cite;
-mod gen_org;
 mod ingest;
 mod maintain;
 mod mcp;
 mod migrate;
+mod ontology;
 mod patterns;
 mod plate;
 mod review;
+mod search;
 mod signal;
 mod status;
 mod token;
@@ -50,18 +51,30 @@ enum Command {
     Status(status::Args),
     /// Ask a question in natural language and print the answer with its provenance.
     Ask(ask::Args),
+    /// Search the passages: the best for a query (BM25, dense or fused), among what the caller
+    /// may read, by origin, page id prefix, scope or as of an instant, each with its citation and
+    /// the entities it names.
+    Search(search::Args),
     /// Say what a passage cited earlier is now: current, moved, revised (with its text now) or
     /// gone.
     Cite(cite::Args),
     /// Push events from a file through the telemetry intake: a JSON array or JSON lines of
     /// events ({"type":"doc.upsert",...}, "doc.delete", "source.listing", "record.set",
     /// "record.rename", "ontology.set", "graph.maintain"; an optional "at"), or a world file (its
-    /// ontology and the first scenario's timeline).
+    /// ontology and the first scenario's timeline). Given a folder: one page per document
+    /// (Markdown, reStructuredText, text, YAML/JSON/TOML, HTML, PDF), only what changed since the
+    /// last run, pages of gone files deleted; --git pushes a repository's history (through the
+    /// git command), --watch follows the folder.
     Ingest(ingest::Args),
     /// Ask the analyst for graph maintenance: patch, repair, rebuild (a rebuild, a large repair
     /// and an ontology change pass the gate: held for a reviewer when answers change that no
     /// page change explains) or rollback (the graph before the last change the gate let go live).
     Maintain(maintain::Args),
+    /// Ontology proposals: `propose` drafts one from the tenant's pages and the questions its
+    /// agents failed to get answered, queued for a reviewer (an ontology change always goes to
+    /// a human, then through the gate).
+    #[command(subcommand)]
+    Ontology(ontology::Command),
     /// Validate an answer text against the graph: pass, or block with reasons.
     Validate(validate::Args),
     /// Report a failure signal through the telemetry intake; prints its severity.
@@ -73,20 +86,21 @@ enum Command {
     Plate(plate::Args),
     /// Generate an organisation (people in teams, services with owners and dependencies, work
     /// items) with a seeded generator and load it into the configured store, replacing what its
-    /// tenants (`tenant-0`, ...) had.
-    GenOrg(gen_org::Args),
+    /// tenants (`tenant-0`, ...) had: `ontoloop-bench gen-org`, run from beside this binary
+    /// (`ontoloop gen-org --help` for its flags).
+    GenOrg(bench::Args),
     /// Work through the review queue of the statistical supervisor.
     #[command(subcommand)]
     Review(review::Command),
-    /// Benchmarks.
-    #[command(subcommand)]
-    Bench(bench::Command),
+    /// Benchmarks: `ontoloop-bench`, run from beside this binary (`cargo build -p
+    /// ontoloop-bench`, or `make bench`); `ontoloop bench --help` lists them.
+    Bench(bench::Args),
     /// Apply pending store migrations and exit (run once per release in the scaled-out shape).
     Migrate(migrate::Args),
     /// Bearer tokens for `auth.mode = "jwt"`.
     #[command(subcommand)]
     Token(token::Command),
-    /// Serve the tools (ask, lookup, validate, report_signal, plate, patterns) to agents over
+    /// Serve the tools (ask, search, lookup, cite, validate, report_signal, plate, patterns) to agents over
     /// the Model Context Protocol: on stdio, or streamable HTTP with --http.
     Mcp(mcp::Args),
 }
@@ -99,16 +113,18 @@ impl Cli {
             Command::Up(args) => args.run(config).await,
             Command::Status(args) => args.run(config).await,
             Command::Ask(args) => args.run(config).await,
+            Command::Search(args) => args.run(config).await,
             Command::Cite(args) => args.run(config).await,
             Command::Ingest(args) => args.run(config).await,
             Command::Maintain(args) => args.run(config).await,
+            Command::Ontology(command) => command.run(config).await,
             Command::Validate(args) => args.run(config).await,
             Command::Signal(args) => args.run(config).await,
             Command::Patterns(args) => args.run(config).await,
             Command::Plate(args) => args.run(config).await,
-            Command::GenOrg(args) => args.run(config).await,
+            Command::GenOrg(args) => args.run(config, Some("gen-org")),
             Command::Review(command) => command.run(config).await,
-            Command::Bench(command) => command.run(config).await,
+            Command::Bench(args) => args.run(config, None),
             Command::Migrate(args) => args.run(config).await,
             Command::Token(command) => command.run(config).await,
             Command::Mcp(args) => args.run(config).await,

@@ -29,9 +29,8 @@ impl Args {
             .call("patterns", |mut c| async move {
                 c.analyst.list_patterns(request).await
             })
-            .await?
-            .patterns;
-        print::patterns(&patterns, self.json);
+            .await?;
+        print::patterns(&patterns, self.json)?;
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -59,7 +59,7 @@ impl Command {
                         c.analyst.next_review(request).await
                     })
                     .await?;
-                print::update(next.update.as_ref(), json);
+                print::update(next.update.as_ref(), json)?;
             }
             Command::Decide {
                 update,

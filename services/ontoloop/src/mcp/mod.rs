@@ -1,7 +1,8 @@
 //! `ontoloop mcp`: the Model Context Protocol server (the official `rmcp` SDK) that lets an agent
-//! use ontoloop as tools — `ask`, `lookup`, `cite`, `validate`, `report_signal`, `plate`,
+//! use ontoloop as tools — `ask`, `search`, `lookup`, `cite`, `validate`, `report_signal`, `plate`,
 //! `patterns` — over stdio or streamable HTTP (`http`). It owns the tools' argument schemas,
-//! their descriptions and the answers' structured form (`wire`); every call goes to the running
+//! their descriptions and the answers' text form (`render`); the structured answer is the gRPC
+//! reply as `ontoloop_proto::json` writes it, its schema the reply's. Every call goes to the running
 //! services over gRPC through the CLI's [`Clients`](crate::client::Clients).
 //!
 //! It must never decide anything itself, and never take the caller from the tools' arguments:
@@ -11,7 +12,7 @@
 //! with `auth.mode = "off"`).
 
 pub mod http;
-pub mod wire;
+pub mod render;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,14 +29,15 @@ use serde::{Deserialize, Serialize};
 use tonic::metadata::{Ascii, MetadataValue};
 
 use crate::client::Clients;
-use wire::Render;
+use render::Render;
 
 /// What the server tells a client about itself when it connects.
 const INSTRUCTIONS: &str = "ontoloop is a knowledge layer: facts extracted from an \
 organisation's pages and records, versioned, with provenance. Use `ask` for a question in \
 natural language and `lookup` when you know the entity and the relation; both answer with a \
 status, hedges (reasons to doubt) and the sources, or with passages to read, each cited: `cite` \
-tells whether a cited passage is still current. Before you state facts to a user, `validate` \
+tells whether a cited passage is still current. `search` gives the passages best matching a \
+query, to read. Before you state facts to a user, `validate` \
 your text: a BLOCK verdict names what is wrong. When an answer was missing or wrong, \
 `report_signal` so the knowledge gets fixed. `plate` lists your work items; `patterns` the \
 failures agents reported.";
@@ -138,16 +140,28 @@ impl Server {
         Ok(request)
     }
 
-    /// Runs one call and turns its reply into the tool's result: the structured answer with its
-    /// text rendering, or a tool error naming the gRPC status (so the agent sees why).
-    async fn answer<R, W, Fut>(what: &str, call: Fut) -> Result<CallToolResult, ErrorData>
+    /// Runs one tool call: the request `build` makes as this call's caller ([`Self::request`]),
+    /// sent by `send` through the server's clients, and its reply as the tool's result (the
+    /// structured answer with its text rendering), or a tool error naming why (a bearer that
+    /// cannot be sent, the gRPC status).
+    async fn call<M, R, Fut>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        what: &str,
+        build: impl FnOnce(Option<v1::Caller>) -> M,
+        send: impl FnOnce(Clients, tonic::Request<M>) -> Fut,
+    ) -> Result<CallToolResult, ErrorData>
     where
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
-        W: From<R> + Serialize + Render,
+        R: Serialize + Render,
     {
-        match call.await {
+        let request = match self.request(ctx, build) {
+            Ok(request) => request,
+            Err(message) => return Ok(refused(&message)),
+        };
+        match send(self.clients.clone(), request).await {
             Ok(response) => {
-                let answer = W::from(response.into_inner());
+                let answer = response.into_inner();
                 let value = serde_json::to_value(&answer).map_err(|err| {
                     ErrorData::internal_error(format!("{what}: encode the answer: {err}"), None)
                 })?;
@@ -190,6 +204,30 @@ pub struct AskArgs {
     /// from.
     #[serde(default)]
     pub scope: String,
+}
+
+/// Arguments of `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// What to look for, in words, for example "refund policy for enterprise customers".
+    pub query: String,
+    /// Passages wanted, 1 to 100; 0 or absent: 10.
+    #[serde(default)]
+    pub k: u32,
+    /// Only pages of these origins, for example ["wiki"]; absent: any.
+    #[serde(default)]
+    pub origins: Vec<String>,
+    /// Only pages whose id starts with this, for example "docs/"; absent: any.
+    #[serde(default)]
+    pub prefix: String,
+    /// Only passages that hold in this scope, as `key=value` pairs ("region=EU"); absent:
+    /// everywhere.
+    #[serde(default)]
+    pub scope: String,
+    /// As in `ask`: search only once this intake sequence number is applied.
+    #[serde(default)]
+    pub min_sequence: u64,
 }
 
 /// Arguments of `cite`: a passage as an answer's `passages` gave it.
@@ -347,7 +385,7 @@ impl Server {
         answers may get ANSWERED_PASSAGES instead: passages of pages to read, each with its \
         citation (check one later with `cite`). A value that differs by scope (region, plan...) \
         is NEEDS_SCOPE with each scope's value in `scoped`: ask again with `scope`.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Answer>(),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::Answer>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn ask(
@@ -355,20 +393,21 @@ impl Server {
         Parameters(args): Parameters<AskArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match self.request(&ctx, |caller| v1::AskRequest {
-            caller,
-            text: args.question,
-            min_sequence: args.min_sequence,
-            as_of: None,
-            design: String::new(),
-            scope: args.scope,
-            ..Default::default()
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut retrieval = self.clients.retrieval.clone();
-        Self::answer::<_, wire::Answer, _>("ask", retrieval.ask(request)).await
+        self.call(
+            &ctx,
+            "ask",
+            |caller| v1::AskRequest {
+                caller,
+                text: args.question,
+                min_sequence: args.min_sequence,
+                as_of: None,
+                design: String::new(),
+                scope: args.scope,
+                ..Default::default()
+            },
+            |mut c, request| async move { c.retrieval.ask(request).await },
+        )
+        .await
     }
 
     /// Look up a relation path from a named entity.
@@ -376,7 +415,7 @@ impl Server {
         description = "Look up the value reached from an entity by following relations, when you \
         know them (for example entity \"Kite\", path [\"depends_on\", \"maintained_by\"]). \
         Same answer shape as `ask`: value, status, hedges, evidence.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Answer>(),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::Answer>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn lookup(
@@ -384,19 +423,54 @@ impl Server {
         Parameters(args): Parameters<LookupArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match self.request(&ctx, |caller| v1::LookupRequest {
-            caller,
-            entity: args.entity,
-            predicate_path: args.path,
-            min_sequence: args.min_sequence,
-            scope: args.scope,
-            ..Default::default()
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut retrieval = self.clients.retrieval.clone();
-        Self::answer::<_, wire::Answer, _>("lookup", retrieval.lookup(request)).await
+        self.call(
+            &ctx,
+            "lookup",
+            |caller| v1::LookupRequest {
+                caller,
+                entity: args.entity,
+                predicate_path: args.path,
+                min_sequence: args.min_sequence,
+                scope: args.scope,
+                ..Default::default()
+            },
+            |mut c, request| async move { c.retrieval.lookup(request).await },
+        )
+        .await
+    }
+
+    /// Search the passages.
+    #[tool(
+        description = "Search the organisation's pages for passages about something, when you \
+        want to read rather than get one answer: the best `k` passages (default 10, at most 100) \
+        for a query, among what you may read, optionally only of some origins, of pages whose id \
+        starts with `prefix`, or holding in a `scope` (\"region=EU\"). Each passage comes with \
+        its citation (source_id, source_version, chunk_hash, start, end: check it later with \
+        `cite`) and the known entities it names.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::SearchResponse>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn search(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(
+            &ctx,
+            "search",
+            |caller| v1::SearchRequest {
+                caller,
+                query: args.query,
+                k: args.k,
+                origins: args.origins,
+                page_prefix: args.prefix,
+                scope: args.scope,
+                min_sequence: args.min_sequence,
+                ..Default::default()
+            },
+            |mut c, request| async move { c.retrieval.search(request).await },
+        )
+        .await
     }
 
     /// What a passage cited earlier is now.
@@ -405,7 +479,7 @@ impl Server {
         source_version, chunk_hash, start and end) before you rely on it again: status current \
         (unchanged), moved (same text elsewhere on the page or on another page), revised (the \
         passage changed: the text now is returned) or gone (deleted).",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Citation>(),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::CitationResolution>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn cite(
@@ -413,30 +487,30 @@ impl Server {
         Parameters(args): Parameters<CiteArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match self.request(&ctx, |caller| v1::ResolveCitationRequest {
-            caller,
-            source_id: args.source_id,
-            source_version: args.source_version,
-            chunk_hash: args.chunk_hash,
-            start: args.start,
-            end: args.end,
-            min_sequence: args.min_sequence,
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut retrieval = self.clients.retrieval.clone();
-        Self::answer::<_, wire::Citation, _>("cite", retrieval.resolve_citation(request)).await
+        self.call(
+            &ctx,
+            "cite",
+            |caller| v1::ResolveCitationRequest {
+                caller,
+                source_id: args.source_id,
+                source_version: args.source_version,
+                chunk_hash: args.chunk_hash,
+                start: args.start,
+                end: args.end,
+                min_sequence: args.min_sequence,
+            },
+            |mut c, request| async move { c.retrieval.resolve_citation(request).await },
+        )
+        .await
     }
 
     /// Check an answer against the knowledge before stating it.
     #[tool(
         description = "Check a text you are about to give a user (or claims as subject, \
         predicate, object triples) against the knowledge. overall is VERDICT_PASS or \
-        VERDICT_BLOCK; each claim's verdict lists the reasons it was blocked (unknown_entity, \
-        contradicted, expired_relationship, not_in_graph, single_source, low_confidence, ...). \
-        Do not state a blocked claim.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Validation>(),
+        VERDICT_BLOCK; each claim's verdict lists the reasons it was blocked, each with its \
+        code (the output schema lists them) and what was wrong. Do not state a blocked claim.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::ValidateResponse>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn validate(
@@ -465,20 +539,21 @@ impl Server {
             Risk::High => v1::RiskLevel::High,
             Risk::Exploratory => v1::RiskLevel::Exploratory,
         };
-        let request = match self.request(&ctx, |caller| v1::ValidateRequest {
-            caller,
-            input: Some(input),
-            context: Some(v1::ValidationContext {
-                domain: args.domain,
-                risk: risk as i32,
-            }),
-            as_of: None,
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut firewall = self.clients.firewall.clone();
-        Self::answer::<_, wire::Validation, _>("validate", firewall.validate(request)).await
+        self.call(
+            &ctx,
+            "validate",
+            |caller| v1::ValidateRequest {
+                caller,
+                input: Some(input),
+                context: Some(v1::ValidationContext {
+                    domain: args.domain,
+                    risk: risk as i32,
+                }),
+                as_of: None,
+            },
+            |mut c, request| async move { c.firewall.validate(request).await },
+        )
+        .await
     }
 
     /// Report that an answer was missing or wrong.
@@ -486,7 +561,7 @@ impl Server {
         description = "Report a knowledge failure you ran into (a missing entity, an unknown \
         relationship, a stale or unconfident answer) so the analyst can repair the knowledge. \
         Returns the signal's severity, which rises as more agents report the same failure.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::SignalAck>(),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::SignalAck>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     pub async fn report_signal(
@@ -520,23 +595,23 @@ impl Server {
                 rand::random::<u64>()
             )
         });
-        let request = match self.request(&ctx, |caller| v1::Signal {
-            caller,
-            r#type: r#type as i32,
-            query: args.query,
-            entity: args.entity,
-            relationship: args.relationship,
-            sector: args.sector,
-            agent_id,
-            idempotency_key,
-            observed_at: None,
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut telemetry = self.clients.telemetry.clone();
-        Self::answer::<_, wire::SignalAck, _>("report_signal", telemetry.report_signal(request))
-            .await
+        self.call(
+            &ctx,
+            "report_signal",
+            |caller| v1::Signal {
+                caller,
+                r#type: r#type as i32,
+                query: args.query,
+                entity: args.entity,
+                relationship: args.relationship,
+                sector: args.sector,
+                agent_id,
+                idempotency_key,
+                observed_at: None,
+            },
+            |mut c, request| async move { c.telemetry.report_signal(request).await },
+        )
+        .await
     }
 
     /// The caller's work items, ranked.
@@ -545,7 +620,7 @@ impl Server {
         organisation's dimensions: permission, scope, hierarchy, ownership, dependency, time, \
         authority. Each item says which dimensions admitted it and its score; dimensions count \
         the candidates left after each.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Plate>(),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::PlateResponse>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn plate(
@@ -562,16 +637,17 @@ impl Server {
             Some(Ok(at)) => Some(ontoloop_proto::convert::timestamp(at.to_utc())),
             Some(Err(err)) => return Ok(refused(&format!("plate: as_of is not RFC 3339: {err}"))),
         };
-        let request = match self.request(&ctx, |caller| v1::PlateRequest {
-            caller,
-            limit: args.limit,
-            as_of,
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut retrieval = self.clients.retrieval.clone();
-        Self::answer::<_, wire::Plate, _>("plate", retrieval.plate(request)).await
+        self.call(
+            &ctx,
+            "plate",
+            |caller| v1::PlateRequest {
+                caller,
+                limit: args.limit,
+                as_of,
+            },
+            |mut c, request| async move { c.retrieval.plate(request).await },
+        )
+        .await
     }
 
     /// Failure patterns agents reported.
@@ -579,7 +655,7 @@ impl Server {
         description = "List the patterns the analyst found in the failure signals agents \
         reported: each groups one kind of failure on one key across spellings, with how many \
         signals and agents, its severity, its status and what was done about it.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<wire::Patterns>(),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::ListPatternsResponse>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn patterns(
@@ -587,15 +663,16 @@ impl Server {
         Parameters(args): Parameters<PatternsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match self.request(&ctx, |caller| v1::ListPatternsRequest {
-            caller,
-            limit: args.limit,
-        }) {
-            Ok(request) => request,
-            Err(message) => return Ok(refused(&message)),
-        };
-        let mut analyst = self.clients.analyst.clone();
-        Self::answer::<_, wire::Patterns, _>("patterns", analyst.list_patterns(request)).await
+        self.call(
+            &ctx,
+            "patterns",
+            |caller| v1::ListPatternsRequest {
+                caller,
+                limit: args.limit,
+            },
+            |mut c, request| async move { c.analyst.list_patterns(request).await },
+        )
+        .await
     }
 }
 

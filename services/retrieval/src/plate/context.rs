@@ -121,12 +121,6 @@ pub struct Contexts {
     tenants: Mutex<Lru<ContextRegistry>>,
 }
 
-/// The `[cache.context_graphs]` defaults, for contexts built without settings.
-const DEFAULT_BUDGET: CacheBudget = CacheBudget {
-    max_entries: 1000,
-    max_bytes: 0,
-};
-
 /// A context graph as handed out, with when it expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Opened {
@@ -139,18 +133,13 @@ pub struct Opened {
 }
 
 impl Contexts {
-    /// No graphs yet; these lifetimes.
-    pub fn new(settings: ContextSettings) -> Self {
+    /// No graphs yet; these lifetimes, holding the graphs of at most as many tenants as
+    /// `budget` (`[cache.context_graphs]`) keeps.
+    pub fn new(settings: ContextSettings, budget: CacheBudget) -> Self {
         Contexts {
             settings,
-            tenants: Mutex::new(Lru::new(DEFAULT_BUDGET)),
+            tenants: Mutex::new(Lru::new(budget)),
         }
-    }
-
-    /// These contexts holding the graphs of at most as many tenants as `budget` keeps.
-    pub fn with_budget(mut self, budget: CacheBudget) -> Self {
-        self.tenants = Mutex::new(Lru::new(budget));
-        self
     }
 
     /// The project's live graph, or one built now with `build`.
@@ -278,7 +267,7 @@ fn now() -> Instant {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use ontoloop_org::hr::{OrgRecords, Person, Team};
@@ -288,7 +277,8 @@ mod tests {
 
     const DAY: Duration = Duration::from_secs(86_400);
 
-    fn graphs() -> (OrgGraph, ProductGraph) {
+    /// Three people in two teams, and three services of which one depends on the next.
+    pub(crate) fn graphs() -> (OrgGraph, ProductGraph) {
         let person = |id: &str, team: &str| Person {
             id: id.into(),
             name: id.to_uppercase(),
@@ -326,7 +316,8 @@ mod tests {
         (OrgGraph::build(&records), ProductGraph::build(&facts).0)
     }
 
-    fn spec(team: &str) -> ProjectSpec {
+    /// A project of `team` with one constraint.
+    pub(crate) fn spec(team: &str) -> ProjectSpec {
         ProjectSpec {
             team: team.into(),
             services: Vec::new(),
@@ -366,10 +357,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn graphs_of_at_most_the_budgeted_tenants_are_held_and_rebuilt_alike() {
         let (org, product) = graphs();
-        let contexts = Contexts::new(ContextSettings::default()).with_budget(CacheBudget {
-            max_entries: 2,
-            max_bytes: 0,
-        });
+        let settings = ontoloop_settings::Settings::defaults();
+        let contexts = Contexts::new(
+            settings.org.contexts(),
+            CacheBudget {
+                max_entries: 2,
+                max_bytes: 0,
+            },
+        );
         let open = |tenant: &str| {
             contexts
                 .open(tenant, "apollo", || {
@@ -406,44 +401,16 @@ mod tests {
         assert_eq!(contexts.len(), 2);
     }
 
-    /// A caller-given extension of any size, u64::MAX seconds included, is clamped instead of
-    /// overflowing the clock; so are configured lifetimes too long for it.
-    #[tokio::test(start_paused = true)]
-    async fn huge_extensions_are_clamped_not_a_panic() {
-        let (org, product) = graphs();
-        for settings in [
-            ContextSettings::default(),
-            ContextSettings {
-                ttl: Duration::MAX,
-                idle: Duration::MAX,
-            },
-        ] {
-            let contexts = Contexts::new(settings);
-            contexts
-                .open("acme", "apollo", || {
-                    build_parts(&spec("core"), &org, &product)
-                })
-                .expect("builds");
-            for secs in [u64::MAX, u64::MAX - 1, u64::MAX / 2, 1 << 40] {
-                let by = crate::plate::wire::extension(secs).expect("positive");
-                let extended = contexts.extend("acme", "apollo", by).expect("extends");
-                assert!(
-                    extended.graph.lifetime() >= ontoloop_org::context::MAX_LIFETIME,
-                    "{secs}: {:?}",
-                    extended.graph.lifetime()
-                );
-                let response = crate::plate::wire::project_response(&extended, false);
-                assert!(response.expires_at.is_some());
-            }
-        }
-    }
-
     /// The sweeper runs on tokio's paused clock: a graph nobody uses goes after the idle time, a
     /// busy one after its time to live, an extended one later, a closed one at once.
     #[tokio::test(start_paused = true)]
     async fn the_sweeper_removes_idle_and_expired_graphs_on_the_paused_clock() {
         let (org, product) = graphs();
-        let contexts = Arc::new(Contexts::new(ContextSettings::default()));
+        let settings = ontoloop_settings::Settings::defaults();
+        let contexts = Arc::new(Contexts::new(
+            settings.org.contexts(),
+            settings.cache.context_graphs,
+        ));
         let cancel = CancellationToken::new();
         let sweeper = {
             let contexts = Arc::clone(&contexts);

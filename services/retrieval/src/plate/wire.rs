@@ -228,7 +228,11 @@ pub fn extension(secs: u64) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    use ontoloop_org::context::ContextSettings;
+
     use super::*;
+    use crate::plate::context::tests::{graphs, spec};
+    use crate::plate::context::{Contexts, build_parts};
 
     fn kinds(answer: &OrgAnswer) -> Option<Vec<SignalType>> {
         let asked = org_asked(answer, "who owns it?", || "the answer".to_owned())?;
@@ -264,5 +268,38 @@ mod tests {
             team: Some("payments".into()),
         };
         assert_eq!(kinds(&owned), None);
+    }
+
+    /// A caller-given extension of any size, u64::MAX seconds included, is clamped instead of
+    /// overflowing the clock; so are configured lifetimes too long for it.
+    #[tokio::test(start_paused = true)]
+    async fn huge_extensions_are_clamped_not_a_panic() {
+        let (org, product) = graphs();
+        for settings in [
+            ontoloop_settings::Settings::defaults().org.contexts(),
+            ContextSettings {
+                ttl: Duration::MAX,
+                idle: Duration::MAX,
+            },
+        ] {
+            let budget = ontoloop_settings::Settings::defaults().cache.context_graphs;
+            let contexts = Contexts::new(settings, budget);
+            contexts
+                .open("acme", "apollo", || {
+                    build_parts(&spec("core"), &org, &product)
+                })
+                .expect("builds");
+            for secs in [u64::MAX, u64::MAX - 1, u64::MAX / 2, 1 << 40] {
+                let by = extension(secs).expect("positive");
+                let extended = contexts.extend("acme", "apollo", by).expect("extends");
+                assert!(
+                    extended.graph.lifetime() >= ontoloop_org::context::MAX_LIFETIME,
+                    "{secs}: {:?}",
+                    extended.graph.lifetime()
+                );
+                let response = project_response(&extended, false);
+                assert!(response.expires_at.is_some());
+            }
+        }
     }
 }

@@ -1,0 +1,227 @@
+//! Records of data documents: YAML, TOML and JSON, and files of header blocks only.
+
+use serde_json::Value;
+
+use super::text::header_block;
+use super::{Field, MAX_DEPTH, MAX_LIST_VALUES, Record, field_line, is_key};
+
+/// Whether `text` is header blocks and nothing else (records of `Key: value` stanzas, read
+/// verbatim rather than as YAML, which would take `1.10` for a number).
+pub(super) fn only_header_blocks(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0;
+    loop {
+        while at < lines.len() && lines[at].trim().is_empty() {
+            at += 1;
+        }
+        if at == lines.len() {
+            return true;
+        }
+        match header_block(&lines, at) {
+            // A field holding a text of several paragraphs makes the page prose as well.
+            Some((block, _)) if !block.texts.is_empty() => return false,
+            Some((_, next)) => {
+                // Indented list items or keys are YAML's nesting, not folded values.
+                let nested = lines[at..next].iter().any(|l| {
+                    l.starts_with([' ', '\t'])
+                        && (l.trim_start().starts_with("- ")
+                            || field_line(l.trim_start()).is_some())
+                });
+                if nested {
+                    return false;
+                }
+                at = next;
+            }
+            None => return false,
+        }
+    }
+}
+
+/// YAML numbers as the page wrote them: a value the parser read as a number (`1.10` as 1.1)
+/// is replaced by the text after its key on the line that states it.
+pub(super) fn verbatim(mut records: Vec<Record>, source: &str) -> Vec<Record> {
+    for field in records.iter_mut().flat_map(|r| r.fields.iter_mut()) {
+        let leaf = field.key.rsplit(' ').next().unwrap_or(&field.key);
+        for value in &mut field.values {
+            let Ok(number) = value.parse::<f64>() else {
+                continue;
+            };
+            let raw = source.lines().find_map(|line| {
+                let line = line.trim();
+                let rest = match line.strip_prefix("- ") {
+                    Some(item) => item,
+                    None => line.strip_prefix(leaf)?.strip_prefix(':')?,
+                };
+                let raw = rest.split('#').next().unwrap_or("").trim();
+                (raw.parse::<f64>().ok() == Some(number)).then(|| raw.to_owned())
+            });
+            if let Some(raw) = raw {
+                *value = raw;
+            }
+        }
+    }
+    records
+}
+
+/// Records of a JSON value: an object is one record (its nested objects' keys joined), an
+/// array of objects one record per object; scalars and arrays of scalars as a field's values.
+pub(super) fn records_of(value: &Value) -> Vec<Record> {
+    match value {
+        Value::Object(_) => {
+            let mut record = Record::default();
+            flatten(value, "", 0, &mut record.fields);
+            if record.fields.is_empty() {
+                Vec::new()
+            } else {
+                vec![record]
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .filter(|i| i.is_object())
+            .flat_map(records_of)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn flatten(value: &Value, prefix: &str, depth: usize, out: &mut Vec<Field>) {
+    let Value::Object(map) = value else {
+        return;
+    };
+    for (key, value) in map {
+        let key = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix} {key}")
+        };
+        match value {
+            Value::Object(_) if depth < MAX_DEPTH => flatten(value, &key, depth + 1, out),
+            Value::Array(items) => {
+                let values: Vec<String> = items
+                    .iter()
+                    .filter_map(scalar)
+                    .take(MAX_LIST_VALUES)
+                    .collect();
+                if !values.is_empty() {
+                    out.push(Field {
+                        line: format!("{key}: {}", values.join(", ")),
+                        key,
+                        values,
+                    });
+                }
+            }
+            other => {
+                if let Some(v) = scalar(other) {
+                    out.push(Field {
+                        line: format!("{key}: {v}"),
+                        key,
+                        values: vec![v],
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn scalar(value: &Value) -> Option<String> {
+    let text = match value {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    (!text.is_empty()).then_some(text)
+}
+
+/// YAML as JSON, every scalar as the string the page wrote (a version `1.10` stays `1.10`).
+pub(super) fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Value {
+    use serde_yaml::Value as Y;
+    match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::String(b.to_string()),
+        Y::Number(n) => Value::String(n.to_string()),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) if depth < MAX_DEPTH + 2 => Value::Array(
+            items
+                .into_iter()
+                .map(|v| yaml_to_json(v, depth + 1))
+                .collect(),
+        ),
+        Y::Mapping(map) if depth < MAX_DEPTH + 2 => Value::Object(
+            map.into_iter()
+                .filter_map(|(k, v)| {
+                    let key = match k {
+                        Y::String(s) => s,
+                        Y::Number(n) => n.to_string(),
+                        Y::Bool(b) => b.to_string(),
+                        _ => return None,
+                    };
+                    Some((key, yaml_to_json(v, depth + 1)))
+                })
+                .collect(),
+        ),
+        Y::Tagged(tagged) => yaml_to_json(tagged.value, depth),
+        _ => Value::Null,
+    }
+}
+
+/// A YAML document: its first lines (comments aside) are `key:` mappings and it has no line of
+/// prose outside them.
+pub(super) fn looks_like_yaml(text: &str) -> bool {
+    let mut keys = 0;
+    for line in text.lines() {
+        let t = line.trim_end();
+        if t.is_empty() || t.starts_with('#') || t == "---" || t == "..." {
+            continue;
+        }
+        if line.starts_with(' ') || line.starts_with('-') {
+            continue;
+        }
+        match t.split_once(':') {
+            Some((key, rest))
+                if is_key(key)
+                    && !key.contains(' ')
+                    && (rest.is_empty() || rest.starts_with(' ')) =>
+            {
+                keys += 1;
+            }
+            _ => return false,
+        }
+    }
+    keys >= 2
+}
+
+pub(super) fn yaml_documents(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            parts.push(&text[start..offset]);
+            start = offset + line.len();
+        }
+        offset += line.len();
+    }
+    parts.push(&text[start..]);
+    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+/// A TOML document: `key = value` lines and `[table]` headers, nothing else.
+pub(super) fn looks_like_toml(text: &str) -> bool {
+    let mut assignments = 0;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if t.starts_with('[') && t.ends_with(']') {
+            continue;
+        }
+        match t.split_once('=') {
+            Some((key, _)) if is_key(key.trim().trim_matches('"')) => assignments += 1,
+            _ => return false,
+        }
+    }
+    assignments >= 2
+}

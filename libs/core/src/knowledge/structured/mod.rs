@@ -1,0 +1,933 @@
+//! The structured extractor: front matter, `Key: value` lines and Markdown tables whose keys or
+//! headers name a predicate, by its name or its words.
+//!
+//! A key names a predicate when its words overlap the predicate's vocabulary; what else the key
+//! names is the subject ("Owner of Routing engine", "Pricing for Pro"), unless the predicate has a
+//! fixed subject. The value is the object: a number, a name or a description, by the predicate's
+//! object type.
+
+use std::collections::BTreeSet;
+
+use super::document::{self, Field, Layout, Record};
+use super::extract::{Claim, ClaimSubject};
+use super::names::NameNormaliser;
+use super::ontology::{Ontology, Predicate, PredicateKind};
+use super::semantic::{Lexicon, Profile, mentions, refusal, tokens, values, without_type_noun};
+use super::words::{STOPWORDS, stem};
+
+/// Extractor id.
+pub const STRUCTURED_ID: &str = "structured/v2";
+
+/// Keys longer than this are prose, not keys.
+const MAX_KEY_WORDS: usize = 7;
+
+/// Keys that name a record's subject when no key names an entity type, best first.
+const SUBJECT_KEYS: &[&str] = &["name", "id", "entity", "subject", "title"];
+
+/// Words that make a key an identifier of what its other words name (`kep-number`, `rfc id`).
+const ID_WORDS: &[&str] = &["number", "id", "no", "num", "key", "name"];
+
+/// How well a key must name a predicate by its words (share of the key's words, and of the
+/// predicate's name, that meet), or by meaning (the encoder's similarity to the predicate's own
+/// words), for a field to be read as that predicate.
+const MIN_FIELD_WORDS: f64 = 0.5;
+const MIN_FIELD_COSINE: f64 = 0.62;
+
+/// What the structured stage read: its claims, the sentences it claimed, and the text left for
+/// the other stages (the page's prose: records, headings, code and comments removed).
+pub(crate) struct Structured {
+    pub claims: Vec<Claim>,
+    pub claimed: BTreeSet<String>,
+    pub rest: String,
+}
+
+/// For field keys, their similarity to each predicate's own words (`Extraction::
+/// word_similarities`): one row per key, one column per predicate; `None` without an encoder.
+pub(crate) type KeySimilarity<'a> = &'a dyn Fn(&[&str]) -> Option<Vec<Vec<f64>>>;
+
+/// Reads the records of `text` (header blocks, YAML / TOML / JSON, front matter, tables, lists
+/// of `Key: value` items) and the `Key: value` sentences of its prose.
+pub(crate) fn read(
+    ontology: &Ontology,
+    profiles: &[Profile],
+    lexicon: &Lexicon,
+    normaliser: &NameNormaliser,
+    similarity: KeySimilarity<'_>,
+    text: &str,
+) -> Structured {
+    let type_nouns = ontology.type_nouns();
+    let ctx = Ctx {
+        ontology,
+        profiles,
+        lexicon,
+        normaliser,
+        type_stems: type_nouns.iter().map(|n| stem(n)).collect(),
+        type_nouns,
+        predicate_words: profiles
+            .iter()
+            .flat_map(|p| p.words.keys().cloned())
+            .collect(),
+    };
+    let doc = document::parse(text);
+    let mut claims = Vec::new();
+    let mut claimed = BTreeSet::new();
+    let title = doc.title.as_deref().map(titled);
+    // The types of what the page's header records are about: a list's items name other things.
+    let page_types: BTreeSet<&str> = doc
+        .records
+        .iter()
+        .filter(|r| r.layout == Layout::Header)
+        .filter_map(|r| ctx.record_subject(r).and_then(|(_, _, noun)| noun))
+        .collect();
+    // The page's own title: its header's title field, else its first heading.
+    let page_title = doc
+        .records
+        .iter()
+        .filter(|r| r.layout == Layout::Header)
+        .flat_map(|r| &r.fields)
+        .find(|f| f.key.trim().eq_ignore_ascii_case("title"))
+        .and_then(|f| f.values.first().cloned())
+        .or_else(|| doc.title.clone());
+    let mut named = BTreeSet::new();
+    for record in &doc.records {
+        match record.layout {
+            Layout::Header => claims.extend(ctx.header(record, title.as_ref(), similarity)),
+            Layout::Items => {
+                let items = ctx.items(record, &page_types);
+                let aliases: Vec<Claim> = items
+                    .iter()
+                    .filter(|c| named.insert(c.subject.name().to_owned()))
+                    .filter_map(|c| {
+                        let subject = c.subject.name();
+                        let full = titled_version(page_title.as_deref()?, subject)?;
+                        alias(subject, &full, &c.sentence)
+                    })
+                    .collect();
+                claims.extend(items);
+                claims.extend(aliases);
+            }
+        }
+    }
+    // A titled page names its subject ("KEP-12: Pod spread" is KEP-12, also called Pod spread).
+    if let Some(Titled {
+        id,
+        name: Some(name),
+    }) = &title
+        && doc.records.iter().all(|r| r.layout != Layout::Header)
+        && !ctx.known(name)
+    {
+        claims.extend(alias(id, name, &format!("{id}: {name}")));
+    }
+    let rest = doc.prose();
+    for sentence in super::extract::split_sentences(&rest) {
+        for line in sentence.lines() {
+            // A colon before `//` is a link's scheme (`<https://...>`), not a key's end.
+            if let Some((key, value)) = line.split_once(':')
+                && !value.starts_with("//")
+                && let Some(claim) = ctx.key_value(None, key, value, line)
+            {
+                claims.push(claim);
+                claimed.insert(sentence.trim().to_owned());
+            }
+        }
+    }
+    Structured {
+        claims,
+        claimed,
+        rest,
+    }
+}
+
+/// What a page titled `title` calls a subject written as a bare version: "Python 3.14 Release
+/// Schedule" calls `3.14` and `3.14.0 beta 1` "Python 3.14" and "Python 3.14.0 beta 1" (the
+/// word the title writes before the version the subject starts with).
+fn titled_version(title: &str, subject: &str) -> Option<String> {
+    let first = subject.split_whitespace().next()?;
+    if !first.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let words: Vec<&str> = title.split_whitespace().collect();
+    words.windows(2).find_map(|pair| {
+        let (word, version) = (pair[0], pair[1].trim_end_matches([',', ':', ';']));
+        let versioned = version.contains('.')
+            && version.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && (first == version || first.starts_with(&format!("{version}.")));
+        (versioned
+            && word.chars().next().is_some_and(char::is_uppercase)
+            && word.chars().all(char::is_alphabetic))
+        .then(|| format!("{word} {subject}"))
+    })
+}
+
+/// A title split into an id and a name: "KEP-12: Pod spread", "PEP 8 – Style Guide".
+struct Titled {
+    id: String,
+    name: Option<String>,
+}
+
+fn titled(title: &str) -> Titled {
+    for sep in [": ", " – ", " — ", " - "] {
+        if let Some((id, name)) = title.split_once(sep)
+            && is_id(id)
+            && !name.trim().is_empty()
+        {
+            return Titled {
+                id: id.trim().to_owned(),
+                name: Some(name.trim().to_owned()),
+            };
+        }
+    }
+    Titled {
+        id: title.trim().to_owned(),
+        name: None,
+    }
+}
+
+/// An identifier: letters then a number (`KEP-12`, `PEP 8`, `RFC2616`), at most two words.
+fn is_id(text: &str) -> bool {
+    let t = text.trim();
+    t.split_whitespace().count() <= 2
+        && t.chars().next().is_some_and(char::is_alphabetic)
+        && t.chars().last().is_some_and(|c| c.is_ascii_digit())
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | ' ' | '_'))
+}
+
+/// A claim that `name` is another name of `id` (kept as an alias, as a rename keeps the old
+/// name). A title already known is not claimed again: two documents may share a title (a PEP
+/// and the one that replaces it), and an alias would make them one entity.
+fn alias(id: &str, name: &str, line: &str) -> Option<Claim> {
+    (!name.trim().is_empty() && id.trim() != name.trim() && !is_filler(name.trim())).then(|| {
+        Claim {
+            predicate: ALIAS.to_owned(),
+            kind: PredicateKind::Rename,
+            subject: ClaimSubject::Named(id.trim().to_owned()),
+            object: name.trim().to_owned(),
+            sentence: line.trim().to_owned(),
+            extractor: STRUCTURED_ID.to_owned(),
+            confidence: 1.0,
+        }
+    })
+}
+
+/// The predicate name of a structural alias claim (not an ontology predicate).
+pub const ALIAS: &str = "alias";
+
+struct Ctx<'a> {
+    ontology: &'a Ontology,
+    profiles: &'a [Profile],
+    lexicon: &'a Lexicon,
+    normaliser: &'a NameNormaliser,
+    type_nouns: Vec<String>,
+    type_stems: BTreeSet<String>,
+    predicate_words: BTreeSet<String>,
+}
+
+impl Ctx<'_> {
+    /// A record about one subject: the subject from a field that names an entity type or an
+    /// identifier (else the page's title), each other field read as the predicate its key names
+    /// by words or meaning, one field per predicate and one predicate per field, best fit first.
+    fn header(
+        &self,
+        record: &Record,
+        title: Option<&Titled>,
+        similarity: KeySimilarity<'_>,
+    ) -> Vec<Claim> {
+        let mut claims = Vec::new();
+        let found = self.record_subject(record);
+        let (subject, subject_field) = match &found {
+            Some((subject, at, _)) => (Some(subject.clone()), Some(*at)),
+            None => (title.map(|t| t.id.clone()), None),
+        };
+        if let (Some(subject), Some(at)) = (&subject, subject_field) {
+            // The record's title or name, when another field named the subject, is another name
+            // of it.
+            for (i, field) in record.fields.iter().enumerate() {
+                let key = field.key.to_lowercase();
+                if i != at
+                    && matches!(key.as_str(), "title" | "name")
+                    && let Some(name) = field.values.first()
+                    && !self.known(name)
+                {
+                    claims.extend(alias(subject, name, &field.line));
+                }
+            }
+        }
+        if let Some(Titled {
+            id,
+            name: Some(name),
+        }) = title
+            && subject.as_deref() == Some(id.as_str())
+            && !self.known(name)
+        {
+            claims.extend(alias(id, name, &format!("{id}: {name}")));
+        }
+        let fields: Vec<(usize, &Field)> = record
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != subject_field)
+            .collect();
+        let keys: Vec<String> = fields.iter().map(|(_, f)| key_phrase(&f.key)).collect();
+        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let by_meaning = similarity(&key_refs);
+        let mut fits: Vec<(f64, usize, usize, Claim)> = Vec::new();
+        for (k, (_, field)) in fields.iter().enumerate() {
+            for (p, (predicate, profile)) in self
+                .ontology
+                .predicates()
+                .iter()
+                .zip(self.profiles)
+                .enumerate()
+            {
+                if predicate.kind == PredicateKind::Rename {
+                    continue;
+                }
+                let words = key_fit(&field.key, predicate, profile);
+                let meaning = by_meaning
+                    .as_ref()
+                    .and_then(|rows| rows.get(k))
+                    .and_then(|row| row.get(p))
+                    .copied()
+                    .unwrap_or(0.0);
+                if words == KEY_CONTRADICTS
+                    || (words < MIN_FIELD_WORDS && meaning < MIN_FIELD_COSINE)
+                {
+                    continue;
+                }
+                let subject = match &predicate.fixed_subject {
+                    Some(fixed) => ClaimSubject::Fixed(fixed.clone()),
+                    None => match &subject {
+                        Some(s) => ClaimSubject::Named(s.clone()),
+                        None => continue,
+                    },
+                };
+                let Some(object) = typed_value(predicate, field) else {
+                    continue;
+                };
+                fits.push((
+                    words.max(meaning),
+                    k,
+                    p,
+                    Claim {
+                        predicate: predicate.name.clone(),
+                        kind: predicate.kind,
+                        subject,
+                        object,
+                        sentence: field.line.clone(),
+                        extractor: STRUCTURED_ID.to_owned(),
+                        confidence: 1.0,
+                    },
+                ));
+            }
+        }
+        fits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut used_fields = BTreeSet::new();
+        let mut used_predicates = BTreeSet::new();
+        for (_, k, p, claim) in fits {
+            if used_fields.contains(&k) || used_predicates.contains(&p) {
+                continue;
+            }
+            used_fields.insert(k);
+            used_predicates.insert(p);
+            claims.push(claim);
+        }
+        claims
+    }
+
+    /// The field naming a record's subject, the subject, and the entity type its key names: a
+    /// key naming an entity type (`Package: ledger`; `kep-number: 12` gives `KEP-12`), else an
+    /// identifier or name key (no type).
+    fn record_subject(&self, record: &Record) -> Option<(String, usize, Option<&str>)> {
+        for (i, field) in record.fields.iter().enumerate() {
+            let words = key_words(&field.key);
+            let Some(noun) = self
+                .type_nouns
+                .iter()
+                .find(|n| words.iter().any(|w| w == *n || stem(w) == stem(n)))
+            else {
+                continue;
+            };
+            let rest: Vec<&String> = words.iter().filter(|w| stem(w) != stem(noun)).collect();
+            if !rest.iter().all(|w| ID_WORDS.contains(&w.as_str())) {
+                continue;
+            }
+            let Some(value) = field.values.first() else {
+                continue;
+            };
+            let value = value.trim().trim_matches(['"', '\'']);
+            if value.is_empty() || value.split_whitespace().count() > 8 {
+                continue;
+            }
+            if value.chars().all(|c| c.is_ascii_digit()) {
+                return Some((numbered(noun, value), i, Some(noun.as_str())));
+            }
+            return Some((value.to_owned(), i, Some(noun.as_str())));
+        }
+        for wanted in SUBJECT_KEYS {
+            if let Some((i, field)) = record
+                .fields
+                .iter()
+                .enumerate()
+                .find(|(_, f)| f.key.trim().eq_ignore_ascii_case(wanted))
+                && let Some(value) = field.values.first()
+                && value.split_whitespace().count() <= 12
+            {
+                return Some((value.trim().to_owned(), i, None));
+            }
+        }
+        None
+    }
+
+    /// `Key: value` items of a list and table rows: each key (or row) names its own subject.
+    fn items(&self, record: &Record, page_types: &BTreeSet<&str>) -> Vec<Claim> {
+        let mut claims = Vec::new();
+        for field in &record.fields {
+            let Some(value) = field.values.first() else {
+                continue;
+            };
+            match field.key.split_once(" of ") {
+                Some((column, subject)) if field.line.contains(" | ") => {
+                    claims.extend(self.key_value(Some(subject), column, value, &field.line));
+                }
+                // A value of another shape than the predicate's objects (a date where a
+                // release is wanted) is not read as that predicate.
+                _ => match self
+                    .key_value(None, &field.key, value, &field.line)
+                    .filter(|c| self.fits_shape(c))
+                {
+                    Some(claim) => claims.push(claim),
+                    None => {
+                        claims.extend(self.dated(&field.key, value, &field.line, page_types));
+                    }
+                },
+            }
+        }
+        claims
+    }
+
+    /// Whether a claim's object has its predicate's shape.
+    fn fits_shape(&self, claim: &Claim) -> bool {
+        self.ontology
+            .predicate(&claim.predicate)
+            .is_some_and(|p| has_shape(&p.object_type, &claim.object))
+    }
+
+    /// A list item whose key names no predicate but whose value is a date ("3.12.0 beta 1:
+    /// Monday, 2023-05-22"): the key names the subject of the one predicate with dates for
+    /// objects. With several, the one not about what the page's header is about (`page_types`:
+    /// a PEP's created date is its header's, a release's date its list's), else the one whose
+    /// subject type has the key's shape (a version-like key names a release, a milestone, a
+    /// version). A remark after the date (`(expected)`) is not part of it.
+    fn dated(
+        &self,
+        key: &str,
+        value: &str,
+        line: &str,
+        page_types: &BTreeSet<&str>,
+    ) -> Option<Claim> {
+        let date = date_part(value)?;
+        if key.split_whitespace().count() > 6 {
+            return None;
+        }
+        let dated: Vec<&Predicate> = self
+            .ontology
+            .predicates()
+            .iter()
+            .filter(|p| {
+                p.kind == PredicateKind::Slot
+                    && p.fixed_subject.is_none()
+                    && value_kind(&p.object_type.to_lowercase()) == ValueKind::Date
+            })
+            .collect();
+        let predicate = only(&dated).or_else(|| {
+            let other: Vec<&Predicate> = dated
+                .iter()
+                .copied()
+                .filter(|p| {
+                    !p.subject_types
+                        .iter()
+                        .any(|t| page_types.contains(t.as_str()))
+                })
+                .collect();
+            only(&other).or_else(|| {
+                let versioned = key.split_whitespace().next().is_some_and(|w| {
+                    w.contains('.') && w.starts_with(|c: char| c.is_ascii_digit())
+                });
+                let shaped: Vec<&Predicate> = other
+                    .iter()
+                    .copied()
+                    .filter(|p| {
+                        p.subject_types.iter().any(|t| {
+                            (value_kind(&t.to_lowercase()) == ValueKind::Version) == versioned
+                        })
+                    })
+                    .collect();
+                only(&shaped)
+            })
+        })?;
+        Some(Claim {
+            predicate: predicate.name.clone(),
+            kind: predicate.kind,
+            subject: ClaimSubject::Named(key.trim().to_owned()),
+            object: date,
+            sentence: line.trim().to_owned(),
+            extractor: STRUCTURED_ID.to_owned(),
+            confidence: 1.0,
+        })
+    }
+
+    /// One key and value. `subject` is the page's or row's subject, when known from outside.
+    fn key_value(
+        &self,
+        subject: Option<&str>,
+        key: &str,
+        value: &str,
+        line: &str,
+    ) -> Option<Claim> {
+        let key_tokens = tokens(key);
+        let key_words = key_tokens
+            .iter()
+            .filter(|t| t.text.chars().next().is_some_and(char::is_alphanumeric))
+            .count();
+        let value = document::plain(value);
+        let value = value.trim().trim_end_matches(['.', '!']).trim();
+        if key_words == 0 || key_words > MAX_KEY_WORDS || value.is_empty() {
+            return None;
+        }
+        if refusal(line, false).is_some() {
+            return None;
+        }
+        let stems: BTreeSet<String> = key_tokens
+            .iter()
+            .map(|t| stem(&t.lower))
+            .filter(|w| !STOPWORDS.contains(&w.as_str()))
+            .collect();
+        let mut best: Option<(f64, Claim)> = None;
+        for (predicate, profile) in self.ontology.predicates().iter().zip(self.profiles) {
+            if predicate.kind == PredicateKind::Rename {
+                continue;
+            }
+            let score: f64 = profile
+                .words
+                .iter()
+                .filter(|(w, _)| stems.contains(*w) && !self.is_type_noun(w))
+                .map(|(_, weight)| weight)
+                .sum();
+            if score <= 0.0 {
+                continue;
+            }
+            let Some(claim) = self.fill(predicate, profile, subject, key, value, line) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, claim));
+            }
+        }
+        best.map(|(_, claim)| claim)
+    }
+
+    /// Whether the graph already knows `name`.
+    fn known(&self, name: &str) -> bool {
+        self.lexicon.types_of(self.normaliser, name).is_some()
+    }
+
+    fn is_type_noun(&self, word: &str) -> bool {
+        self.type_stems.contains(word)
+    }
+
+    fn fill(
+        &self,
+        predicate: &Predicate,
+        profile: &Profile,
+        subject: Option<&str>,
+        key: &str,
+        value: &str,
+        line: &str,
+    ) -> Option<Claim> {
+        let subject = match &predicate.fixed_subject {
+            Some(fixed) => ClaimSubject::Fixed(fixed.clone()),
+            None => ClaimSubject::Named(match self.subject_in_key(profile, key) {
+                Some(named) => named,
+                None => subject?.to_owned(),
+            }),
+        };
+        let object = match predicate.object_type.as_str() {
+            "number" => values(&tokens(value)).first()?.text.clone(),
+            "text" | "any" => value.to_owned(),
+            _ => {
+                let value_tokens = tokens(value);
+                let found = mentions(
+                    &value_tokens,
+                    self.lexicon,
+                    self.normaliser,
+                    &self.type_nouns,
+                    &self.predicate_words,
+                );
+                let short = value.split_whitespace().count() <= 4;
+                let name = match found.as_slice() {
+                    // A short value its names are parts of is one name ("Hugo van Kemenade").
+                    _ if short
+                        && found.len() <= 2
+                        && found.iter().all(|m| value.contains(&m.name)) =>
+                    {
+                        person_name(value)
+                    }
+                    [one] => one.name.clone(),
+                    _ => return None,
+                };
+                without_type_noun(&name, &predicate.object_type)
+            }
+        };
+        Some(Claim {
+            predicate: predicate.name.clone(),
+            kind: predicate.kind,
+            subject,
+            object,
+            sentence: line.trim().to_owned(),
+            extractor: STRUCTURED_ID.to_owned(),
+            confidence: 1.0,
+        })
+    }
+
+    /// What the key names besides the predicate's words: "Owner of Routing engine" names
+    /// "Routing engine".
+    fn subject_in_key(&self, profile: &Profile, key: &str) -> Option<String> {
+        let key_tokens = tokens(key);
+        let found = mentions(
+            &key_tokens,
+            self.lexicon,
+            self.normaliser,
+            &self.type_nouns,
+            &self.predicate_words,
+        );
+        if let Some(m) = found
+            .iter()
+            .find(|m| !profile.words.contains_key(&stem(&m.name.to_lowercase())))
+        {
+            return Some(m.name.clone());
+        }
+        let rest: Vec<&str> = key_tokens
+            .iter()
+            .filter(|t| t.text.chars().next().is_some_and(char::is_alphanumeric))
+            .filter(|t| {
+                let s = stem(&t.lower);
+                !profile.words.contains_key(&s) && !STOPWORDS.contains(&s.as_str())
+            })
+            .map(|t| t.text)
+            .collect();
+        (!rest.is_empty() && rest.len() <= 4).then(|| rest.join(" "))
+    }
+}
+
+/// The words of a key, lower case: `latest-milestone`, `owningSig` and `Python-Version` give
+/// two each.
+fn key_words(key: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && prev_lower && !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            prev_lower = c.is_lowercase();
+            word.extend(c.to_lowercase());
+        } else {
+            prev_lower = false;
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// A key as a phrase for the encoder (`latest-milestone` as "latest milestone").
+fn key_phrase(key: &str) -> String {
+    key_words(key).join(" ")
+}
+
+/// A stem that also folds an agent noun into its verb ("maintainer" and "maintained" meet).
+fn field_stem(word: &str) -> String {
+    let s = stem(word);
+    match s.strip_suffix("er").or_else(|| s.strip_suffix("or")) {
+        Some(base) if base.len() >= 3 && s.len() >= 5 => stem(base),
+        _ => s,
+    }
+}
+
+/// How well a key names a predicate by its words: the share of the key's words that are the
+/// predicate's (its name, its patterns' words, its object type), averaged with the share of its
+/// name's words the key holds, when one of the two is whole (`Author-email` holds the author;
+/// `milestone beta` is beta_milestone).
+fn key_fit(key: &str, predicate: &Predicate, profile: &Profile) -> f64 {
+    let key: BTreeSet<String> = key_words(key)
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
+        .map(|w| field_stem(w))
+        .collect();
+    let name: BTreeSet<String> = key_words(&predicate.name)
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(|w| field_stem(w))
+        .collect();
+    if key.is_empty() || name.is_empty() {
+        return 0.0;
+    }
+    let vocabulary: BTreeSet<String> = profile
+        .words
+        .keys()
+        .map(|w| field_stem(w))
+        .chain(name.iter().cloned())
+        .chain(std::iter::once(field_stem(&predicate.object_type)))
+        .collect();
+    let of_key = key.iter().filter(|w| vocabulary.contains(*w)).count() as f64 / key.len() as f64;
+    let of_name = name.iter().filter(|w| key.contains(*w)).count() as f64 / name.len() as f64;
+    if of_key < 1.0 && of_name < 1.0 {
+        // Each side has a word the other lacks: `Requires-Dist` is what a package requires, not
+        // the Python it requires. With no word in common, meaning alone may still decide.
+        return if of_key > 0.0 || of_name > 0.0 {
+            KEY_CONTRADICTS
+        } else {
+            0.0
+        };
+    }
+    (of_key + of_name) / 2.0
+}
+
+/// What [`key_fit`] gives a key that shares some words with a predicate but names something
+/// else; below zero, so not even meaning makes the field that predicate.
+const KEY_CONTRADICTS: f64 = -1.0;
+
+/// A numbered subject named by its type: `KEP-12` (a short type noun is an acronym), `Issue 12`.
+fn numbered(noun: &str, number: &str) -> String {
+    if noun.chars().count() <= 4 {
+        format!("{}-{number}", noun.to_uppercase())
+    } else {
+        let mut chars = noun.chars();
+        let first: String = chars
+            .next()
+            .map(|c| c.to_uppercase().collect())
+            .unwrap_or_default();
+        format!("{first}{} {number}", chars.as_str())
+    }
+}
+
+/// What a field's value states for `predicate`, if it has the object type's shape: a number, a
+/// date, a version, a name (the first of a list; a handle's `@` and an e-mail address dropped)
+/// or, for a description, the value as written.
+fn typed_value(predicate: &Predicate, field: &Field) -> Option<String> {
+    let first = unquoted(field.values.first()?);
+    let first = first.as_str();
+    let object = predicate.object_type.to_lowercase();
+    if first.is_empty() {
+        return None;
+    }
+    let kind = value_kind(&object);
+    if is_filler(first) {
+        return None;
+    }
+    // A value that only repeats a word of its key or predicate (`License-File: LICENSE.txt`)
+    // is a label, not a value.
+    let stem_of_value = field_stem(
+        &first
+            .split('.')
+            .next()
+            .unwrap_or(first)
+            .trim()
+            .to_lowercase(),
+    );
+    if key_words(&field.key)
+        .iter()
+        .chain(key_words(&predicate.name).iter())
+        .any(|w| field_stem(w) == stem_of_value)
+    {
+        return None;
+    }
+    // A field whose key names a file holds a file's name (`License-File: AUTHORS`,
+    // `COPYING.rst`), the value of no predicate that is not itself about files.
+    let names_file = |words: Vec<String>| words.iter().any(|w| FILE_WORDS.contains(&w.as_str()));
+    if names_file(key_words(&field.key))
+        && !names_file(key_words(&predicate.name))
+        && !names_file(key_words(&predicate.object_type))
+    {
+        return None;
+    }
+    match kind {
+        ValueKind::Text => Some(if field.values.len() > 1 {
+            field
+                .values
+                .iter()
+                .map(|v| unquoted(v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            first.to_owned()
+        }),
+        ValueKind::Number => values(&tokens(first)).first().map(|v| v.text.clone()),
+        ValueKind::Date => date_part(first),
+        ValueKind::Version => (first.chars().any(|c| c.is_ascii_digit())
+            && !looks_like_date(first)
+            && first.split_whitespace().count() <= 3)
+            .then(|| first.to_owned()),
+        // A list of numbers names several things by id (`Superseded-By: 649, 749`): all of
+        // them, as written, where a list of names gives its first.
+        ValueKind::Name if id_list(first) => Some(first.to_owned()),
+        ValueKind::Name => {
+            let name = person_name(first);
+            // A bare e-mail address names no one.
+            (!name.is_empty() && !name.contains('@') && name.split_whitespace().count() <= 6)
+                .then(|| without_type_noun(&name, &predicate.object_type))
+        }
+    }
+}
+
+/// A value without the quotes around all of it (`"v1.19"`; not the one of `"abi3t": Stable
+/// ABI`), its white space runs one space.
+fn unquoted(value: &str) -> String {
+    let v = value.trim();
+    let inner = ['"', '\'']
+        .iter()
+        .find_map(|q| {
+            v.strip_prefix(*q)
+                .and_then(|r| r.strip_suffix(*q))
+                .filter(|inner| !inner.contains(*q))
+        })
+        .unwrap_or(v);
+    inner.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Words that make a key name a file (general English, not any ontology's words).
+const FILE_WORDS: &[&str] = &["file", "files", "filename", "path", "filepath"];
+
+/// A filler where a tool had nothing to write (`License: UNKNOWN`): no value.
+fn is_filler(value: &str) -> bool {
+    ["UNKNOWN", "None", "N/A", "n/a"].contains(&value)
+}
+
+/// Whether `value` is a list of two or more numbers (`649, 749`).
+fn id_list(value: &str) -> bool {
+    let parts: Vec<&str> = value.split([',', ';']).map(str::trim).collect();
+    parts.len() > 1
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// The shape an object type's values have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    Text,
+    Number,
+    Date,
+    Version,
+    Name,
+}
+
+/// The shape of an object type's values, by the type's name.
+pub(crate) fn value_kind(object_type: &str) -> ValueKind {
+    let own: Vec<String> = key_words(object_type);
+    let has = |words: &[&str]| own.iter().any(|o| words.contains(&o.as_str()));
+    if has(&[
+        "text",
+        "any",
+        "string",
+        "description",
+        "status",
+        "state",
+        "stage",
+    ]) {
+        ValueKind::Text
+    } else if has(&["number", "count", "integer", "amount", "price", "percent"]) {
+        ValueKind::Number
+    } else if has(&["date", "day", "time", "datetime", "timestamp", "deadline"]) {
+        ValueKind::Date
+    } else if has(&["version", "release", "milestone"]) {
+        ValueKind::Version
+    } else {
+        ValueKind::Name
+    }
+}
+
+/// A name from a field value: the first of a comma-separated list, without a leading `@`, an
+/// e-mail address in `<...>` or `(...)`, or quotes.
+fn person_name(value: &str) -> String {
+    let first = value.split([',', ';']).next().unwrap_or(value).trim();
+    let mut name = first.to_owned();
+    for (open, close) in [('<', '>'), ('(', ')')] {
+        if let Some(at) = name.find(open) {
+            let end = name[at..].find(close).map_or(name.len(), |e| at + e + 1);
+            let inner = name[at + 1..end.saturating_sub(1).max(at + 1)].to_owned();
+            name.replace_range(at..end, "");
+            // `Tim Peters <tim@example.org>`, and the old `tim@example.org (Tim Peters)`.
+            if name.trim().is_empty() || (name.contains('@') && !inner.contains('@')) {
+                name = inner;
+            }
+        }
+    }
+    name.trim()
+        .trim_start_matches('@')
+        .trim_matches(['"', '\''])
+        .trim()
+        .to_owned()
+}
+
+/// Whether `value` has the shape of `object_type`'s values: a date for dates, a number for
+/// numbers, a version (with a digit, not a date) for versions; names and text any.
+pub(crate) fn has_shape(object_type: &str, value: &str) -> bool {
+    let value = value.trim();
+    match value_kind(&object_type.to_lowercase()) {
+        ValueKind::Date => looks_like_date(value),
+        ValueKind::Version => value.chars().any(|c| c.is_ascii_digit()) && !looks_like_date(value),
+        ValueKind::Number => value.chars().any(|c| c.is_ascii_digit()),
+        ValueKind::Text | ValueKind::Name => true,
+    }
+}
+
+/// The one element of `items`, if there is exactly one.
+fn only<'a>(items: &[&'a Predicate]) -> Option<&'a Predicate> {
+    match items {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+/// The date a value states, without a remark after it: `Monday, 2023-05-22 (expected)` and
+/// `2020-05-15 (security hotfix; recalled)` give the date as written before the remark.
+pub(crate) fn date_part(value: &str) -> Option<String> {
+    let value = value.trim();
+    let cut = value
+        .find([';', '('])
+        .or_else(|| value.find(" - "))
+        .or_else(|| value.find(" – "))
+        .map_or(value, |at| &value[..at]);
+    let date = cut.trim().trim_end_matches(['.', ',']).trim();
+    looks_like_date(date).then(|| date.to_owned())
+}
+
+/// A date in a common written form: ISO (`2023-05-22`), `22-May-2023`, `May 22, 2023`,
+/// `22 May 2023`, `2023/05/22`, with or without a weekday.
+pub(crate) fn looks_like_date(text: &str) -> bool {
+    let has_year = text
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|d| d.len() == 4 && (d.starts_with("19") || d.starts_with("20")));
+    let lower = text.to_lowercase();
+    let month = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ]
+    .iter()
+    .any(|m| lower.contains(m));
+    let numeric = text
+        .split(['-', '/', '.'])
+        .filter(|p| !p.is_empty())
+        .count()
+        >= 3;
+    has_year && (month || numeric) && text.split_whitespace().count() <= 5
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,313 @@
+use super::*;
+use crate::knowledge::ontology::tests::sample;
+use crate::knowledge::semantic::profiles;
+
+fn claims(text: &str) -> Vec<(String, String, String)> {
+    claims_of(&sample(), text)
+}
+
+fn claims_of(ontology: &Ontology, text: &str) -> Vec<(String, String, String)> {
+    let normaliser = NameNormaliser::new(ontology.type_nouns());
+    read(
+        ontology,
+        &profiles(ontology),
+        &Lexicon::default(),
+        &normaliser,
+        &|_: &[&str]| None,
+        text,
+    )
+    .claims
+    .into_iter()
+    .map(|c| (c.predicate, c.subject.name().to_owned(), c.object))
+    .collect()
+}
+
+fn triple(p: &str, s: &str, o: &str) -> (String, String, String) {
+    (p.into(), s.into(), o.into())
+}
+
+#[test]
+fn key_value_sentences_name_predicate_and_subject() {
+    assert_eq!(
+        claims(
+            "Owner of Routing engine: the Atlas team. Pricing for Pro: €49 per user, billed monthly."
+        ),
+        vec![
+            triple("owned_by", "Routing engine", "Atlas"),
+            triple("price", "Pro", "49")
+        ]
+    );
+    assert_eq!(
+        claims("Refund window: 30 days of purchase."),
+        vec![triple("refund_days", "Refund policy", "30")]
+    );
+    assert_eq!(claims("Objective: halve late deliveries."), Vec::new());
+}
+
+#[test]
+fn front_matter_and_tables() {
+    let text = "---\nname: Tessaly Dock\nowner: Atlas\n---\nSome prose.\n\n| Plan | Price |\n|---|---|\n| Pro | €49 |\n| Starter | €19 |\n";
+    assert_eq!(
+        claims(text),
+        vec![
+            triple("owned_by", "Tessaly Dock", "Atlas"),
+            triple("price", "Pro", "49"),
+            triple("price", "Starter", "19"),
+        ]
+    );
+}
+
+fn records_ontology() -> Ontology {
+    Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "title", "subject_type": "pep", "object_type": "text",
+             "patterns": ["The title of {s} is {o}."]},
+            {"name": "status", "subject_type": "pep", "object_type": "text",
+             "patterns": ["{s} has the status {o}."]},
+            {"name": "author", "subject_type": "pep", "object_type": "person",
+             "patterns": ["{s} was written by {o}."]},
+            {"name": "maintained_by", "subject_type": "package", "object_type": "person",
+             "patterns": ["{s} is maintained by {o}."]},
+            {"name": "latest_milestone", "subject_type": "pep", "object_type": "release",
+             "patterns": ["{s} last targeted {o}."]},
+            {"name": "beta_milestone", "subject_type": "pep", "object_type": "release",
+             "patterns": ["{s} reaches beta in {o}."]},
+            {"name": "release_date", "subject_type": "release", "object_type": "date",
+             "patterns": ["{s} is released on {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology")
+}
+
+#[test]
+fn a_header_block_names_its_subject_and_fields_name_predicates() {
+    let ontology = records_ontology();
+    let got = claims_of(
+        &ontology,
+        "PEP: 8\nTitle: Style Guide\nAuthor: Guido van Rossum <guido@example.org>,\n  Barry <b@example.org>\nStatus: Active\nCreated: 05-Jul-2001\n\nIntroduction\n============\n\nSome prose.\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple(ALIAS, "PEP-8", "Style Guide"),
+            triple("title", "PEP-8", "Style Guide"),
+            triple("author", "PEP-8", "Guido van Rossum"),
+            triple("status", "PEP-8", "Active"),
+        ]
+    );
+    // A package record: the key naming a type names the subject; "Maintainer" is
+    // maintained_by by its words.
+    let got = claims_of(
+        &ontology,
+        "Package: ledger\nVersion: 1.10\nMaintainer: Ana Ruiz <ana@example.org>\n",
+    );
+    assert_eq!(got, vec![triple("maintained_by", "ledger", "Ana Ruiz")]);
+}
+
+#[test]
+fn yaml_records_nested_keys_and_a_dated_list() {
+    let ontology = records_ontology();
+    let got = claims_of(
+        &ontology,
+        "title: Faster things\npep-number: 12\nauthors:\n- \"@ana\"\n- \"@bo\"\nstatus: implemented\nlatest-milestone: \"v1.19\"\nmilestone:\n  alpha: \"v1.16\"\n  beta: \"v1.18\"\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple(ALIAS, "PEP-12", "Faster things"),
+            triple("title", "PEP-12", "Faster things"),
+            triple("author", "PEP-12", "ana"),
+            triple("status", "PEP-12", "implemented"),
+            triple("latest_milestone", "PEP-12", "v1.19"),
+            triple("beta_milestone", "PEP-12", "v1.18"),
+        ]
+    );
+    let got = claims_of(
+        &ontology,
+        "# Release schedule\n\nActual:\n\n- 3.12.0 beta 1: Monday, 2023-05-22\n- 3.12.0 final: Monday, 2023-10-02\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("release_date", "3.12.0 beta 1", "Monday, 2023-05-22"),
+            triple("release_date", "3.12.0 final", "Monday, 2023-10-02"),
+        ]
+    );
+}
+
+#[test]
+fn a_key_with_a_word_of_its_own_or_a_value_that_repeats_it_is_not_the_predicate() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "license", "subject_type": "package", "object_type": "text",
+             "patterns": ["{s} is distributed under {o}."]},
+            {"name": "requires_python", "subject_type": "package", "object_type": "text",
+             "patterns": ["{s} needs Python {o}."]},
+            {"name": "author", "subject_type": "package", "object_type": "person",
+             "patterns": ["{s} was written by {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    let got = claims_of(
+        &ontology,
+        "Name: ledger\nRequires-Dist: certifi (>=2017.4.17)\nLicense-File: LICENSE.txt\nAuthor-email: Ana Ruiz <ana@example.org>\n",
+    );
+    assert_eq!(got, vec![triple("author", "ledger", "Ana Ruiz")]);
+    let got = claims_of(
+        &ontology,
+        "Name: ledger\nAuthor-email: ana@example.org\nLicense-Expression: MIT\nRequires-Python: >=3.8\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("requires_python", "ledger", ">=3.8"),
+            triple("license", "ledger", "MIT"),
+        ]
+    );
+    // A key naming a file holds a file's name, whatever the file is called.
+    for file in ["AUTHORS", "COPYING.rst", "vendor/typeshed/LICENSE"] {
+        let got = claims_of(&ontology, &format!("Name: ledger\nLicense-File: {file}\n"));
+        assert_eq!(got, vec![], "{file}");
+    }
+    // A field folded over several paragraphs holds a text of its own (a whole licence), not a
+    // value; the fields after it are still the record's.
+    let got = claims_of(
+        &ontology,
+        "Name: ledger\nLicense: Permission is hereby granted, free of charge, to any person\n        obtaining a copy of this software, subject to the following conditions:\n        \n        The above notice shall be included in all copies.\nRequires-Python: >=3.9\n\nLedger keeps books.\n",
+    );
+    assert_eq!(got, vec![triple("requires_python", "ledger", ">=3.9")]);
+    // A link's scheme in prose is no `Key: value`.
+    let got = claims_of(
+        &ontology,
+        "Name: ledger\nLicense-Expression: MIT\n\nLedger is used by `many projects <https://example.org/search?q=ledger>`_, including pip.\n",
+    );
+    assert_eq!(got, vec![triple("license", "ledger", "MIT")]);
+}
+
+#[test]
+fn a_value_has_the_shape_of_its_type_or_is_weak() {
+    assert!(has_shape("date", "Monday, 2023-05-22"));
+    assert!(has_shape("release_date", "05-Jul-2001"));
+    assert!(!has_shape("date", "Monday"));
+    assert!(has_shape("release", "v1.19"));
+    assert!(!has_shape("release", "TBD"));
+    assert!(!has_shape("version", "2023-05-22"));
+    assert!(has_shape("number", "49"));
+    assert!(!has_shape("number", "several"));
+    assert!(has_shape("team", "anything at all"));
+    // Words of a type's name, not letters: a runtime is no time.
+    assert_eq!(value_kind("runtime"), ValueKind::Name);
+}
+
+#[test]
+fn dated_list_items_take_the_date_predicate_their_key_names_and_leave_remarks_out() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "created", "subject_type": "pep", "object_type": "date",
+             "patterns": ["{s} was first drafted on {o}."]},
+            {"name": "release_date", "subject_type": "release", "object_type": "date",
+             "patterns": ["{s} ships on {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    let got = claims_of(
+        &ontology,
+        "PEP: 745\nTitle: Python 3.14 Release Schedule\nCreated: 24-Apr-2024\n\nSchedule\n========\n\nActual:\n\n- 3.14.0 beta 1: Wednesday, 2025-05-07\n- 3.14.1: Tuesday, 2025-12-02 (security hotfix; recalled)\n- 3.14.2: 2026-02-03 (expected)\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple(ALIAS, "PEP-745", "Python 3.14 Release Schedule"),
+            triple("created", "PEP-745", "24-Apr-2024"),
+            triple("release_date", "3.14.0 beta 1", "Wednesday, 2025-05-07"),
+            triple("release_date", "3.14.1", "Tuesday, 2025-12-02"),
+            triple("release_date", "3.14.2", "2026-02-03"),
+            triple(ALIAS, "3.14.0 beta 1", "Python 3.14.0 beta 1"),
+            triple(ALIAS, "3.14.1", "Python 3.14.1"),
+            triple(ALIAS, "3.14.2", "Python 3.14.2"),
+        ]
+    );
+    // Without a header: a version-like key names a release.
+    let got = claims_of(
+        &ontology,
+        "Release dates, as planned.\n\n- 3.14.0 final: 2025-10-07\n",
+    );
+    assert_eq!(
+        got,
+        vec![triple("release_date", "3.14.0 final", "2025-10-07")]
+    );
+    assert_eq!(
+        titled_version("Python 3.14 Release Schedule", "3.14.0 beta 1").as_deref(),
+        Some("Python 3.14.0 beta 1")
+    );
+    assert_eq!(
+        titled_version("Python 3.14 Release Schedule", "3.15.0 final"),
+        None
+    );
+    assert_eq!(titled_version("Release Schedule", "3.14"), None);
+    assert_eq!(
+        date_part("Monday, 2023-05-22 (expected)").as_deref(),
+        Some("Monday, 2023-05-22")
+    );
+    assert_eq!(date_part("TBD (after the sprint)"), None);
+}
+
+#[test]
+fn a_titled_page_names_its_subject() {
+    let got = claims_of(
+        &records_ontology(),
+        "# KEP-895: Pod Topology Spread\n\n## Summary\n\nIt spreads pods.\n",
+    );
+    assert_eq!(got, vec![triple(ALIAS, "KEP-895", "Pod Topology Spread")]);
+}
+
+#[test]
+fn a_short_list_value_is_one_name_and_a_bare_version_takes_the_titles_product() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "release_manager", "subject_type": "release", "object_type": "person",
+             "patterns": ["{o} manages the releases of {s}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    let got = claims_of(
+        &ontology,
+        "PEP: 745\nTitle: Python 3.14 Release Schedule\n\nCrew\n====\n\nThe crew.\n\n- 3.14 release manager: Hugo van Kemenade\n- Windows installers: Steve Dower\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("release_manager", "3.14", "Hugo van Kemenade"),
+            triple(ALIAS, "3.14", "Python 3.14"),
+        ]
+    );
+}
+
+#[test]
+fn a_list_of_ids_is_answered_whole_a_list_of_names_by_its_first() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "superseded_by", "subject_type": "pep", "object_type": "pep",
+             "patterns": ["{s} was replaced by {o}."]},
+            {"name": "author", "subject_type": "pep", "object_type": "person",
+             "patterns": ["{s} was written by {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    let got = claims_of(
+        &ontology,
+        "PEP: 563\nAuthor: Ana Ruiz <ana@example.org>, Bo Li\nSuperseded-By: 649, 749\nTitle: UNKNOWN\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("author", "PEP-563", "Ana Ruiz"),
+            triple("superseded_by", "PEP-563", "649, 749"),
+        ]
+    );
+}

@@ -1,0 +1,171 @@
+//! Questions about an entity as a whole (`crate::about`), asked through `asking` above it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use ontoloop_core::Caller;
+use ontoloop_core::SignalType;
+use ontoloop_core::knowledge::PageVersion;
+
+use crate::Snapshot;
+use crate::asking::{Answering, Asking, ask_text};
+
+use crate::about::*;
+use ontoloop_core::knowledge::ask::Asked;
+use ontoloop_core::knowledge::designs::Design;
+use ontoloop_core::knowledge::{AnswerStatus, Graph, Ontology, Scope};
+
+const ONTOLOGY: &str = r#"{"predicates": [
+    {"name": "price", "subject_type": "plan", "object_type": "number", "unit": "EUR",
+     "patterns": ["The {s} plan costs €{o:number} per month."]},
+    {"name": "owned_by", "subject_type": "plan", "object_type": "team",
+     "patterns": ["The {s} plan is owned by the {o} team."]}],
+    "authority": {"default": 2}}"#;
+
+fn page(id: &str, body: &str) -> PageVersion {
+    PageVersion {
+        source_id: id.into(),
+        version: 1,
+        title: id.into(),
+        origin: "wiki".into(),
+        body: body.into(),
+        updated_at: Utc::now(),
+        acl: Vec::new(),
+        confidence: 1.0,
+        deleted: false,
+        effective_from: None,
+    }
+}
+
+/// A read model of `pages` read under `ontology`, as the analyst reads them.
+fn snapshot(ontology: Ontology, pages: Vec<PageVersion>) -> Snapshot {
+    let mut graph = Graph::new(&ontology);
+    let mut log = BTreeMap::new();
+    for p in &pages {
+        graph.apply_page(&ontology, p, Utc::now());
+        log.insert(p.source_id.clone(), p.version);
+    }
+    Snapshot::from_parts(1, Arc::new(ontology), graph, pages, log, None).expect("snapshot")
+}
+
+fn ask(snapshot: &Snapshot, text: &str) -> Asked {
+    let caller = Caller::new("t", "alice").expect("caller");
+    let asking = Asking {
+        text,
+        scope: Scope::everywhere(),
+        design: Design::Ontoloop,
+        as_of: Utc::now(),
+        ranking: None,
+    };
+    let answering = Answering::from(&ontoloop_settings::Settings::defaults().retrieval);
+    ask_text(snapshot, answering, &caller, asking)
+        .expect("answer")
+        .0
+}
+
+fn cited(asked: &Asked) -> Vec<&str> {
+    asked
+        .passages
+        .iter()
+        .map(|p| p.chunk.anchor.doc_id.as_str())
+        .collect()
+}
+
+#[test]
+fn with_no_ontology_pages_answer_and_a_titled_page_names_an_entity() {
+    let model = snapshot(
+        Ontology::empty(),
+        vec![
+            page(
+                "kep-12",
+                "# KEP-12: Pod Spread\n\nPods spread evenly across zones so that one \
+                 zone failing takes few replicas down.",
+            ),
+            page("lunch", "# Lunch\n\nThe canteen serves soup on Fridays."),
+        ],
+    );
+    assert!(model.graph.facts().is_empty(), "no predicate, no fact");
+    let kep = model
+        .graph
+        .resolve("Pod Spread")
+        .expect("named by its title");
+    assert_eq!(model.graph.resolve("KEP-12").map(|e| &e.id), Some(&kep.id));
+    // A question in words: passages, and the gap it reveals.
+    let asked = ask(&model, "How do pods spread across zones?");
+    assert_eq!(asked.answer.status, AnswerStatus::AnsweredPassages);
+    assert_eq!(cited(&asked), ["kep-12"]);
+    let signals = asked.signals.expect("signals");
+    assert_eq!(signals[0].kind, SignalType::RelationshipUnknown);
+    // About the entity as a whole, by its id or its name: it, and the passages naming it.
+    for question in [
+        "What do we know about KEP-12?",
+        "What is Pod Spread?",
+        "Tell me about pod spread",
+    ] {
+        let asked = ask(&model, question);
+        assert_eq!(
+            asked.answer.status,
+            AnswerStatus::AnsweredPassages,
+            "{question}"
+        );
+        assert_eq!(asked.question.entity, kep.id, "{question}");
+        assert!(asked.answer.hops.is_empty(), "{question}");
+        assert_eq!(cited(&asked), ["kep-12"], "{question}");
+        assert_eq!(
+            asked.signals,
+            Some(Vec::new()),
+            "{question}: nothing missing"
+        );
+    }
+    // Something asked of it is not about it as a whole.
+    assert_eq!(
+        asked_about("Who reviewed KEP-12?", &model.graph, &model.ontology),
+        None
+    );
+    assert_eq!(
+        asked_about("What is lunch?", &model.graph, &model.ontology),
+        None
+    );
+}
+
+#[test]
+fn a_question_about_a_known_entity_gets_its_slots_and_the_passages_that_name_it() {
+    let ontology = Ontology::from_json(ONTOLOGY).expect("ontology");
+    let model = snapshot(
+        ontology,
+        vec![
+            page("pricing", "The Pro plan costs €49 per month."),
+            page("teams", "The Pro plan is owned by the Atlas team."),
+            page("other", "The Basic plan costs €9 per month."),
+        ],
+    );
+    let asked = ask(&model, "What do we know about the Pro plan?");
+    assert_eq!(
+        asked.answer.status,
+        AnswerStatus::AnsweredPassages,
+        "{asked:#?}"
+    );
+    let slots: Vec<(&str, &str)> = asked
+        .answer
+        .hops
+        .iter()
+        .map(|(_, predicate, d)| (predicate.as_str(), d.value.as_str()))
+        .collect();
+    assert_eq!(slots, [("price", "49"), ("owned_by", "Atlas")]);
+    let evidence: Vec<&str> = asked
+        .answer
+        .hops
+        .iter()
+        .map(|(_, _, d)| d.evidence[0].source.source_id.as_str())
+        .collect();
+    assert_eq!(evidence, ["pricing", "teams"]);
+    let mut pages = cited(&asked);
+    pages.sort_unstable();
+    assert_eq!(pages, ["pricing", "teams"], "never the Basic plan's page");
+    assert_eq!(asked.signals, Some(Vec::new()));
+    // A slot asked for is answered by it, not by an overview.
+    let price = ask(&model, "How much does the Pro plan cost?");
+    assert_eq!(price.answer.status, AnswerStatus::Answered);
+    assert_eq!(price.answer.value, "49");
+}
