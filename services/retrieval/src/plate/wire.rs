@@ -89,11 +89,8 @@ pub fn org_asked(
         _ => return None,
     };
     let question = Question {
-        entity: subject.clone(),
-        path: vec![relationship.to_owned()],
         text: text.to_owned(),
-        unexplained: Vec::new(),
-        scope: ontoloop_core::knowledge::Scope::everywhere(),
+        ..Question::lookup(subject.clone(), vec![relationship.to_owned()], String::new())
     };
     Some(Asked::abstained(question, sentence(), kind))
 }
