@@ -1,6 +1,7 @@
 //! Unit tests of `firewall`.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use super::*;
 use crate::Caller;
@@ -59,6 +60,27 @@ fn policy() -> FirewallPolicy {
 /// No page's newest version: facts are read under their own ACL.
 static NO_PAGES: BTreeMap<String, PageVersion> = BTreeMap::new();
 
+/// The policy the tests check under.
+static POLICY: LazyLock<FirewallPolicy> = LazyLock::new(policy);
+
+/// What `caller` checks against: `graph` of `ontology` as of day 25, at `threshold`, every fact
+/// read under its own ACL.
+fn view<'a>(
+    ontology: &'a Ontology,
+    graph: &'a Graph,
+    caller: &'a Caller,
+    threshold: f64,
+) -> FirewallView<'a> {
+    FirewallView {
+        ontology,
+        graph,
+        access: Access::new(caller, &NO_PAGES),
+        as_of: day(25),
+        policy: &POLICY,
+        threshold,
+    }
+}
+
 fn page(id: &str, version: u64, origin: &str, body: &str, d: u32, acl: &[&str]) -> PageVersion {
     PageVersion {
         source_id: id.into(),
@@ -77,64 +99,31 @@ fn page(id: &str, version: u64, origin: &str, body: &str, d: u32, acl: &[&str]) 
 fn world() -> (Ontology, Graph) {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
-    for p in [
-        page(
-            "pricing",
-            1,
-            "pricing-page",
-            "The Pro plan costs €49 per user per month.",
-            1,
-            &[],
-        ),
-        page(
-            "faq",
-            1,
-            "faq",
-            "The Pro plan costs €49 per user per month. Payments service is owned by the Atlas team.",
-            1,
-            &[],
-        ),
-        page(
-            "wiki",
-            1,
-            "wiki",
-            "Payments service is owned by the Atlas team. Tessaly Dock is included in the Pro plan.",
-            1,
-            &[],
-        ),
-        page(
-            "notes",
-            1,
-            "meeting-notes",
-            "The Starter plan costs €24 per user per month.",
-            2,
-            &[],
-        ),
-        page(
-            "board",
-            1,
-            "pricing-page",
-            "The Secret plan costs €999 per user per month.",
-            1,
-            &["cfo"],
-        ),
-    ] {
+    // Each page version as [`page`] takes it, applied on its day.
+    #[rustfmt::skip]
+    let pages: [(&str, u64, &str, &str, u32, &[&str]); 7] = [
+        ("pricing", 1, "pricing-page", "The Pro plan costs €49 per user per month.", 1, &[]),
+        ("faq", 1, "faq", "The Pro plan costs €49 per user per month. Payments service is owned by the Atlas team.", 1, &[]),
+        ("wiki", 1, "wiki", "Payments service is owned by the Atlas team. Tessaly Dock is included in the Pro plan.", 1, &[]),
+        ("notes", 1, "meeting-notes", "The Starter plan costs €24 per user per month.", 2, &[]),
+        ("board", 1, "pricing-page", "The Secret plan costs €999 per user per month.", 1, &["cfo"]),
+        ("pricing", 2, "pricing-page", "The Pro plan costs €59 per user per month.", 20, &[]),
+        ("faq", 2, "faq", "The Pro plan costs €59 per user per month. Payments service is owned by the Atlas team.", 20, &[]),
+    ];
+    for (id, version, origin, body, d, acl) in pages {
+        let p = page(id, version, origin, body, d, acl);
         graph.apply_page(&ontology, &p, p.updated_at);
     }
-    graph.apply_page(
-        &ontology,
-        &page(
-            "pricing",
-            2,
-            "pricing-page",
-            "The Pro plan costs €59 per user per month.",
-            20,
-            &[],
-        ),
-        day(20),
-    );
-    graph.apply_page(&ontology, &page("faq", 2, "faq", "The Pro plan costs €59 per user per month. Payments service is owned by the Atlas team.", 20, &[]), day(20));
     (ontology, graph)
+}
+
+/// Alice's verdict on one claim, as of day 25 at the standard threshold.
+fn alices_verdict(
+    graph: &Graph,
+    ontology: &Ontology,
+    claim: (&str, &str, &str),
+) -> Vec<ReasonCode> {
+    check(graph, ontology, "alice", &[claim], 0.7).remove(0)
 }
 
 fn check(
@@ -159,16 +148,8 @@ fn check_scoped(
     claims: &[(&str, &str, &str, &str)],
     threshold: f64,
 ) -> Vec<Vec<Reason>> {
-    let policy = policy();
     let caller = Caller::new("t", principal).expect("caller");
-    let view = FirewallView {
-        ontology,
-        graph,
-        access: Access::new(&caller, &NO_PAGES),
-        as_of: day(25),
-        policy: &policy,
-        threshold,
-    };
+    let view = view(ontology, graph, &caller, threshold);
     let claims: Vec<ClaimToCheck> = claims
         .iter()
         .map(|(s, p, o, scope)| ClaimToCheck {
@@ -272,19 +253,14 @@ fn a_scoped_claim_is_checked_against_the_value_of_its_scope() {
 #[test]
 fn a_supported_current_multi_sourced_claim_passes() {
     let (o, g) = world();
+    let passed = Vec::<ReasonCode>::new();
     assert_eq!(
-        check(
-            &g,
-            &o,
-            "alice",
-            &[("Payments service", "owned_by", "Atlas")],
-            0.7
-        ),
-        vec![Vec::<ReasonCode>::new()]
+        alices_verdict(&g, &o, ("Payments service", "owned_by", "Atlas")),
+        passed
     );
     assert_eq!(
-        check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7),
-        vec![Vec::<ReasonCode>::new()],
+        alices_verdict(&g, &o, ("Pro", "price", "59")),
+        passed,
         "an authoritative source suffices"
     );
 }
@@ -306,21 +282,12 @@ fn a_value_announced_for_later_is_not_current_and_the_contradiction_names_it() {
             scope: &Scope::everywhere(),
         },
     );
-    assert_eq!(
-        check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7),
-        vec![Vec::<ReasonCode>::new()],
+    assert!(
+        alices_verdict(&g, &o, ("Pro", "price", "59")).is_empty(),
         "the value in effect still passes"
     );
-    let policy = policy();
     let caller = Caller::new("t", "alice").expect("caller");
-    let view = FirewallView {
-        ontology: &o,
-        graph: &g,
-        access: Access::new(&caller, &NO_PAGES),
-        as_of: day(25),
-        policy: &policy,
-        threshold: 0.7,
-    };
+    let view = view(&o, &g, &caller, 0.7);
     let claim = ClaimToCheck {
         triple: Triple {
             subject: "Pro".into(),
@@ -352,7 +319,7 @@ fn a_value_announced_for_later_is_not_current_and_the_contradiction_names_it() {
 #[test]
 fn an_expired_relationship_is_blocked_with_its_reason() {
     let (o, g) = world();
-    let verdict = &check(&g, &o, "alice", &[("Pro plan", "price", "49")], 0.7)[0];
+    let verdict = &alices_verdict(&g, &o, ("Pro plan", "price", "49"));
     assert!(
         verdict.contains(&ReasonCode::ExpiredRelationship),
         "{verdict:?}"
@@ -364,17 +331,11 @@ fn an_expired_relationship_is_blocked_with_its_reason() {
 fn unknown_entities_are_blocked() {
     let (o, g) = world();
     assert_eq!(
-        check(&g, &o, "alice", &[("Tessaly Harbor", "price", "30")], 0.7)[0],
+        alices_verdict(&g, &o, ("Tessaly Harbor", "price", "30")),
         vec![ReasonCode::UnknownEntity]
     );
     assert_eq!(
-        check(
-            &g,
-            &o,
-            "alice",
-            &[("Payments service", "owned_by", "Zeta")],
-            0.7
-        )[0],
+        alices_verdict(&g, &o, ("Payments service", "owned_by", "Zeta")),
         vec![ReasonCode::UnknownEntity]
     );
 }
@@ -383,13 +344,7 @@ fn unknown_entities_are_blocked() {
 fn a_single_source_is_blocked_on_provenance_alone() {
     let (o, g) = world();
     assert_eq!(
-        check(
-            &g,
-            &o,
-            "alice",
-            &[("Tessaly Dock", "included_in", "Pro")],
-            0.7
-        )[0],
+        alices_verdict(&g, &o, ("Tessaly Dock", "included_in", "Pro")),
         vec![ReasonCode::SingleSource]
     );
 }
@@ -397,16 +352,16 @@ fn a_single_source_is_blocked_on_provenance_alone() {
 #[test]
 fn a_draft_is_contradicted_and_unsupported() {
     let (o, g) = world();
-    let verdict = &check(&g, &o, "alice", &[("Starter", "price", "24")], 0.7)[0];
+    let verdict = &alices_verdict(&g, &o, ("Starter", "price", "24"));
     assert!(verdict.contains(&ReasonCode::SingleSource), "{verdict:?}");
-    let verdict = &check(&g, &o, "alice", &[("Starter", "price", "19")], 0.7)[0];
+    let verdict = &alices_verdict(&g, &o, ("Starter", "price", "19"));
     assert!(verdict.contains(&ReasonCode::Contradicted), "{verdict:?}");
 }
 
 #[test]
 fn raising_the_confidence_threshold_blocks_what_passed() {
     let (o, g) = world();
-    assert!(check(&g, &o, "alice", &[("Pro", "price", "59")], 0.7)[0].is_empty());
+    assert!(alices_verdict(&g, &o, ("Pro", "price", "59")).is_empty());
     assert_eq!(
         check(&g, &o, "alice", &[("Pro", "price", "59")], 1.01)[0],
         vec![ReasonCode::LowConfidence]
@@ -453,7 +408,7 @@ fn unreadable_support_counts_as_none_and_reveals_nothing() {
     assert!(hidden.iter().all(|(_, m)| !m.contains("board")));
     // On the whole graph too, the hidden fact is as absent as can be: the slot is unstated.
     assert_eq!(
-        check(&g, &o, "alice", &[("Secret", "price", "999")], 0.7)[0],
+        alices_verdict(&g, &o, ("Secret", "price", "999")),
         vec![ReasonCode::NotInGraph]
     );
     assert!(check(&g, &o, "cfo", &[("Secret", "price", "999")], 0.7)[0].is_empty());
@@ -542,16 +497,8 @@ fn two_values_of_one_slot_in_one_answer_are_inconsistent() {
 #[test]
 fn many_values_of_one_slot_give_each_claim_one_bounded_reason() {
     let (o, g) = world();
-    let policy = policy();
     let alice = Caller::new("t", "alice").expect("caller");
-    let view = FirewallView {
-        ontology: &o,
-        graph: &g,
-        access: Access::new(&alice, &NO_PAGES),
-        as_of: day(25),
-        policy: &policy,
-        threshold: 0.7,
-    };
+    let view = view(&o, &g, &alice, 0.7);
     let long = "9".repeat(10 * MAX_QUOTED_CHARS);
     let mut claims: Vec<ClaimToCheck> = (0..2000)
         .map(|n| ClaimToCheck {
@@ -609,16 +556,8 @@ fn quoted_inputs_are_cut_at_a_character_boundary() {
 #[test]
 fn chains_must_connect_and_hold_step_by_step() {
     let (o, g) = world();
-    let policy = policy();
     let alice = Caller::new("t", "alice").expect("caller");
-    let view = FirewallView {
-        ontology: &o,
-        graph: &g,
-        access: Access::new(&alice, &NO_PAGES),
-        as_of: day(25),
-        policy: &policy,
-        threshold: 0.7,
-    };
+    let view = view(&o, &g, &alice, 0.7);
     let t = |s: &str, p: &str, ob: &str| Triple {
         subject: s.into(),
         predicate: p.into(),
@@ -670,23 +609,10 @@ fn honest_gap_a_wrong_fact_in_the_graph_is_enforced_as_confidently_as_a_right_on
         day(1),
     );
     assert!(
-        check(
-            &graph,
-            &ontology,
-            "alice",
-            &[("Payments service", "owned_by", "Wrong")],
-            0.7
-        )[0]
-        .is_empty()
+        alices_verdict(&graph, &ontology, ("Payments service", "owned_by", "Wrong")).is_empty()
     );
     assert!(
-        check(
-            &graph,
-            &ontology,
-            "alice",
-            &[("Payments service", "owned_by", "Right")],
-            0.7
-        )[0]
-        .contains(&ReasonCode::Contradicted)
+        alices_verdict(&graph, &ontology, ("Payments service", "owned_by", "Right"))
+            .contains(&ReasonCode::Contradicted)
     );
 }
