@@ -25,6 +25,11 @@ fn page(id: &str, version: u64, origin: &str, body: &str, day: u32) -> PageVersi
     }
 }
 
+/// What a pricing page says of a plan.
+fn price(plan: &str, euros: u32) -> String {
+    format!("The {plan} plan costs €{euros} per user per month.")
+}
+
 fn current<'a>(graph: &'a Graph, entity: &str, predicate: &str) -> Vec<&'a str> {
     values_where(graph, entity, predicate, Fact::is_current)
 }
@@ -63,22 +68,10 @@ fn held_at<'a>(
 fn a_page_version_announced_for_later_holds_from_its_day_and_a_newer_one_cancels_it() {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
-    let v1 = page(
-        "d1",
-        1,
-        "pricing-page",
-        "The Gold plan costs €80 per user per month.",
-        1,
-    );
+    let v1 = page("d1", 1, "pricing-page", &price("Gold", 80), 1);
     graph.apply_page(&ontology, &v1, at(1));
     // Published on the 5th, in effect from the 20th.
-    let mut v2 = page(
-        "d1",
-        2,
-        "pricing-page",
-        "The Gold plan costs €95 per user per month.",
-        5,
-    );
+    let mut v2 = page("d1", 2, "pricing-page", &price("Gold", 95), 5);
     v2.effective_from = Some(at(20));
     assert_eq!(v2.effective_at(), at(20));
     graph.apply_page(&ontology, &v2, at(5));
@@ -95,13 +88,7 @@ fn a_page_version_announced_for_later_holds_from_its_day_and_a_newer_one_cancels
     assert_eq!(read, [1, 2], "in effect first, then the announced one");
     // A correction published on the 8th, in effect at once, states the old price: the
     // announcement is cancelled and the old value holds on past the 20th.
-    let v3 = page(
-        "d1",
-        3,
-        "pricing-page",
-        "The Gold plan costs €80 per user per month.",
-        8,
-    );
+    let v3 = page("d1", 3, "pricing-page", &price("Gold", 80), 8);
     graph.apply_page(&ontology, &v3, at(8));
     assert_eq!(held_at(&graph, "Gold plan", "price", at(10)), ["80"]);
     assert_eq!(held_at(&graph, "Gold plan", "price", at(25)), ["80"]);
@@ -124,13 +111,7 @@ fn a_page_version_announced_for_later_holds_from_its_day_and_a_newer_one_cancels
     // A rebuild retires the page's facts and reads the page again: the retired facts keep
     // the end the rebuild gave them.
     let mut rebuilt = Graph::new(&ontology);
-    let v1 = page(
-        "d3",
-        1,
-        "pricing-page",
-        "The Gold plan costs €80 per user per month.",
-        1,
-    );
+    let v1 = page("d3", 1, "pricing-page", &price("Gold", 80), 1);
     rebuilt.apply_page(&ontology, &v1, at(1));
     rebuilt.retire_page_facts(at(10));
     let mut again = v1.clone();
@@ -143,13 +124,7 @@ fn a_page_version_announced_for_later_holds_from_its_day_and_a_newer_one_cancels
         rebuilt.facts()
     );
     // A version whose effective time is before its capture takes effect at the capture.
-    let mut late = page(
-        "d2",
-        1,
-        "pricing-page",
-        "The Gold plan costs €80 per user per month.",
-        9,
-    );
+    let mut late = page("d2", 1, "pricing-page", &price("Gold", 80), 9);
     late.effective_from = Some(at(2));
     assert_eq!(late.effective_at(), at(9));
 }
@@ -158,23 +133,11 @@ fn a_page_version_announced_for_later_holds_from_its_day_and_a_newer_one_cancels
 fn a_page_is_read_under_its_newest_acl_in_every_version_and_fact() {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
-    let v1 = page(
-        "d09",
-        1,
-        "pricing-page",
-        "The Gold plan costs €80 per user per month.",
-        1,
-    );
+    let v1 = page("d09", 1, "pricing-page", &price("Gold", 80), 1);
     graph.apply_page(&ontology, &v1, at(1));
     let fact = graph.facts()[0].clone();
     assert!(fact.acl.is_empty(), "read from a page the tenant may read");
-    let mut v2 = page(
-        "d09",
-        2,
-        "pricing-page",
-        "The Gold plan costs €95 per user per month.",
-        5,
-    );
+    let mut v2 = page("d09", 2, "pricing-page", &price("Gold", 95), 5);
     v2.acl = vec!["cfo".to_owned()];
     let latest = BTreeMap::from([("d09".to_owned(), v2.clone())]);
     let bob = Caller::new("t", "bob").expect("caller");
@@ -217,20 +180,8 @@ fn a_page_is_read_under_its_newest_acl_in_every_version_and_fact() {
 fn an_entity_only_hidden_facts_name_is_unknown_to_the_caller() {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
-    let public = page(
-        "d10",
-        1,
-        "pricing-page",
-        "The Gold plan costs €80 per user per month.",
-        1,
-    );
-    let mut secret = page(
-        "d11",
-        1,
-        "pricing-page",
-        "The Onyx plan costs €400 per user per month.",
-        2,
-    );
+    let public = page("d10", 1, "pricing-page", &price("Gold", 80), 1);
+    let mut secret = page("d11", 1, "pricing-page", &price("Onyx", 400), 2);
     secret.acl = vec!["cfo".to_owned()];
     graph.apply_page(&ontology, &public, at(1));
     graph.apply_page(&ontology, &secret, at(2));
@@ -265,7 +216,7 @@ fn a_new_version_supersedes_only_what_changed() {
         "d02",
         1,
         "pricing-page",
-        "The Pro plan costs €49 per user per month. The Starter plan costs €19 per user per month.",
+        &format!("{} {}", price("Pro", 49), price("Starter", 19)),
         1,
     );
     graph.apply_page(&ontology, &v1, at(1));
@@ -273,7 +224,7 @@ fn a_new_version_supersedes_only_what_changed() {
         "d02",
         2,
         "pricing-page",
-        "The Pro plan costs €59 per user per month. The Starter plan costs €19 per user per month.",
+        &format!("{} {}", price("Pro", 59), price("Starter", 19)),
         22,
     );
     let changes = graph.apply_page(&ontology, &v2, at(22));
@@ -311,17 +262,11 @@ fn a_tombstone_ends_every_fact_of_its_page_and_as_of_before_still_sees_them() {
         "d03",
         1,
         "pricing-page",
-        "The Pro plan costs €49 per user per month. The Starter plan costs €19 per user per month.",
+        &format!("{} {}", price("Pro", 49), price("Starter", 19)),
         1,
     );
     graph.apply_page(&ontology, &v1, at(1));
-    let other = page(
-        "d04",
-        1,
-        "wiki",
-        "The Team plan costs €29 per user per month.",
-        2,
-    );
+    let other = page("d04", 1, "wiki", &price("Team", 29), 2);
     graph.apply_page(&ontology, &other, at(2));
     let tombstone = PageVersion::tombstone(&v1, at(20));
     assert!(tombstone.deleted && tombstone.body.is_empty());
@@ -349,13 +294,7 @@ fn a_tombstone_ends_every_fact_of_its_page_and_as_of_before_still_sees_them() {
     );
     assert_eq!(graph.slot_at(&pro, "price", at(21)).count(), 0);
     // The page comes back with a new version: its facts are read again.
-    let v3 = page(
-        "d03",
-        3,
-        "pricing-page",
-        "The Pro plan costs €52 per user per month.",
-        25,
-    );
+    let v3 = page("d03", 3, "pricing-page", &price("Pro", 52), 25);
     graph.apply_page(&ontology, &v3, at(25));
     assert_eq!(current(&graph, "Pro plan", "price"), vec!["52"]);
 }
@@ -437,24 +376,12 @@ fn a_record_supersedes_every_spelling_of_its_slot() {
     let mut graph = Graph::new(&ontology);
     graph.apply_page(
         &ontology,
-        &page(
-            "d02",
-            1,
-            "pricing-page",
-            "The Pro plan costs €49 per user per month.",
-            1,
-        ),
+        &page("d02", 1, "pricing-page", &price("Pro", 49), 1),
         at(1),
     );
     graph.apply_page(
         &ontology,
-        &page(
-            "d15",
-            1,
-            "faq",
-            "The pro plan costs €49 per user per month.",
-            1,
-        ),
+        &page("d15", 1, "faq", &price("pro", 49), 1),
         at(1),
     );
     graph.apply_record(
