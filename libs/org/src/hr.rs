@@ -288,15 +288,11 @@ impl OrgRecords {
                 return Err(OrgError::UnknownTeam(parent.clone()));
             }
         }
-        for team in self.teams.values() {
-            if let Some(parent) = &team.parent
-                && self.team_chain_reaches(parent, &team.id)
-            {
-                return Err(OrgError::TeamCycle {
-                    team: team.id.clone(),
-                    parent: parent.clone(),
-                });
-            }
+        if let Some((team, parent)) = first_loop(&self.teams, |t| t.parent.as_deref()) {
+            return Err(OrgError::TeamCycle {
+                team: team.to_owned(),
+                parent: parent.to_owned(),
+            });
         }
         for person in self.people.values() {
             if !self.teams.contains_key(&person.team) {
@@ -308,44 +304,18 @@ impl OrgRecords {
                 return Err(OrgError::UnknownPerson(manager.clone()));
             }
         }
-        for person in self.people.values() {
-            if let Some(manager) = &person.manager
-                && self.manager_chain_reaches(manager, &person.id)
-            {
-                return Err(OrgError::ManagerCycle {
-                    person: person.id.clone(),
-                    manager: manager.clone(),
-                });
-            }
+        if let Some((person, manager)) = first_loop(&self.people, |p| p.manager.as_deref()) {
+            return Err(OrgError::ManagerCycle {
+                person: person.to_owned(),
+                manager: manager.to_owned(),
+            });
         }
         Ok(())
     }
 
     /// Whether walking up the reporting line from `start` (inclusive) meets `target`.
-    /// Bounded by the number of people, so a corrupt loop cannot hang it.
     fn manager_chain_reaches(&self, start: &str, target: &str) -> bool {
-        let mut current = Some(start);
-        for _ in 0..=self.people.len() {
-            match current {
-                Some(id) if id == target => return true,
-                Some(id) => current = self.people.get(id).and_then(|p| p.manager.as_deref()),
-                None => return false,
-            }
-        }
-        true
-    }
-
-    /// Whether walking up the team tree from `start` (inclusive) meets `target`.
-    fn team_chain_reaches(&self, start: &str, target: &str) -> bool {
-        let mut current = Some(start);
-        for _ in 0..=self.teams.len() {
-            match current {
-                Some(id) if id == target => return true,
-                Some(id) => current = self.teams.get(id).and_then(|t| t.parent.as_deref()),
-                None => return false,
-            }
-        }
-        true
+        chain_reaches(&self.people, |p| p.manager.as_deref(), start, target)
     }
 
     /// Moves one person, checking team, manager and loops before writing anything.
@@ -472,6 +442,37 @@ pub fn apply(records: &mut OrgRecords, event: &HrEvent) -> Result<Affected, OrgE
         }
     }
     Ok(affected)
+}
+
+/// Whether walking up from record `start` (inclusive), `up` naming each record's next, meets
+/// `target`. Bounded by the number of records, so a corrupt loop cannot hang it.
+fn chain_reaches<T>(
+    records: &BTreeMap<String, T>,
+    up: impl Fn(&T) -> Option<&str>,
+    start: &str,
+    target: &str,
+) -> bool {
+    let mut current = Some(start);
+    for _ in 0..=records.len() {
+        match current {
+            Some(id) if id == target => return true,
+            Some(id) => current = records.get(id).and_then(&up),
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The first record (in id order) whose walk up, `up` naming each record's next, comes back to
+/// it: its id and its next.
+fn first_loop<'a, T>(
+    records: &'a BTreeMap<String, T>,
+    up: impl Fn(&T) -> Option<&str> + Copy,
+) -> Option<(&'a str, &'a str)> {
+    records.iter().find_map(|(id, record)| {
+        let next = up(record)?;
+        chain_reaches(records, up, next, id).then_some((id.as_str(), next))
+    })
 }
 
 #[cfg(test)]
