@@ -255,17 +255,14 @@ mod tests {
             }],
         )
         .expect("valid records");
-        let facts: Vec<Fact> = [
+        let facts = Fact::all([
             ("svc-pay", "is_a", "service"),
             ("svc-pay", "name", "Payments"),
             ("svc-pay", "owned_by", "team-pay"),
             ("payments", "is_a", "product"),
             ("svc-ledger", "is_a", "service"),
             ("svc-ledger", "name", "Ledger"),
-        ]
-        .into_iter()
-        .map(|(s, p, o)| Fact::new(s, p, o))
-        .collect();
+        ]);
         (OrgGraph::build(&records), ProductGraph::build(&facts).0)
     }
 

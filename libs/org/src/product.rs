@@ -49,6 +49,14 @@ impl Fact {
             object: object.to_owned(),
         }
     }
+
+    /// The facts of `(subject, predicate, object)` triples, in order.
+    pub fn all<'a>(triples: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>) -> Vec<Fact> {
+        triples
+            .into_iter()
+            .map(|(s, p, o)| Fact::new(s, p, o))
+            .collect()
+    }
 }
 
 /// What kind of entity a product-graph node is.
@@ -447,7 +455,7 @@ mod tests {
     use super::*;
 
     fn facts() -> Vec<Fact> {
-        [
+        Fact::all([
             ("checkout", "is_a", "product"),
             ("checkout", "owned_by", "team-payments"),
             ("checkout", "description", "Buy things"),
@@ -466,10 +474,7 @@ mod tests {
             ("postgres", "deprecated", "true"),
             ("one-click", "is_a", "feature"),
             ("one-click", "part_of", "checkout"),
-        ]
-        .into_iter()
-        .map(|(s, p, o)| Fact::new(s, p, o))
-        .collect()
+        ])
     }
 
     #[test]
@@ -532,24 +537,20 @@ mod tests {
     #[test]
     fn bad_facts_are_rejected_with_reasons() {
         let mut all = facts();
-        all.extend(
-            [
-                ("ghost", "owned_by", "team-x"),
-                ("ledger", "owned_by", "team-y"),
-                ("ledger", "owned_by", "team-core"),
-                ("ledger", "is_a", "product"),
-                ("ledger", "colour", "blue"),
-                ("ledger", "depends_on", "ledger"),
-                ("ledger", "depends_on", "checkout"),
-                ("ledger", "depends_on", "nowhere"),
-                ("checkout", "part_of", "search"),
-                ("ledger", "part_of", "one-click"),
-                ("ledger", "deprecated", "maybe"),
-                ("x", "is_a", "gizmo"),
-            ]
-            .into_iter()
-            .map(|(s, p, o)| Fact::new(s, p, o)),
-        );
+        all.extend(Fact::all([
+            ("ghost", "owned_by", "team-x"),
+            ("ledger", "owned_by", "team-y"),
+            ("ledger", "owned_by", "team-core"),
+            ("ledger", "is_a", "product"),
+            ("ledger", "colour", "blue"),
+            ("ledger", "depends_on", "ledger"),
+            ("ledger", "depends_on", "checkout"),
+            ("ledger", "depends_on", "nowhere"),
+            ("checkout", "part_of", "search"),
+            ("ledger", "part_of", "one-click"),
+            ("ledger", "deprecated", "maybe"),
+            ("x", "is_a", "gizmo"),
+        ]));
         let (graph, rejected) = ProductGraph::build(&all);
         let reasons: Vec<_> = rejected
             .iter()

@@ -422,7 +422,7 @@ mod tests {
             }],
         )
         .expect("valid records");
-        let facts: Vec<Fact> = [
+        let facts = Fact::all([
             ("svc-a", "is_a", "service"),
             ("svc-b", "is_a", "service"),
             ("svc-c", "is_a", "service"),
@@ -430,10 +430,7 @@ mod tests {
             ("svc-c", "owned_by", "other"),
             ("svc-a", "depends_on", "svc-b"),
             ("svc-b", "depends_on", "svc-c"),
-        ]
-        .into_iter()
-        .map(|(s, p, o)| Fact::new(s, p, o))
-        .collect();
+        ]);
         Fixture {
             org: OrgGraph::build(&records),
             product: ProductGraph::build(&facts).0,
