@@ -19,7 +19,7 @@ use ontoloop_core::knowledge::encoder::SentenceEncoder;
 use ontoloop_core::supervisor::ONTOLOGY_DOMAIN;
 use ontoloop_store::{UpdateRecord, UpdateSource, update_status};
 
-use crate::review::update_id;
+use crate::routing::update_id;
 
 /// The entity an ontology proposal's record names.
 pub const ONTOLOGY_ENTITY: &str = "ontology";

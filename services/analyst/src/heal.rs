@@ -28,7 +28,8 @@ use tokio::sync::Mutex;
 use crate::grow::Trigger;
 use crate::knowledge::KnowledgeWriter;
 use crate::refusal::Refusal;
-use crate::review::{ReviewError, Reviews, update_id};
+use crate::review::{ReviewError, Reviews};
+use crate::routing::{record_heal, update_id};
 
 /// A connected source of truth the analyst can search for a missing entity.
 #[async_trait::async_trait]
@@ -184,23 +185,6 @@ type Stages = Lru<Stage>;
 /// The key of a pattern in [`Stages`].
 fn stage_key(tenant: &str, kind: PatternKind, key: &str) -> String {
     format!("{tenant}\n{}\n{key}", kind.name())
-}
-
-/// Counts a heal and its signal-to-heal latency.
-pub(crate) fn record_heal(kind: &str, latency_ms: i64) {
-    let metrics = ontoloop_observability::metrics::global();
-    metrics.observe(
-        "ontoloop_analyst_signal_to_heal_seconds",
-        "Seconds from a pattern's first signal to its heal.",
-        &[("kind", kind)],
-        latency_ms as f64 / 1000.0,
-    );
-    metrics.add(
-        "ontoloop_analyst_heals_total",
-        "Patterns healed without a human, by kind.",
-        &[("kind", kind)],
-        1.0,
-    );
 }
 
 /// Heals patterns as signals arrive.

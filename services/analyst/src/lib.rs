@@ -20,6 +20,7 @@ mod patterns;
 mod refusal;
 mod retention;
 pub mod review;
+mod routing;
 pub mod session;
 pub mod supervise;
 mod wire;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use chrono::Utc;
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::grow::Proposal as OntologyProposal;
-use ontoloop_core::supervisor::{Category, Proposal, ReviewReason, Route, Verdict};
+use ontoloop_core::supervisor::Verdict;
 use ontoloop_core::{During, ErrorCode, ServiceError};
 use ontoloop_store::{
     DecideOutcome, DecisionRecord, PatternStatus, Store, StoreError, UpdateRecord, update_status,
@@ -17,6 +17,7 @@ use ontoloop_store::{
 use crate::grow;
 use crate::knowledge::KnowledgeWriter;
 use crate::refusal::Refusal;
+use crate::routing::{category, route_and_store};
 use crate::supervise::Supervision;
 
 /// A reviewer's decision.
@@ -104,15 +105,6 @@ pub struct Reviews {
     store: Store,
     writer: KnowledgeWriter,
     supervision: Arc<Supervision>,
-}
-
-/// The category an update learns in.
-pub fn category(update: &UpdateRecord) -> Category {
-    Category {
-        signal_type: update.signal_type.clone(),
-        source: update.source.clone(),
-        domain: update.domain.clone(),
-    }
 }
 
 impl Reviews {
@@ -459,7 +451,7 @@ impl Reviews {
             .await
             .unwrap_or(update.created_at);
         let latency_ms = (now - first).num_milliseconds().max(0);
-        crate::heal::record_heal(kind, latency_ms);
+        crate::routing::record_heal(kind, latency_ms);
         let names: Vec<&str> = proposal
             .predicates
             .iter()
@@ -494,69 +486,4 @@ impl Reviews {
         }
         Ok(())
     }
-}
-
-/// Routes a new proposal through the tenant's supervisor and stores it: pending review (with
-/// the reason and priority), or approved to apply at once (`reason = auto`), which the caller
-/// does. A proposal whose id exists already is left alone. Returns whether it was new, and the
-/// update as routed.
-pub(crate) async fn route_and_store(
-    store: &Store,
-    supervision: &Supervision,
-    mut update: UpdateRecord,
-) -> Result<(bool, UpdateRecord), ReviewError> {
-    let proposal = Proposal {
-        category: category(&update),
-        confidence_variance: update.confidence_variance,
-        impact_radius: update.impact_radius,
-    };
-    let route = supervision
-        .route(&update.tenant, &proposal)
-        .await
-        .map_err(|err| During::new("read the learned sampling rates", err))?;
-    match route {
-        Route::Review { reason, priority } => {
-            update.priority = priority;
-            update.reason = match reason {
-                ReviewReason::HighVariance => "high_variance",
-                ReviewReason::CriticalDomain => "critical_domain",
-                ReviewReason::Sampled => "sampled",
-            }
-            .to_owned();
-            update.status = update_status::PENDING.to_owned();
-        }
-        Route::AutoApply => {
-            update.priority = ontoloop_core::supervisor::priority(&proposal);
-            update.reason = "auto".to_owned();
-            update.status = update_status::APPROVED.to_owned();
-            update.applied_value = update.after.clone();
-        }
-    }
-    let fresh = store
-        .propose_update(&update)
-        .await
-        .map_err(|err| During::new("store the proposal", err))?;
-    if fresh {
-        ontoloop_observability::metrics::global().add(
-            "ontoloop_analyst_updates_proposed_total",
-            "Proposed graph updates by route.",
-            &[("route", &update.reason)],
-            1.0,
-        );
-    }
-    Ok((fresh, update))
-}
-
-/// A stable id for a proposal: the same slot and value proposed again is the same update.
-pub fn update_id(tenant: &str, entity: &str, predicate: &str, value: &str) -> String {
-    use sha2::Digest as _;
-    let fold = ontoloop_core::patterns::fold;
-    let mut hash = sha2::Sha256::new();
-    for part in [tenant, &fold(entity), predicate, &fold(value)] {
-        hash.update(part.as_bytes());
-        hash.update([0]);
-    }
-    let digest = hash.finalize();
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("u-{hex}")
 }

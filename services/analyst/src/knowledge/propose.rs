@@ -15,7 +15,7 @@ use ontoloop_store::{KnowledgeCommit, RunRecord, UpdateRecord};
 use crate::grow::{self, Corpus, Trigger};
 use crate::inbox::{inbox_id, inbox_record};
 use crate::refusal::{Refusal, already_settled};
-use crate::review::route_and_store;
+use crate::routing::route_and_store;
 
 use super::KnowledgeWriter;
 
