@@ -17,6 +17,7 @@ use ontoloop_core::{Caller, DomainError, ErrorCode};
 use crate::about;
 use crate::dense::{INLINE_DENSE_PASSAGES, MAX_DENSE_PASSAGES};
 use crate::hybrid::{Hybrid, Ranked, Ranking};
+use crate::overview;
 use crate::search::{PageFilter, PassageIndex};
 use crate::snapshot::Snapshot;
 
@@ -84,6 +85,11 @@ pub fn ask_text(
     let graph = snapshot.graph_for(&Access::new(caller, &snapshot.current));
     let claims = snapshot.claims_for(&graph);
     let ontoloop = asking.design == Design::Ontoloop;
+    // "How does X relate to Y?" and "what are the main themes?" are answered from the entity
+    // graph's communities when it has what they need ([`overview`]).
+    if ontoloop && let Some(asked) = overview_of(snapshot, answering, caller, &graph, &asking) {
+        return Ok((asked, graph));
+    }
     let linked = ask::link(asking.text, &snapshot.ontology, &graph, &pages, &claims);
     // A question about a known entity as a whole ("what do we know about X?") gets what the
     // graph holds of it and the passages that name it: when it maps to no slot, or maps to one
@@ -166,6 +172,34 @@ pub fn ask_text(
         }
     };
     Ok((asked, graph))
+}
+
+/// A question about how two entities relate, or about the main themes, answered from what
+/// `caller` may see ([`overview`]); `None` for any other question, or when the graph has no
+/// chain of facts or no community to answer it with.
+fn overview_of(
+    snapshot: &Snapshot,
+    answering: Answering,
+    caller: &Caller,
+    graph: &Graph,
+    asking: &Asking<'_>,
+) -> Option<Asked> {
+    let relate = overview::asked_to_relate(asking.text, graph);
+    if relate.is_none() && !overview::asks_for_themes(asking.text) {
+        return None;
+    }
+    with_view(
+        snapshot,
+        answering,
+        caller,
+        graph,
+        asking.as_of,
+        &asking.scope,
+        |view| match &relate {
+            Some((from, to)) => overview::relate(view, asking.text, from, to, asking.scope.clone()),
+            None => overview::themes(view, asking.text, asking.scope.clone()),
+        },
+    )
 }
 
 /// Answers `question` from `snapshot` as of `as_of`. `searched` is a search already run for
@@ -371,3 +405,5 @@ pub fn passage_ranking(asked: Option<Ranking>, dense: bool) -> Result<Ranking, D
 
 #[cfg(test)]
 mod about_tests;
+#[cfg(test)]
+mod overview_tests;

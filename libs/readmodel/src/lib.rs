@@ -15,6 +15,7 @@
 
 pub mod about;
 pub mod asking;
+pub mod overview;
 mod claims;
 mod dense;
 mod hybrid;

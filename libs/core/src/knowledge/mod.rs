@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod ask;
 pub mod claim;
+pub mod communities;
 pub mod designs;
 pub mod document;
 pub mod encoder;

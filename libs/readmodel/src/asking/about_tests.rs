@@ -23,7 +23,7 @@ const ONTOLOGY: &str = r#"{"predicates": [
      "patterns": ["The {s} plan is owned by the {o} team."]}],
     "authority": {"default": 2}}"#;
 
-fn page(id: &str, body: &str) -> PageVersion {
+pub(super) fn page(id: &str, body: &str) -> PageVersion {
     PageVersion {
         source_id: id.into(),
         version: 1,
@@ -39,7 +39,7 @@ fn page(id: &str, body: &str) -> PageVersion {
 }
 
 /// A read model of `pages` read under `ontology`, as the analyst reads them.
-fn snapshot(ontology: Ontology, pages: Vec<PageVersion>) -> Snapshot {
+pub(super) fn snapshot(ontology: Ontology, pages: Vec<PageVersion>) -> Snapshot {
     let mut graph = Graph::new(&ontology);
     let mut log = BTreeMap::new();
     for p in &pages {
@@ -49,7 +49,7 @@ fn snapshot(ontology: Ontology, pages: Vec<PageVersion>) -> Snapshot {
     Snapshot::from_parts(1, Arc::new(ontology), graph, pages, log, None).expect("snapshot")
 }
 
-fn ask(snapshot: &Snapshot, text: &str) -> Asked {
+pub(super) fn ask(snapshot: &Snapshot, text: &str) -> Asked {
     let caller = Caller::new("t", "alice").expect("caller");
     let asking = Asking {
         text,
