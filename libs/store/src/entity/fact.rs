@@ -1,14 +1,8 @@
 //! Rows of `fact`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
-#[sea_orm(table_name = "fact")]
-pub struct Model {
-    #[sea_orm(primary_key, auto_increment = false)]
-    pub tenant: String,
-    #[sea_orm(primary_key, auto_increment = false)]
-    pub id: i64,
+super::table! {
+    "fact";
+    key { tenant: String, id: i64 }
     pub entity: String,
     pub predicate: String,
     #[sea_orm(column_type = "Text")]
@@ -32,8 +26,3 @@ pub struct Model {
     #[sea_orm(column_type = "Text")]
     pub scope: String,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

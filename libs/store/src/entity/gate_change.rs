@@ -1,10 +1,7 @@
 //! Rows of `gate_change`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "gate_change")]
-pub struct Model {
+super::table! {
+    "gate_change", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -21,8 +18,3 @@ pub struct Model {
     pub decided_at: Option<ChronoDateTimeUtc>,
     pub decided_by: String,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

@@ -1,10 +1,7 @@
 //! Rows of `inbox_message`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "inbox_message")]
-pub struct Model {
+super::table! {
+    "inbox_message", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub queue: String,
@@ -13,8 +10,3 @@ pub struct Model {
     pub body: String,
     pub received_at: ChronoDateTimeUtc,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

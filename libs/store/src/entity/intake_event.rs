@@ -1,10 +1,7 @@
 //! Rows of `intake_event`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "intake_event")]
-pub struct Model {
+super::table! {
+    "intake_event", Eq;
     #[sea_orm(primary_key)]
     pub seq: i64,
     pub tenant: String,
@@ -27,8 +24,3 @@ pub struct Model {
     #[sea_orm(column_type = "Text", nullable)]
     pub trace_context: Option<String>,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

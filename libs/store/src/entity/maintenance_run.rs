@@ -1,10 +1,7 @@
 //! Rows of `maintenance_run`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "maintenance_run")]
-pub struct Model {
+super::table! {
+    "maintenance_run", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -24,8 +21,3 @@ pub struct Model {
     pub model_errors: i64,
     pub at: ChronoDateTimeUtc,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

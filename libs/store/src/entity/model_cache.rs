@@ -1,10 +1,7 @@
 //! Rows of `model_cache`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "model_cache")]
-pub struct Model {
+super::table! {
+    "model_cache", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub cache_key: String,
@@ -14,8 +11,3 @@ pub struct Model {
     pub claims: String,
     pub created_at: ChronoDateTimeUtc,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

@@ -1,20 +1,9 @@
 //! Rows of `org_team`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "org_team")]
-pub struct Model {
-    #[sea_orm(primary_key, auto_increment = false)]
-    pub tenant: String,
-    #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
+super::table! {
+    "org_team", Eq;
+    key { tenant: String, id: String }
     #[sea_orm(column_type = "Text")]
     pub name: String,
     pub parent: Option<String>,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

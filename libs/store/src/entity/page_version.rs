@@ -1,10 +1,7 @@
 //! Rows of `page_version`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
-#[sea_orm(table_name = "page_version")]
-pub struct Model {
+super::table! {
+    "page_version";
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -27,8 +24,3 @@ pub struct Model {
     /// When the version takes effect, if later than `updated_at` (announced ahead of time).
     pub effective_from: Option<ChronoDateTimeUtc>,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

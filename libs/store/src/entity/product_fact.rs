@@ -1,10 +1,7 @@
 //! Rows of `product_fact`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "product_fact")]
-pub struct Model {
+super::table! {
+    "product_fact", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -15,8 +12,3 @@ pub struct Model {
     #[sea_orm(column_type = "Text")]
     pub object: String,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

@@ -1,12 +1,8 @@
 //! Rows of `proposed_update`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
-#[sea_orm(table_name = "proposed_update")]
-pub struct Model {
-    #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
+super::table! {
+    "proposed_update";
+    key { id: String }
     pub tenant: String,
     pub pattern_id: String,
     pub signal_type: String,
@@ -34,8 +30,3 @@ pub struct Model {
     pub queued_at: ChronoDateTimeUtc,
     pub applied_at: Option<ChronoDateTimeUtc>,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

@@ -1,10 +1,7 @@
 //! Rows of `query_log`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "query_log")]
-pub struct Model {
+super::table! {
+    "query_log", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -16,8 +13,3 @@ pub struct Model {
     pub caller: String,
     pub asked_at: ChronoDateTimeUtc,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

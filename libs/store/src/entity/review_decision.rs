@@ -1,10 +1,7 @@
 //! Rows of `review_decision`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "review_decision")]
-pub struct Model {
+super::table! {
+    "review_decision", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -17,8 +14,3 @@ pub struct Model {
     pub note: String,
     pub decided_at: ChronoDateTimeUtc,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}

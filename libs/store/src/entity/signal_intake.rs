@@ -1,10 +1,7 @@
 //! Rows of `signal_intake`.
 
-use sea_orm::entity::prelude::*;
-
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-#[sea_orm(table_name = "signal_intake")]
-pub struct Model {
+super::table! {
+    "signal_intake", Eq;
     #[sea_orm(primary_key)]
     pub id: i64,
     pub tenant: String,
@@ -29,8 +26,3 @@ pub struct Model {
     /// When the analyst recorded the signal.
     pub delivered_at: Option<ChronoDateTimeUtc>,
 }
-
-#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
-
-impl ActiveModelBehavior for ActiveModel {}
