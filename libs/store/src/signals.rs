@@ -86,19 +86,12 @@ impl Store {
     ) -> Result<SignalAccepted, StoreError> {
         let txn = self.writer.begin().await?;
         let row = signal_intake::ActiveModel {
-            tenant: Set(signal.tenant.to_owned()),
-            idempotency_key: Set(signal.idempotency_key.to_owned()),
-            signal_type: Set(signal.signal_type.to_owned()),
-            subject: Set(signal.subject.to_owned()),
-            agent_id: Set(signal.agent_id.to_owned()),
-            query: Set(signal.query.to_owned()),
-            received_at: Set(signal.at),
             body: Set(None),
             published_at: Set(None),
             claimed_until: Set(lease_until),
             delivered_at: Set(None),
             trace_context: Set(signal.trace_context.map(str::to_owned)),
-            ..Default::default()
+            ..signal_row(signal)
         };
         let inserted = insert_once(row).exec_without_returning(&txn).await?;
         let stored = signal_intake::Entity::find()
@@ -144,17 +137,7 @@ impl Store {
 
     /// Records a signal once; `false` when its idempotency key was already seen for the tenant.
     pub async fn record_signal(&self, signal: &SignalRecord<'_>) -> Result<bool, StoreError> {
-        let row = signal_intake::ActiveModel {
-            tenant: Set(signal.tenant.to_owned()),
-            idempotency_key: Set(signal.idempotency_key.to_owned()),
-            signal_type: Set(signal.signal_type.to_owned()),
-            subject: Set(signal.subject.to_owned()),
-            agent_id: Set(signal.agent_id.to_owned()),
-            query: Set(signal.query.to_owned()),
-            received_at: Set(signal.at),
-            ..Default::default()
-        };
-        let inserted = insert_once(row)
+        let inserted = insert_once(signal_row(signal))
             .exec_without_returning(&self.writer)
             .await?;
         Ok(inserted > 0)
@@ -332,6 +315,20 @@ async fn frequency<C: ConnectionTrait>(
         occurrences,
         agents,
     })
+}
+
+/// The row of a signal as it is received: what the signal says, the rest of the row unset.
+fn signal_row(signal: &SignalRecord<'_>) -> signal_intake::ActiveModel {
+    signal_intake::ActiveModel {
+        tenant: Set(signal.tenant.to_owned()),
+        idempotency_key: Set(signal.idempotency_key.to_owned()),
+        signal_type: Set(signal.signal_type.to_owned()),
+        subject: Set(signal.subject.to_owned()),
+        agent_id: Set(signal.agent_id.to_owned()),
+        query: Set(signal.query.to_owned()),
+        received_at: Set(signal.at),
+        ..Default::default()
+    }
 }
 
 /// The insert of a signal row that keeps the first row of a tenant's idempotency key (a retry
