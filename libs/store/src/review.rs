@@ -191,6 +191,17 @@ fn to_record(row: proposed_update::Model) -> UpdateRecord {
     }
 }
 
+/// The tenant's pending updates in review order: priority (highest first), then age in the
+/// queue (oldest first).
+fn pending_in_review_order(tenant: &str) -> sea_orm::Select<proposed_update::Entity> {
+    proposed_update::Entity::find()
+        .filter(proposed_update::Column::Tenant.eq(tenant))
+        .filter(proposed_update::Column::Status.eq(update_status::PENDING))
+        .order_by_desc(proposed_update::Column::Priority)
+        .order_by_asc(proposed_update::Column::QueuedAt)
+        .order_by_asc(proposed_update::Column::Id)
+}
+
 impl Store {
     /// Stores a proposed update once; `false` when an update with its id exists already.
     pub async fn propose_update(&self, update: &UpdateRecord) -> Result<bool, StoreError> {
@@ -245,24 +256,19 @@ impl Store {
         tenant: &str,
         expertise: &[String],
     ) -> Result<Option<UpdateRecord>, StoreError> {
-        let pending = || {
-            proposed_update::Entity::find()
-                .filter(proposed_update::Column::Tenant.eq(tenant))
-                .filter(proposed_update::Column::Status.eq(update_status::PENDING))
-                .order_by_desc(proposed_update::Column::Priority)
-                .order_by_asc(proposed_update::Column::QueuedAt)
-                .order_by_asc(proposed_update::Column::Id)
-        };
         let domains: Vec<String> = expertise.iter().map(|d| d.trim().to_lowercase()).collect();
         if !domains.is_empty()
-            && let Some(row) = pending()
+            && let Some(row) = pending_in_review_order(tenant)
                 .filter(proposed_update::Column::Domain.is_in(domains))
                 .one(&self.db)
                 .await?
         {
             return Ok(Some(to_record(row)));
         }
-        Ok(pending().one(&self.db).await?.map(to_record))
+        Ok(pending_in_review_order(tenant)
+            .one(&self.db)
+            .await?
+            .map(to_record))
     }
 
     /// The tenant's pending updates in review order (priority, then age), at most `limit`.
@@ -271,12 +277,7 @@ impl Store {
         tenant: &str,
         limit: u64,
     ) -> Result<Vec<UpdateRecord>, StoreError> {
-        proposed_update::Entity::find()
-            .filter(proposed_update::Column::Tenant.eq(tenant))
-            .filter(proposed_update::Column::Status.eq(update_status::PENDING))
-            .order_by_desc(proposed_update::Column::Priority)
-            .order_by_asc(proposed_update::Column::QueuedAt)
-            .order_by_asc(proposed_update::Column::Id)
+        pending_in_review_order(tenant)
             .limit(limit)
             .rows(&self.db, to_record)
             .await
