@@ -11,14 +11,13 @@
 //! anything its own text does not. The sentence itself is not stored, only its hash.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set,
     TransactionTrait,
 };
 
 use crate::entity::model_cache;
-use crate::rows::Rows;
+use crate::rows::{Batch, Rows};
 use crate::{Store, StoreError};
 
 /// One cached answer.
@@ -73,24 +72,21 @@ impl Store {
             return Ok(0);
         }
         let txn = self.writer.begin().await?;
-        for chunk in answers.chunks(CHUNK) {
-            let rows = chunk.iter().map(|a| model_cache::ActiveModel {
+        let batch = Batch {
+            chunk: CHUNK,
+            key: &[model_cache::Column::CacheKey],
+            update: &[],
+        };
+        batch
+            .write(&txn, answers, |a| model_cache::ActiveModel {
                 cache_key: Set(a.key.clone()),
                 model: Set(a.model.clone()),
                 prompt_version: Set(a.prompt_version.clone()),
                 claims: Set(a.claims.clone()),
                 created_at: Set(a.created_at),
                 ..Default::default()
-            });
-            model_cache::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::column(model_cache::Column::CacheKey)
-                        .do_nothing()
-                        .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
+            })
+            .await?;
         let mut models: Vec<&str> = answers.iter().map(|a| a.model.as_str()).collect();
         models.sort_unstable();
         models.dedup();

@@ -19,7 +19,7 @@ use sea_orm::{
 };
 
 use crate::entity::{org_change, org_person, org_state, org_team, product_fact, work_item};
-use crate::rows::Rows;
+use crate::rows::{Batch, Rows};
 use crate::{Backend, Store, StoreError};
 
 /// Kinds of org change, as recorded in the change log.
@@ -445,30 +445,22 @@ async fn upsert_people(
     tenant: &str,
     people: &[Person],
 ) -> Result<(), StoreError> {
-    for chunk in people.chunks(CHUNK) {
-        let rows = chunk.iter().map(|p| org_person::ActiveModel {
+    use org_person::Column;
+    let batch = Batch {
+        chunk: CHUNK,
+        key: &[Column::Tenant, Column::Id],
+        update: &[Column::Name, Column::Team, Column::Role, Column::Manager],
+    };
+    batch
+        .write(txn, people, |p| org_person::ActiveModel {
             tenant: Set(tenant.to_owned()),
             id: Set(p.id.clone()),
             name: Set(p.name.clone()),
             team: Set(p.team.clone()),
             role: Set(p.role.clone()),
             manager: Set(p.manager.clone()),
-        });
-        org_person::Entity::insert_many(rows)
-            .on_conflict(
-                OnConflict::columns([org_person::Column::Tenant, org_person::Column::Id])
-                    .update_columns([
-                        org_person::Column::Name,
-                        org_person::Column::Team,
-                        org_person::Column::Role,
-                        org_person::Column::Manager,
-                    ])
-                    .to_owned(),
-            )
-            .exec_without_returning(txn)
-            .await?;
-    }
-    Ok(())
+        })
+        .await
 }
 
 async fn upsert_teams(
@@ -476,23 +468,20 @@ async fn upsert_teams(
     tenant: &str,
     teams: &[Team],
 ) -> Result<(), StoreError> {
-    for chunk in teams.chunks(CHUNK) {
-        let rows = chunk.iter().map(|t| org_team::ActiveModel {
+    use org_team::Column;
+    let batch = Batch {
+        chunk: CHUNK,
+        key: &[Column::Tenant, Column::Id],
+        update: &[Column::Name, Column::Parent],
+    };
+    batch
+        .write(txn, teams, |t| org_team::ActiveModel {
             tenant: Set(tenant.to_owned()),
             id: Set(t.id.clone()),
             name: Set(t.name.clone()),
             parent: Set(t.parent.clone()),
-        });
-        org_team::Entity::insert_many(rows)
-            .on_conflict(
-                OnConflict::columns([org_team::Column::Tenant, org_team::Column::Id])
-                    .update_columns([org_team::Column::Name, org_team::Column::Parent])
-                    .to_owned(),
-            )
-            .exec_without_returning(txn)
-            .await?;
-    }
-    Ok(())
+        })
+        .await
 }
 
 async fn insert_facts(
@@ -506,21 +495,24 @@ async fn insert_facts(
         .enumerate()
         .map(|(i, fact)| (i32::try_from(i).unwrap_or(i32::MAX), fact))
         .collect();
-    for chunk in positioned.chunks(CHUNK) {
-        let rows = chunk.iter().map(|(position, f)| product_fact::ActiveModel {
-            tenant: Set(tenant.to_owned()),
-            file: Set(file.to_owned()),
-            position: Set(*position),
-            subject: Set(f.subject.clone()),
-            predicate: Set(f.predicate.clone()),
-            object: Set(f.object.clone()),
-            ..Default::default()
-        });
-        product_fact::Entity::insert_many(rows)
-            .exec_without_returning(txn)
-            .await?;
-    }
-    Ok(())
+    let batch = Batch {
+        chunk: CHUNK,
+        key: &[],
+        update: &[],
+    };
+    batch
+        .write(txn, &positioned, |(position, f)| {
+            product_fact::ActiveModel {
+                tenant: Set(tenant.to_owned()),
+                file: Set(file.to_owned()),
+                position: Set(*position),
+                subject: Set(f.subject.clone()),
+                predicate: Set(f.predicate.clone()),
+                object: Set(f.object.clone()),
+                ..Default::default()
+            }
+        })
+        .await
 }
 
 async fn upsert_items(
@@ -528,8 +520,23 @@ async fn upsert_items(
     tenant: &str,
     items: &[WorkItem],
 ) -> Result<(), StoreError> {
-    for chunk in items.chunks(CHUNK) {
-        let rows = chunk.iter().map(|item| work_item::ActiveModel {
+    use work_item::Column;
+    let batch = Batch {
+        chunk: CHUNK,
+        key: &[Column::Tenant, Column::Id],
+        update: &[
+            Column::Title,
+            Column::Assignee,
+            Column::Service,
+            Column::Severity,
+            Column::Scope,
+            Column::Source,
+            Column::CreatedAt,
+            Column::Acl,
+        ],
+    };
+    batch
+        .write(txn, items, |item| work_item::ActiveModel {
             tenant: Set(tenant.to_owned()),
             id: Set(item.id.clone()),
             title: Set(item.title.clone()),
@@ -540,26 +547,8 @@ async fn upsert_items(
             source: Set(item.source.as_str().to_owned()),
             created_at: Set(item.created_at),
             acl: Set(serde_json::to_string(&item.acl).unwrap_or_else(|_| "[]".to_owned())),
-        });
-        work_item::Entity::insert_many(rows)
-            .on_conflict(
-                OnConflict::columns([work_item::Column::Tenant, work_item::Column::Id])
-                    .update_columns([
-                        work_item::Column::Title,
-                        work_item::Column::Assignee,
-                        work_item::Column::Service,
-                        work_item::Column::Severity,
-                        work_item::Column::Scope,
-                        work_item::Column::Source,
-                        work_item::Column::CreatedAt,
-                        work_item::Column::Acl,
-                    ])
-                    .to_owned(),
-            )
-            .exec_without_returning(txn)
-            .await?;
-    }
-    Ok(())
+        })
+        .await
 }
 
 /// A stored item; a severity, scope or ACL the schema cannot hold is reported, never guessed.

@@ -1,6 +1,8 @@
-//! Reading a list: a query's rows, each converted to the domain value a caller gets back.
+//! Lists of rows: a query's rows read, each converted to the domain value a caller gets back
+//! ([`Rows`]), and values written as rows a chunk at a time ([`Batch`]).
 
-use sea_orm::{ConnectionTrait, EntityTrait, Select};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ActiveModelTrait, ConnectionTrait, EntityTrait, Insert, Select};
 
 use crate::StoreError;
 
@@ -21,5 +23,50 @@ impl<E: EntityTrait> Rows<E> for Select<E> {
         convert: impl FnMut(E::Model) -> T,
     ) -> Result<Vec<T>, StoreError> {
         Ok(self.all(db).await?.into_iter().map(convert).collect())
+    }
+}
+
+/// A column of the table `A` writes.
+pub(crate) type Column<A> = <<A as ActiveModelTrait>::Entity as EntityTrait>::Column;
+
+/// How values are written as rows of one table: `chunk` rows a statement (a statement holds only
+/// so many parameters); a row whose `key` columns match a stored row's updates that row's
+/// `update` columns instead, or leaves it as it is when `update` is empty; with no `key`, every
+/// row is inserted.
+pub(crate) struct Batch<'a, A: ActiveModelTrait> {
+    /// Rows a statement writes at most.
+    pub chunk: usize,
+    /// The columns that find a stored row; none: insert every row.
+    pub key: &'a [Column<A>],
+    /// The columns a stored row takes from the new one; none: keep the stored row.
+    pub update: &'a [Column<A>],
+}
+
+impl<A: ActiveModelTrait> Batch<'_, A> {
+    /// Writes `items` as rows, `row` making each.
+    pub async fn write<T>(
+        &self,
+        db: &impl ConnectionTrait,
+        items: &[T],
+        mut row: impl FnMut(&T) -> A,
+    ) -> Result<(), StoreError> {
+        for part in items.chunks(self.chunk) {
+            let insert = Insert::many(part.iter().map(&mut row));
+            if self.key.is_empty() {
+                insert.exec_without_returning(db).await?;
+                continue;
+            }
+            let mut conflict = OnConflict::columns(self.key.iter().copied());
+            if self.update.is_empty() {
+                conflict.do_nothing();
+            } else {
+                conflict.update_columns(self.update.iter().copied());
+            }
+            insert
+                .on_conflict(conflict)
+                .exec_without_returning(db)
+                .await?;
+        }
+        Ok(())
     }
 }

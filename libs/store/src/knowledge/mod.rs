@@ -21,8 +21,11 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, Transactio
 use crate::entity::{
     entity_row, extraction_log, fact, knowledge_commit, maintenance_run, page_version, tenant_state,
 };
-use crate::rows::Rows;
+use crate::rows::{Batch, Rows};
 use crate::{Store, StoreError};
+
+/// Rows one statement writes at most.
+const CHUNK: usize = 200;
 
 pub(crate) use intake::settle_in;
 pub use intake::{Intake, IntakeRequest, Settled, intake_state};
@@ -351,31 +354,38 @@ impl Store {
                 .exec(&txn)
                 .await?;
         }
-        for chunk in commit.entities.chunks(200) {
-            let rows = chunk.iter().map(|e| entity_row::ActiveModel {
+        let entities = Batch {
+            chunk: CHUNK,
+            key: &[entity_row::Column::Tenant, entity_row::Column::Id],
+            update: &[
+                entity_row::Column::Name,
+                entity_row::Column::EntityType,
+                entity_row::Column::Aliases,
+                entity_row::Column::ChangedIn,
+            ],
+        };
+        entities
+            .write(&txn, &commit.entities, |e| entity_row::ActiveModel {
                 tenant: Set(tenant.to_owned()),
                 id: Set(e.id.clone()),
                 name: Set(e.name.clone()),
                 entity_type: Set(e.entity_type.clone()),
                 aliases: Set(encode_list(&e.aliases.iter().cloned().collect::<Vec<_>>())),
                 changed_in: Set(next),
-            });
-            entity_row::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([entity_row::Column::Tenant, entity_row::Column::Id])
-                        .update_columns([
-                            entity_row::Column::Name,
-                            entity_row::Column::EntityType,
-                            entity_row::Column::Aliases,
-                            entity_row::Column::ChangedIn,
-                        ])
-                        .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
-        for chunk in commit.facts.chunks(200) {
-            let rows = chunk.iter().map(|f| fact::ActiveModel {
+            })
+            .await?;
+        let facts = Batch {
+            chunk: CHUNK,
+            key: &[fact::Column::Tenant, fact::Column::Id],
+            update: &[
+                fact::Column::Entity,
+                fact::Column::SeenVersion,
+                fact::Column::ValidTo,
+                fact::Column::ChangedIn,
+            ],
+        };
+        facts
+            .write(&txn, &commit.facts, |f| fact::ActiveModel {
                 tenant: Set(tenant.to_owned()),
                 id: Set(to_i64(f.id)),
                 entity: Set(f.entity.clone()),
@@ -394,47 +404,31 @@ impl Store {
                 acl: Set(encode_list(&f.acl)),
                 changed_in: Set(next),
                 scope: Set(f.scope.encode()),
-            });
-            fact::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([fact::Column::Tenant, fact::Column::Id])
-                        .update_columns([
-                            fact::Column::Entity,
-                            fact::Column::SeenVersion,
-                            fact::Column::ValidTo,
-                            fact::Column::ChangedIn,
-                        ])
-                        .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
-        for chunk in commit.extraction_log.chunks(200) {
-            let rows = chunk
-                .iter()
-                .map(|(doc_id, version, at)| extraction_log::ActiveModel {
+            })
+            .await?;
+        let extractions = Batch {
+            chunk: CHUNK,
+            key: &[
+                extraction_log::Column::Tenant,
+                extraction_log::Column::DocId,
+            ],
+            update: &[
+                extraction_log::Column::Version,
+                extraction_log::Column::ExtractedAt,
+                extraction_log::Column::ChangedIn,
+            ],
+        };
+        extractions
+            .write(&txn, &commit.extraction_log, |(doc_id, version, at)| {
+                extraction_log::ActiveModel {
                     tenant: Set(tenant.to_owned()),
                     doc_id: Set(doc_id.clone()),
                     version: Set(to_i64(*version)),
                     extracted_at: Set(*at),
                     changed_in: Set(next),
-                });
-            extraction_log::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([
-                        extraction_log::Column::Tenant,
-                        extraction_log::Column::DocId,
-                    ])
-                    .update_columns([
-                        extraction_log::Column::Version,
-                        extraction_log::Column::ExtractedAt,
-                        extraction_log::Column::ChangedIn,
-                    ])
-                    .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
+                }
+            })
+            .await?;
         for run in &commit.runs {
             let model = &run.report.model;
             let row = maintenance_run::ActiveModel {
