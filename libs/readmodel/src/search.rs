@@ -376,36 +376,47 @@ impl Bm25StatisticsProvider for LiveStats {
     }
 }
 
+/// The updates of an index (both take them alike, from the [`TextIndex`] inside).
+macro_rules! updates {
+    ($index:ident) => {
+        impl $index {
+            /// Replaces pages by their new current versions: each `(old, new)` pair deletes the
+            /// documents of `old` (none for a page not indexed yet) and adds `new`'s (none for
+            /// a tombstone), and the change becomes searchable.
+            pub fn update<'a>(
+                &mut self,
+                pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+            ) -> tantivy::Result<()> {
+                self.0.update(pages)
+            }
+
+            /// Writes and commits what [`update`](Self::update) would, beside readers: they see
+            /// it once it is [`published`](Self::publish). Stage one update at a time and
+            /// publish each before the next; a staged update never published is seen by the
+            /// next one's readers, with statistics that do not count it (rebuild the index
+            /// instead).
+            pub fn stage<'a>(
+                &self,
+                pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
+            ) -> tantivy::Result<Staged> {
+                self.0.stage(pages)
+            }
+
+            /// Makes a staged update searchable.
+            pub fn publish(&mut self, staged: Staged) -> tantivy::Result<()> {
+                self.0.publish(staged)
+            }
+        }
+    };
+}
+
+updates!(PageIndex);
+updates!(PassageIndex);
+
 impl PageIndex {
     /// Indexes `pages` (their current versions).
     pub fn build<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) -> tantivy::Result<Self> {
         TextIndex::build(pages, whole_page).map(Self)
-    }
-
-    /// Replaces pages by their new current versions: each `(old, new)` pair deletes the
-    /// document of `old` (none for a page not indexed yet) and adds `new`'s (none for a
-    /// tombstone), and the change becomes searchable.
-    pub fn update<'a>(
-        &mut self,
-        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
-    ) -> tantivy::Result<()> {
-        self.0.update(pages)
-    }
-
-    /// Writes and commits what [`PageIndex::update`] would, beside readers: they see it once it
-    /// is [`published`](PageIndex::publish). Stage one update at a time and publish each before
-    /// the next; a staged update never published is seen by the next one's readers, with
-    /// statistics that do not count it (rebuild the index instead).
-    pub fn stage<'a>(
-        &self,
-        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
-    ) -> tantivy::Result<Staged> {
-        self.0.stage(pages)
-    }
-
-    /// Makes a staged update searchable.
-    pub fn publish(&mut self, staged: Staged) -> tantivy::Result<()> {
-        self.0.publish(staged)
     }
 
     /// Page ids best first, at most `limit`, among pages `caller` may read (an ACL entry names
@@ -424,27 +435,6 @@ impl PassageIndex {
     /// Indexes the passages of `pages` (their current versions).
     pub fn build<'a>(pages: impl IntoIterator<Item = &'a PageVersion>) -> tantivy::Result<Self> {
         TextIndex::build(pages, page_chunks).map(Self)
-    }
-
-    /// As [`PageIndex::update`]: every passage of `old` leaves, every passage of `new` comes in.
-    pub fn update<'a>(
-        &mut self,
-        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
-    ) -> tantivy::Result<()> {
-        self.0.update(pages)
-    }
-
-    /// As [`PageIndex::stage`].
-    pub fn stage<'a>(
-        &self,
-        pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
-    ) -> tantivy::Result<Staged> {
-        self.0.stage(pages)
-    }
-
-    /// As [`PageIndex::publish`].
-    pub fn publish(&mut self, staged: Staged) -> tantivy::Result<()> {
-        self.0.publish(staged)
     }
 
     /// Passages best first, at most `limit`, among pages `caller` may read; the permission
