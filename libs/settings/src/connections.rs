@@ -61,65 +61,46 @@ pub struct QueueSettings {
     pub max_body_bytes: usize,
 }
 
-impl std::fmt::Debug for StoreSettings {
-    // The URL's password never reaches a log or an error.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self {
-            url,
-            max_connections,
-            connect_timeout_ms,
-            connect_attempts,
-            backoff_initial_ms,
-            backoff_max_ms,
-        } = self;
-        f.debug_struct("StoreSettings")
-            .field("url", &ontoloop_core::redact_url(url))
-            .field("max_connections", max_connections)
-            .field("connect_timeout_ms", connect_timeout_ms)
-            .field("connect_attempts", connect_attempts)
-            .field("backoff_initial_ms", backoff_initial_ms)
-            .field("backoff_max_ms", backoff_max_ms)
-            .finish()
-    }
+/// `Debug` for a section holding a `url`: every field, the URL without its password (which never
+/// reaches a log or an error). The fields are destructured, so one added to the section and not
+/// listed here does not compile.
+macro_rules! debug_with_url_redacted {
+    ($section:ident { $($field:ident),* $(,)? }) => {
+        impl std::fmt::Debug for $section {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let Self { url, $($field),* } = self;
+                f.debug_struct(stringify!($section))
+                    .field("url", &ontoloop_core::redact_url(url))
+                    $(.field(stringify!($field), $field))*
+                    .finish()
+            }
+        }
+    };
 }
 
-impl std::fmt::Debug for QueueSettings {
-    // The URL's password never reaches a log or an error.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self {
-            url,
-            namespace,
-            prefetch,
-            connect_attempts,
-            connect_timeout_ms,
-            backoff_initial_ms,
-            backoff_max_ms,
-            tls_ca_file,
-            tls_client_cert_file,
-            tls_client_key_file,
-            publish_timeout_ms,
-            max_attempts,
-            retry_delay_ms,
-            max_body_bytes,
-        } = self;
-        f.debug_struct("QueueSettings")
-            .field("url", &ontoloop_core::redact_url(url))
-            .field("namespace", namespace)
-            .field("prefetch", prefetch)
-            .field("connect_attempts", connect_attempts)
-            .field("connect_timeout_ms", connect_timeout_ms)
-            .field("backoff_initial_ms", backoff_initial_ms)
-            .field("backoff_max_ms", backoff_max_ms)
-            .field("tls_ca_file", tls_ca_file)
-            .field("tls_client_cert_file", tls_client_cert_file)
-            .field("tls_client_key_file", tls_client_key_file)
-            .field("publish_timeout_ms", publish_timeout_ms)
-            .field("max_attempts", max_attempts)
-            .field("retry_delay_ms", retry_delay_ms)
-            .field("max_body_bytes", max_body_bytes)
-            .finish()
-    }
-}
+debug_with_url_redacted!(StoreSettings {
+    max_connections,
+    connect_timeout_ms,
+    connect_attempts,
+    backoff_initial_ms,
+    backoff_max_ms,
+});
+
+debug_with_url_redacted!(QueueSettings {
+    namespace,
+    prefetch,
+    connect_attempts,
+    connect_timeout_ms,
+    backoff_initial_ms,
+    backoff_max_ms,
+    tls_ca_file,
+    tls_client_cert_file,
+    tls_client_key_file,
+    publish_timeout_ms,
+    max_attempts,
+    retry_delay_ms,
+    max_body_bytes,
+});
 
 /// Which queue implementation the settings select.
 #[derive(Debug, Clone, PartialEq, Eq)]
