@@ -76,3 +76,28 @@ impl Answer {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
     }
 }
+
+/// Sends one HTTP/1.1 request ([`request`]) to `addr` and reads the answer to the end.
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Answer {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connect to the HTTP port");
+    let request = request(addr, method, path, headers, body);
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("send the request");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .await
+        .expect("read the answer");
+    Answer::parse(&response)
+}

@@ -15,7 +15,7 @@ use ontoloop_auth::{AuthSettings, Role};
 use ontoloop_core::ServiceKind;
 use ontoloop_proto::v1;
 use ontoloop_tests::browser::{Browser, artifact_path};
-use ontoloop_tests::http::{Answer, request};
+use ontoloop_tests::http::send as http;
 use ontoloop_tests::tokens::{Holder, jwt, now};
 use ontoloop_tests::{Records, Sandbox, ontology, wait_until};
 use serde_json::Value;
@@ -43,31 +43,6 @@ fn bearer<T>(message: T, token: &str) -> tonic::Request<T> {
 
 /// A request the dashboard must refuse: what it tries, its headers, its body.
 type Refused<'a> = (&'a str, Vec<(&'a str, &'a str)>, String);
-
-/// One HTTP/1.1 request to the dashboard: `Host` is its address unless `headers` names one.
-async fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Answer {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connect to the dashboard");
-    let request = request(addr, method, path, headers, body);
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .expect("send the request");
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .await
-        .expect("read the answer");
-    Answer::parse(&response)
-}
 
 /// The system with `auth.mode = "jwt"` and two financial updates waiting for review (as in the
 /// browser test), reached with tokens; its auth settings and the ids of Kite's and Lark's updates.

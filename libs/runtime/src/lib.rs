@@ -45,6 +45,7 @@ pub static MALLOC_CONF: &[u8; 60] =
 pub mod auth;
 mod consume;
 mod group;
+pub mod gateway;
 mod http;
 mod jwks;
 pub mod limits;

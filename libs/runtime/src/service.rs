@@ -155,6 +155,17 @@ pub async fn serve<S: Service>(
     let dashboard_origins = ctx.settings.auth.dashboard_origins.clone();
     let limits = crate::limits::CallLimits::from_settings(&ctx.settings.services);
     let max_http_body = ctx.settings.services.max_http_body_bytes;
+    let grpc_addr = listeners
+        .grpc
+        .local_addr()
+        .context("read a bound address")?;
+    let api = api_routes(
+        kind,
+        grpc_addr,
+        http_addr,
+        http_tls.is_some(),
+        &ctx.settings,
+    )?;
     let parts = S::build(ctx)
         .await
         .with_context(|| format!("start {}", kind.name()))?;
@@ -176,6 +187,8 @@ pub async fn serve<S: Service>(
             &dashboard_origins,
         ));
     }
+    // The API keeps its own body limit (a request as large as gRPC takes).
+    let http = http.merge(api);
     let mut group = TaskGroup::new(crate::cancel_on(shutdown));
     let routes = parts.routes;
     let health = parts.health;
@@ -191,7 +204,8 @@ pub async fn serve<S: Service>(
             cancel.cancelled_owned(),
         )
     });
-    // Axum's default body limit is 2 MB; no route here needs more than a small form.
+    // Axum's default body limit is 2 MB; no route here but the API (which reads its body
+    // itself, bounded by services.max_message_bytes) needs more than a small form.
     let http = http.layer(axum::extract::DefaultBodyLimit::max(max_http_body));
     group.spawn("http server", move |cancel| {
         crate::serve_http(listeners.http, http, http_tls, cancel.cancelled_owned())
@@ -200,4 +214,37 @@ pub async fn serve<S: Service>(
         group.spawn(name, task);
     }
     group.join(drain).await
+}
+
+/// The HTTP/JSON API of `kind` ([`crate::gateway`]), forwarding to its gRPC port at `grpc`,
+/// behind the same Host/Origin check as the dashboard: with `auth.mode = "off"` on loopback a
+/// foreign web page must not reach it through DNS rebinding. Without a way to dial its own gRPC
+/// port (TLS served but no `tls.ca_file` to trust it), the service starts without the API and
+/// says why.
+fn api_routes(
+    kind: ServiceKind,
+    grpc: std::net::SocketAddr,
+    http: std::net::SocketAddr,
+    secure: bool,
+    settings: &Settings,
+) -> anyhow::Result<axum::Router> {
+    let tls = match crate::tls::client_config(&settings.tls) {
+        Ok(tls) => tls,
+        Err(err) => {
+            tracing::warn!(service = kind.name(), error = %format!("{err:#}"), "the HTTP/JSON API is off: it cannot dial the service's own gRPC port");
+            return Ok(axum::Router::new());
+        }
+    };
+    let routes = crate::gateway::router(
+        kind,
+        grpc,
+        tls.as_ref(),
+        settings.services.max_message_bytes,
+    )?;
+    Ok(crate::http::same_origin_only(
+        routes,
+        http,
+        secure,
+        &settings.auth.dashboard_origins,
+    ))
 }
