@@ -282,35 +282,50 @@ async fn folder_run(intake: &Intake, opts: &Options, run: Run) -> anyhow::Result
     summary.files = scan.files.len();
     let mut progress = Progress::new(scan.files.len(), "files", opts.progress && run == Run::Full);
     let result = async {
-        let (tx, rx) = mpsc::channel(QUEUED);
-        let reader = {
-            let known: HashMap<String, Entry> = scan
-                .files
-                .iter()
-                .filter_map(|f| state.pages.get(&f.id).map(|e| (f.id.clone(), e.clone())))
-                .collect();
-            let (files, origins, limits) = (
-                scan.files.clone(),
-                opts.origins.clone(),
-                opts.limits.clone(),
-            );
-            tokio::task::spawn_blocking(move || read_files(files, &known, &origins, &limits, &tx))
-        };
-        let pushed = drain(
+        let known: HashMap<String, Entry> = scan
+            .files
+            .iter()
+            .filter_map(|f| state.pages.get(&f.id).map(|e| (f.id.clone(), e.clone())))
+            .collect();
+        let (files, origins, limits) = (
+            scan.files.clone(),
+            opts.origins.clone(),
+            opts.limits.clone(),
+        );
+        read_and_push(
             intake,
-            rx,
             opts.in_flight.max(1),
             &mut state,
             &mut summary,
             &mut progress,
+            "read the files",
+            move |tx| read_files(files, &known, &origins, &limits, tx),
         )
-        .await;
-        reader.await.context("read the files")?;
-        pushed?;
+        .await?;
         delete_gone(intake, opts, run, &scan, &mut state, &mut summary).await
     }
     .await;
     finish(intake, opts, started, state, summary, progress, result).await
+}
+
+/// Runs `read` on a blocking thread, handing over what it reads through a channel, while
+/// [`drain`] pushes it, `in_flight` pushes at a time; `read`'s result once both are done (or a
+/// reader that could not finish, named by `what`, else a push that ended the run).
+async fn read_and_push<T: Send + 'static>(
+    intake: &Intake,
+    in_flight: usize,
+    state: &mut State,
+    summary: &mut Summary,
+    progress: &mut Progress,
+    what: &'static str,
+    read: impl FnOnce(&mpsc::Sender<Item>) -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    let (tx, rx) = mpsc::channel(QUEUED);
+    let reader = tokio::task::spawn_blocking(move || read(&tx));
+    let pushed = drain(intake, rx, in_flight, state, summary, progress).await;
+    let read = reader.await.context(what)?;
+    pushed?;
+    Ok(read)
 }
 
 /// Ends a run: waits for its last event to apply, then keeps the state. What was pushed is
@@ -712,22 +727,22 @@ pub async fn git(intake: &Intake, opts: &Options) -> anyhow::Result<Summary> {
     let plan = GitPlan::new(commits, opts, &mut summary)?;
     summary.files = plan.versions;
     let mut progress = Progress::new(plan.versions, "file versions", opts.progress);
-    let result = async {
-        let (tx, rx) = mpsc::channel(QUEUED);
-        let reader = {
-            let known: HashMap<String, String> = state
-                .pages
-                .iter()
-                .map(|(id, e)| (id.clone(), e.hash.clone()))
-                .collect();
-            tokio::task::spawn_blocking(move || plan.read(&repo, known, &tx))
-        };
-        let pushed = drain(intake, rx, 1, &mut state, &mut summary, &mut progress).await;
-        let read = reader.await.context("read the history")?;
-        pushed?;
-        read
-    }
-    .await;
+    let known: HashMap<String, String> = state
+        .pages
+        .iter()
+        .map(|(id, e)| (id.clone(), e.hash.clone()))
+        .collect();
+    let result = read_and_push(
+        intake,
+        1,
+        &mut state,
+        &mut summary,
+        &mut progress,
+        "read the history",
+        move |tx| plan.read(&repo, known, tx),
+    )
+    .await
+    .and_then(|read| read);
     finish(intake, opts, started, state, summary, progress, result).await
 }
 
