@@ -835,27 +835,9 @@ impl GitPlan {
                         reason: "a symbolic link or submodule, not a file".to_owned(),
                     },
                     git::Change::Write { path, blob } => {
-                        let item = self.version(&mut blobs, &path, &blob, at)?;
-                        match item {
-                            Item::Page {
-                                id,
-                                title,
-                                body,
-                                entry,
-                                at,
-                            } => {
-                                if known.get(&id) == Some(&entry.hash) {
-                                    Item::Unchanged { id, entry }
-                                } else {
-                                    known.insert(id.clone(), entry.hash.clone());
-                                    Item::Page {
-                                        id,
-                                        title,
-                                        body,
-                                        entry,
-                                        at,
-                                    }
-                                }
+                        match self.version(&mut blobs, &path, &blob, at)? {
+                            Item::Page { id, entry, .. } if known.get(&id) == Some(&entry.hash) => {
+                                Item::Unchanged { id, entry }
                             }
                             Item::Failed { id, reason } => Item::Failed {
                                 id: format!("{id} (commit {short})"),
@@ -865,6 +847,10 @@ impl GitPlan {
                         }
                     }
                 };
+                // A page that changed is what was last pushed from now on.
+                if let Item::Page { id, entry, .. } = &item {
+                    known.insert(id.clone(), entry.hash.clone());
+                }
                 if tx.blocking_send(item).is_err() {
                     return Ok(());
                 }
