@@ -67,14 +67,7 @@ impl Progress {
             return;
         }
         self.last = Some(now);
-        let line = self.line(counts);
-        let mut err = std::io::stderr().lock();
-        if self.terminal {
-            let _ = write!(err, "\r\x1b[2K{line}");
-        } else {
-            let _ = writeln!(err, "{line}");
-        }
-        let _ = err.flush();
+        self.show(&self.line(counts));
     }
 
     /// Says every push is acknowledged and the run waits for event `seq` to be applied.
@@ -83,10 +76,14 @@ impl Progress {
             // A run too short to have shown progress waits silently too.
             return;
         }
-        let line = format!(
+        self.show(&format!(
             "{}; waiting for the analyst to apply event {seq}",
             self.line(counts)
-        );
+        ));
+    }
+
+    /// Writes `line`: in place of the last on a terminal, after it elsewhere.
+    fn show(&self, line: &str) {
         let mut err = std::io::stderr().lock();
         if self.terminal {
             let _ = write!(err, "\r\x1b[2K{line}");
