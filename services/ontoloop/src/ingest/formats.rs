@@ -165,42 +165,25 @@ mod tests {
 
     #[test]
     fn the_title_is_the_first_heading_else_the_file_name() {
-        let page = read(
-            "docs/vpn.md",
-            Format::Markdown,
-            b"# Remote access\n\nText.",
-            MAX,
-        )
-        .expect("read");
-        assert_eq!(page.title, "Remote access");
-        let page = read(
-            "ops/oncall.rst",
-            Format::Rst,
-            b"On-call\n=======\n\nText.",
-            MAX,
-        )
-        .expect("read");
-        assert_eq!(page.title, "On-call");
-        let page = read("notes.txt", Format::Text, b"just text", MAX).expect("read");
-        assert_eq!(page.title, "notes");
-        // A data file's comment is no heading: its subject is named by the file.
-        let page = read(
-            "svc/ledger.yaml",
-            Format::Data,
-            b"# config\nowner: payments\n",
-            MAX,
-        )
-        .expect("read");
-        assert_eq!(
-            (page.title.as_str(), page.body.as_str()),
-            ("ledger", "# config\nowner: payments\n")
-        );
-        let page =
-            read("t.html", Format::Html, b"<h1>Heading</h1><p>Body.</p>", MAX).expect("read");
-        assert_eq!(
-            (page.title.as_str(), page.body.as_str()),
-            ("Heading", "# Heading\n\nBody.\n")
-        );
+        // A file, its title, and its body where the case is about the body too.
+        #[rustfmt::skip]
+        let files: [(&str, Format, &[u8], &str, Option<&str>); 5] = [
+            ("docs/vpn.md", Format::Markdown, b"# Remote access\n\nText.", "Remote access", None),
+            ("ops/oncall.rst", Format::Rst, b"On-call\n=======\n\nText.", "On-call", None),
+            ("notes.txt", Format::Text, b"just text", "notes", None),
+            // A data file's comment is no heading: its subject is named by the file.
+            ("svc/ledger.yaml", Format::Data, b"# config\nowner: payments\n", "ledger",
+                Some("# config\nowner: payments\n")),
+            ("t.html", Format::Html, b"<h1>Heading</h1><p>Body.</p>", "Heading",
+                Some("# Heading\n\nBody.\n")),
+        ];
+        for (path, format, bytes, title, body) in files {
+            let page = read(path, format, bytes, MAX).expect("read");
+            assert_eq!(page.title, title, "{path}");
+            if let Some(body) = body {
+                assert_eq!(page.body, body, "{path}");
+            }
+        }
     }
 
     #[test]
