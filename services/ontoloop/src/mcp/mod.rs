@@ -374,175 +374,158 @@ pub struct PatternsArgs {
     pub limit: u32,
 }
 
-#[tool_router]
-impl Server {
+/// The tools, each declared once: its name with the names its arguments and call context take,
+/// the arguments' type, the reply (its schema is the tool's output schema), the client and method
+/// it is `send` through, the description an agent reads, the annotations, and `request`: the
+/// gRPC request for a caller (`None`: the bearer token's). `request` may refuse the call before
+/// anything is sent (`return Ok(refused(..))`). Every tool then runs through [`Server::call`].
+macro_rules! tools {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident($args:ident: $args_type:ty, $ctx:ident) -> $reply:path {
+            send: $client:ident.$method:ident,
+            description: $description:literal,
+            annotations: ($($annotation:tt)*),
+            request: $request:expr,
+        }
+    )*) => {
+        #[tool_router]
+        impl Server {
+            $(
+                $(#[doc = $doc])*
+                #[tool(
+                    description = $description,
+                    output_schema = rmcp::handler::server::tool::schema_for_output::<$reply>(),
+                    annotations($($annotation)*)
+                )]
+                pub async fn $name(
+                    &self,
+                    Parameters($args): Parameters<$args_type>,
+                    $ctx: RequestContext<RoleServer>,
+                ) -> Result<CallToolResult, ErrorData> {
+                    let build = $request;
+                    self.call(&$ctx, stringify!($name), build, |mut clients, request| async move {
+                        clients.$client.$method(request).await
+                    })
+                    .await
+                }
+            )*
+        }
+    };
+}
+
+tools! {
     /// Ask a question in natural language.
-    #[tool(
-        description = "Answer a question about the organisation's knowledge in natural language. \
+    ask(args: AskArgs, ctx) -> v1::Answer {
+        send: retrieval.ask,
+        description: "Answer a question about the organisation's knowledge in natural language. \
         Returns value, status (ANSWERED, ANSWERED_POSSIBLY_STALE, CONFLICT_OPEN or ABSTAINED), \
         hedges (reasons to doubt the answer: mention them to the user) and the evidence (source \
         page, version, origin, authority, excerpt) for every step. A question no recorded fact \
         answers may get ANSWERED_PASSAGES instead: passages of pages to read, each with its \
         citation (check one later with `cite`). A value that differs by scope (region, plan...) \
         is NEEDS_SCOPE with each scope's value in `scoped`: ask again with `scope`.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::Answer>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn ask(
-        &self,
-        Parameters(args): Parameters<AskArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call(
-            &ctx,
-            "ask",
-            |caller| v1::AskRequest {
-                caller,
-                text: args.question,
-                min_sequence: args.min_sequence,
-                as_of: None,
-                design: String::new(),
-                scope: args.scope,
-                ..Default::default()
-            },
-            |mut c, request| async move { c.retrieval.ask(request).await },
-        )
-        .await
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: |caller| v1::AskRequest {
+            caller,
+            text: args.question,
+            min_sequence: args.min_sequence,
+            as_of: None,
+            design: String::new(),
+            scope: args.scope,
+            ..Default::default()
+        },
     }
 
     /// Look up a relation path from a named entity.
-    #[tool(
-        description = "Look up the value reached from an entity by following relations, when you \
+    lookup(args: LookupArgs, ctx) -> v1::Answer {
+        send: retrieval.lookup,
+        description: "Look up the value reached from an entity by following relations, when you \
         know them (for example entity \"Kite\", path [\"depends_on\", \"maintained_by\"]). \
         Same answer shape as `ask`: value, status, hedges, evidence.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::Answer>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn lookup(
-        &self,
-        Parameters(args): Parameters<LookupArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call(
-            &ctx,
-            "lookup",
-            |caller| v1::LookupRequest {
-                caller,
-                entity: args.entity,
-                predicate_path: args.path,
-                min_sequence: args.min_sequence,
-                scope: args.scope,
-                ..Default::default()
-            },
-            |mut c, request| async move { c.retrieval.lookup(request).await },
-        )
-        .await
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: |caller| v1::LookupRequest {
+            caller,
+            entity: args.entity,
+            predicate_path: args.path,
+            min_sequence: args.min_sequence,
+            scope: args.scope,
+            ..Default::default()
+        },
     }
 
     /// Search the passages.
-    #[tool(
-        description = "Search the organisation's pages for passages about something, when you \
+    search(args: SearchArgs, ctx) -> v1::SearchResponse {
+        send: retrieval.search,
+        description: "Search the organisation's pages for passages about something, when you \
         want to read rather than get one answer: the best `k` passages (default 10, at most 100) \
         for a query, among what you may read, optionally only of some origins, of pages whose id \
         starts with `prefix`, or holding in a `scope` (\"region=EU\"). Each passage comes with \
         its citation (source_id, source_version, chunk_hash, start, end: check it later with \
         `cite`) and the known entities it names.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::SearchResponse>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn search(
-        &self,
-        Parameters(args): Parameters<SearchArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call(
-            &ctx,
-            "search",
-            |caller| v1::SearchRequest {
-                caller,
-                query: args.query,
-                k: args.k,
-                origins: args.origins,
-                page_prefix: args.prefix,
-                scope: args.scope,
-                min_sequence: args.min_sequence,
-                ..Default::default()
-            },
-            |mut c, request| async move { c.retrieval.search(request).await },
-        )
-        .await
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: |caller| v1::SearchRequest {
+            caller,
+            query: args.query,
+            k: args.k,
+            origins: args.origins,
+            page_prefix: args.prefix,
+            scope: args.scope,
+            min_sequence: args.min_sequence,
+            ..Default::default()
+        },
     }
 
     /// What a passage cited earlier is now.
-    #[tool(
-        description = "Check a passage an answer gave you earlier (its source_id, \
+    cite(args: CiteArgs, ctx) -> v1::CitationResolution {
+        send: retrieval.resolve_citation,
+        description: "Check a passage an answer gave you earlier (its source_id, \
         source_version, chunk_hash, start and end) before you rely on it again: status current \
         (unchanged), moved (same text elsewhere on the page or on another page), revised (the \
         passage changed: the text now is returned) or gone (deleted).",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::CitationResolution>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn cite(
-        &self,
-        Parameters(args): Parameters<CiteArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call(
-            &ctx,
-            "cite",
-            |caller| v1::ResolveCitationRequest {
-                caller,
-                source_id: args.source_id,
-                source_version: args.source_version,
-                chunk_hash: args.chunk_hash,
-                start: args.start,
-                end: args.end,
-                min_sequence: args.min_sequence,
-            },
-            |mut c, request| async move { c.retrieval.resolve_citation(request).await },
-        )
-        .await
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: |caller| v1::ResolveCitationRequest {
+            caller,
+            source_id: args.source_id,
+            source_version: args.source_version,
+            chunk_hash: args.chunk_hash,
+            start: args.start,
+            end: args.end,
+            min_sequence: args.min_sequence,
+        },
     }
 
     /// Check an answer against the knowledge before stating it.
-    #[tool(
-        description = "Check a text you are about to give a user (or claims as subject, \
+    validate(args: ValidateArgs, ctx) -> v1::ValidateResponse {
+        send: firewall.validate,
+        description: "Check a text you are about to give a user (or claims as subject, \
         predicate, object triples) against the knowledge. overall is VERDICT_PASS or \
         VERDICT_BLOCK; each claim's verdict lists the reasons it was blocked, each with its \
         code (the output schema lists them) and what was wrong. Do not state a blocked claim.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::ValidateResponse>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn validate(
-        &self,
-        Parameters(args): Parameters<ValidateArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let input = match (args.text, args.claims) {
-            (Some(text), None) => v1::validate_request::Input::Text(text),
-            (None, Some(claims)) => v1::validate_request::Input::Claims(v1::ClaimList {
-                claims: claims
-                    .into_iter()
-                    .map(|c| v1::Claim {
-                        subject: c.subject,
-                        predicate: c.predicate,
-                        object: c.object,
-                        chain: Vec::new(),
-                        scope: String::new(),
-                    })
-                    .collect(),
-            }),
-            _ => return Ok(refused("validate: give either text or claims, not both")),
-        };
-        let risk = match args.risk {
-            Risk::Standard => v1::RiskLevel::Unspecified,
-            Risk::High => v1::RiskLevel::High,
-            Risk::Exploratory => v1::RiskLevel::Exploratory,
-        };
-        self.call(
-            &ctx,
-            "validate",
-            |caller| v1::ValidateRequest {
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: {
+            let input = match (args.text, args.claims) {
+                (Some(text), None) => v1::validate_request::Input::Text(text),
+                (None, Some(claims)) => v1::validate_request::Input::Claims(v1::ClaimList {
+                    claims: claims
+                        .into_iter()
+                        .map(|c| v1::Claim {
+                            subject: c.subject,
+                            predicate: c.predicate,
+                            object: c.object,
+                            chain: Vec::new(),
+                            scope: String::new(),
+                        })
+                        .collect(),
+                }),
+                _ => return Ok(refused("validate: give either text or claims, not both")),
+            };
+            let risk = match args.risk {
+                Risk::Standard => v1::RiskLevel::Unspecified,
+                Risk::High => v1::RiskLevel::High,
+                Risk::Exploratory => v1::RiskLevel::Exploratory,
+            };
+            move |caller| v1::ValidateRequest {
                 caller,
                 input: Some(input),
                 context: Some(v1::ValidationContext {
@@ -550,55 +533,50 @@ impl Server {
                     risk: risk as i32,
                 }),
                 as_of: None,
-            },
-            |mut c, request| async move { c.firewall.validate(request).await },
-        )
-        .await
+            }
+        },
     }
 
     /// Report that an answer was missing or wrong.
-    #[tool(
-        description = "Report a knowledge failure you ran into (a missing entity, an unknown \
+    report_signal(args: SignalArgs, ctx) -> v1::SignalAck {
+        send: telemetry.report_signal,
+        description: "Report a knowledge failure you ran into (a missing entity, an unknown \
         relationship, a stale or unconfident answer) so the analyst can repair the knowledge. \
         Returns the signal's severity, which rises as more agents report the same failure.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::SignalAck>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    pub async fn report_signal(
-        &self,
-        Parameters(args): Parameters<SignalArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let r#type = match args.r#type {
-            SignalKind::EntityMissing => v1::SignalType::EntityMissing,
-            SignalKind::RelationshipUnknown => v1::SignalType::RelationshipUnknown,
-            SignalKind::TemporalStale => v1::SignalType::TemporalStale,
-            SignalKind::ConfidenceDrop => v1::SignalType::ConfidenceDrop,
-            SignalKind::QueryPattern => v1::SignalType::QueryPattern,
-        };
-        let agent_id = args
-            .agent_id
-            .filter(|a| !a.trim().is_empty())
-            .or_else(|| {
-                ctx.peer
-                    .peer_info()
-                    .map(|info| info.client_info.name.clone())
-            })
-            .filter(|a| !a.trim().is_empty())
-            .unwrap_or_else(|| "mcp-client".to_owned());
-        // A fresh key per call: the time alone could repeat between concurrent calls (or two
-        // servers), and the second signal would be taken for a duplicate.
-        let idempotency_key = args.idempotency_key.unwrap_or_else(|| {
-            format!(
-                "mcp-{}-{:016x}",
-                chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default(),
-                rand::random::<u64>()
-            )
-        });
-        self.call(
-            &ctx,
-            "report_signal",
-            |caller| v1::Signal {
+        annotations: (
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        ),
+        request: {
+            let r#type = match args.r#type {
+                SignalKind::EntityMissing => v1::SignalType::EntityMissing,
+                SignalKind::RelationshipUnknown => v1::SignalType::RelationshipUnknown,
+                SignalKind::TemporalStale => v1::SignalType::TemporalStale,
+                SignalKind::ConfidenceDrop => v1::SignalType::ConfidenceDrop,
+                SignalKind::QueryPattern => v1::SignalType::QueryPattern,
+            };
+            let agent_id = args
+                .agent_id
+                .filter(|a| !a.trim().is_empty())
+                .or_else(|| {
+                    ctx.peer
+                        .peer_info()
+                        .map(|info| info.client_info.name.clone())
+                })
+                .filter(|a| !a.trim().is_empty())
+                .unwrap_or_else(|| "mcp-client".to_owned());
+            // A fresh key per call: the time alone could repeat between concurrent calls (or two
+            // servers), and the second signal would be taken for a duplicate.
+            let idempotency_key = args.idempotency_key.unwrap_or_else(|| {
+                format!(
+                    "mcp-{}-{:016x}",
+                    chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default(),
+                    rand::random::<u64>()
+                )
+            });
+            move |caller| v1::Signal {
                 caller,
                 r#type: r#type as i32,
                 query: args.query,
@@ -608,71 +586,47 @@ impl Server {
                 agent_id,
                 idempotency_key,
                 observed_at: None,
-            },
-            |mut c, request| async move { c.telemetry.report_signal(request).await },
-        )
-        .await
+            }
+        },
     }
 
     /// The caller's work items, ranked.
-    #[tool(
-        description = "List your work items (tickets, alerts, ...) ranked through the \
+    plate(args: PlateArgs, ctx) -> v1::PlateResponse {
+        send: retrieval.plate,
+        description: "List your work items (tickets, alerts, ...) ranked through the \
         organisation's dimensions: permission, scope, hierarchy, ownership, dependency, time, \
         authority. Each item says which dimensions admitted it and its score; dimensions count \
         the candidates left after each.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::PlateResponse>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn plate(
-        &self,
-        Parameters(args): Parameters<PlateArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let as_of = match args
-            .as_of
-            .as_deref()
-            .map(chrono::DateTime::parse_from_rfc3339)
-        {
-            None => None,
-            Some(Ok(at)) => Some(ontoloop_proto::convert::timestamp(at.to_utc())),
-            Some(Err(err)) => return Ok(refused(&format!("plate: as_of is not RFC 3339: {err}"))),
-        };
-        self.call(
-            &ctx,
-            "plate",
-            |caller| v1::PlateRequest {
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: {
+            let as_of = match args
+                .as_of
+                .as_deref()
+                .map(chrono::DateTime::parse_from_rfc3339)
+            {
+                None => None,
+                Some(Ok(at)) => Some(ontoloop_proto::convert::timestamp(at.to_utc())),
+                Some(Err(err)) => return Ok(refused(&format!("plate: as_of is not RFC 3339: {err}"))),
+            };
+            move |caller| v1::PlateRequest {
                 caller,
                 limit: args.limit,
                 as_of,
-            },
-            |mut c, request| async move { c.retrieval.plate(request).await },
-        )
-        .await
+            }
+        },
     }
 
     /// Failure patterns agents reported.
-    #[tool(
-        description = "List the patterns the analyst found in the failure signals agents \
+    patterns(args: PatternsArgs, ctx) -> v1::ListPatternsResponse {
+        send: analyst.list_patterns,
+        description: "List the patterns the analyst found in the failure signals agents \
         reported: each groups one kind of failure on one key across spellings, with how many \
         signals and agents, its severity, its status and what was done about it.",
-        output_schema = rmcp::handler::server::tool::schema_for_output::<v1::ListPatternsResponse>(),
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    pub async fn patterns(
-        &self,
-        Parameters(args): Parameters<PatternsArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call(
-            &ctx,
-            "patterns",
-            |caller| v1::ListPatternsRequest {
-                caller,
-                limit: args.limit,
-            },
-            |mut c, request| async move { c.analyst.list_patterns(request).await },
-        )
-        .await
+        annotations: (read_only_hint = true, open_world_hint = false),
+        request: |caller| v1::ListPatternsRequest {
+            caller,
+            limit: args.limit,
+        },
     }
 }
 
