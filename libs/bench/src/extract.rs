@@ -134,26 +134,10 @@ pub fn run(world: &World, model_dir: Option<&std::path::Path>) -> anyhow::Result
 /// The structure parser alone (`knowledge::document`): every page parsed into its records and
 /// prose, no claim read; its claims column counts the fields found.
 fn structure_rate<'a>(bodies: impl Iterator<Item = &'a String>) -> StageRate {
-    let bodies: Vec<&String> = bodies.collect();
-    let sentences: u64 = bodies.iter().map(|b| split_sentences(b).len() as u64).sum();
-    let started = Instant::now();
-    let fields: u64 = bodies
-        .iter()
-        .map(|b| {
-            let doc = ontoloop_core::knowledge::document::parse(b);
-            doc.records
-                .iter()
-                .map(|r| r.fields.len() as u64)
-                .sum::<u64>()
-        })
-        .sum();
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    StageRate {
-        stage: "structure parser (fields)".to_owned(),
-        sentences,
-        claims: fields,
-        per_sec: sentences as f64 / secs,
-    }
+    timed("structure parser (fields)", bodies, |body| {
+        let doc = ontoloop_core::knowledge::document::parse(body);
+        doc.records.iter().map(|r| r.fields.len() as u64).sum()
+    })
 }
 
 fn rate<'a>(
@@ -161,21 +145,27 @@ fn rate<'a>(
     ontology: &Ontology,
     bodies: impl Iterator<Item = &'a String>,
 ) -> StageRate {
+    timed(name, bodies, |body| {
+        ontology
+            .extraction()
+            .claims(ontology, body, &Lexicon::default())
+            .len() as u64
+    })
+}
+
+/// Stage `stage` timed over every one of `bodies`: `claims` reads one and counts what it made.
+fn timed<'a>(
+    stage: &str,
+    bodies: impl Iterator<Item = &'a String>,
+    claims: impl Fn(&str) -> u64,
+) -> StageRate {
     let bodies: Vec<&String> = bodies.collect();
     let sentences: u64 = bodies.iter().map(|b| split_sentences(b).len() as u64).sum();
     let started = Instant::now();
-    let claims: u64 = bodies
-        .iter()
-        .map(|b| {
-            ontology
-                .extraction()
-                .claims(ontology, b, &Lexicon::default())
-                .len() as u64
-        })
-        .sum();
+    let claims: u64 = bodies.iter().map(|b| claims(b)).sum();
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     StageRate {
-        stage: name.to_owned(),
+        stage: stage.to_owned(),
         sentences,
         claims,
         per_sec: sentences as f64 / secs,
