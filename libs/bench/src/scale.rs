@@ -569,29 +569,39 @@ async fn events(
 
 /// Asks one at a time about services across the catalog until `until`.
 async fn asks(clients: &Clients, pages: usize, until: Instant) -> (Vec<Duration>, usize) {
-    let (mut times, mut errors, mut n) = (Vec::new(), 0, 0usize);
-    let mut retrieval = clients.retrieval.clone();
-    while Instant::now() < until {
-        let request = ask((n * 104_729) % pages, 0);
-        n += 1;
-        let started = Instant::now();
-        match retrieval.ask(request).await {
-            Ok(_) => times.push(started.elapsed()),
-            Err(_) => errors += 1,
-        }
-    }
-    (times, errors)
+    let retrieval = &clients.retrieval;
+    one_at_a_time(until, |n| {
+        let (mut retrieval, request) = (retrieval.clone(), ask((n * 104_729) % pages, 0));
+        async move { retrieval.ask(request).await }
+    })
+    .await
 }
 
 /// Validates of ten claims, one at a time, until `until`.
 async fn validates(clients: &Clients, pages: usize, until: Instant) -> (Vec<Duration>, usize) {
+    let firewall = &clients.firewall;
+    one_at_a_time(until, |n| {
+        let (mut firewall, request) = (firewall.clone(), validate((n * 15_485_863) % pages, pages));
+        async move { firewall.validate(request).await }
+    })
+    .await
+}
+
+/// Sends call `n` that `call` makes (0, 1, 2, ...) one at a time until `until`: the time of
+/// each that succeeded (from sending to its answer), and how many failed.
+async fn one_at_a_time<T, Call>(
+    until: Instant,
+    mut call: impl FnMut(usize) -> Call,
+) -> (Vec<Duration>, usize)
+where
+    Call: std::future::Future<Output = Result<T, tonic::Status>>,
+{
     let (mut times, mut errors, mut n) = (Vec::new(), 0, 0usize);
-    let mut firewall = clients.firewall.clone();
     while Instant::now() < until {
-        let request = validate((n * 15_485_863) % pages, pages);
+        let sent = call(n);
         n += 1;
         let started = Instant::now();
-        match firewall.validate(request).await {
+        match sent.await {
             Ok(_) => times.push(started.elapsed()),
             Err(_) => errors += 1,
         }
