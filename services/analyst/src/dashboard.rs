@@ -16,7 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -95,21 +96,12 @@ struct Who {
     reviewer: String,
 }
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
-}
-
-/// A failed API call: the error's message, with the HTTP status of its code.
-fn failure(err: impl ServiceError) -> Response {
-    refused(err).into_response()
-}
-
-/// A refused API call: the HTTP status and the reason.
+/// A refused API call: the HTTP status and the reason, answered as `{"error": reason}`.
 struct Refused(StatusCode, String);
 
 impl IntoResponse for Refused {
     fn into_response(self) -> Response {
-        error(self.0, self.1)
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
     }
 }
 
@@ -128,8 +120,31 @@ fn refused(err: impl ServiceError) -> Refused {
     Refused(status, err.to_string())
 }
 
-fn unavailable(err: impl std::fmt::Display) -> Response {
-    error(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
+fn unavailable(err: impl std::fmt::Display) -> Refused {
+    Refused(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
+}
+
+/// What an API call answers: its JSON, or why it was refused.
+type Answer = Result<Json<Value>, Refused>;
+
+/// The caller of a reading API call ([`Dashboard::caller`] of the tenant and reviewer its query
+/// names, if any): the handler never runs for a refused one.
+struct Reader(Caller);
+
+impl FromRequestParts<Arc<Dashboard>> for Reader {
+    type Rejection = Refused;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<Dashboard>,
+    ) -> Result<Self, Refused> {
+        let Query(who) = Query::<Who>::from_request_parts(parts, state)
+            .await
+            .map_err(|err| Refused(StatusCode::BAD_REQUEST, err.body_text()))?;
+        state
+            .caller(&parts.headers, &who.tenant, &who.reviewer, false)
+            .map(Reader)
+    }
 }
 
 /// The page, which no other site may frame: its buttons decide updates, so a foreign page must
@@ -277,14 +292,15 @@ fn session_json(session: &Session) -> Value {
 
 /// `GET /api/session`: `{"auth": false}` with auth off; the signed-in session (tenant, reviewer,
 /// CSRF token, expiry) otherwise, or 401.
-async fn session_info(State(state): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
+async fn session_info(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+) -> Result<Response, Refused> {
     if state.verifier.is_none() {
-        return Json(json!({ "auth": false })).into_response();
+        return Ok(Json(json!({ "auth": false })).into_response());
     }
-    match state.session(&headers) {
-        Ok(session) => no_store(Json(session_json(&session)).into_response()),
-        Err(refusal) => refusal.into_response(),
-    }
+    let session = state.session(&headers)?;
+    Ok(no_store(Json(session_json(&session)).into_response()))
 }
 
 #[derive(Deserialize)]
@@ -295,27 +311,27 @@ struct SignIn {
 
 /// `POST /api/session {"token": "<JWT>"}`: opens a session for a token with the `reviewer` (or
 /// `admin`) role, ending no later than the token; sets the session cookie.
-async fn sign_in(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn sign_in(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Refused> {
     let Some(verifier) = &state.verifier else {
-        return error(
+        return Err(Refused(
             StatusCode::NOT_FOUND,
-            "auth.mode = \"off\": the dashboard has no sign-in; name the tenant and reviewer",
-        );
+            "auth.mode = \"off\": the dashboard has no sign-in; name the tenant and reviewer"
+                .to_owned(),
+        ));
     };
-    let SignIn { token } = match parse(&body) {
-        Ok(body) => body,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let (identity, exp) = match verifier.verify_until(token.trim()).await {
-        Ok(verified) => verified,
-        Err(err) => return failure(Denied::Token(err)),
-    };
-    if let Err(denied) = Denied::unless_may(&identity, Role::Reviewer, "the dashboard") {
-        return failure(denied);
-    }
+    let SignIn { token } = parse(&body)?;
+    let (identity, exp) = verifier
+        .verify_until(token.trim())
+        .await
+        .map_err(|err| refused(Denied::Token(err)))?;
+    Denied::unless_may(&identity, Role::Reviewer, "the dashboard").map_err(refused)?;
     let now = now_secs();
     let Some((id, session)) = state.sessions.open(identity, exp, now) else {
-        return failure(Denied::Token(ontoloop_auth::AuthError::Expired));
+        return Err(refused(Denied::Token(ontoloop_auth::AuthError::Expired)));
     };
     // Secure when the page is served over TLS, or reached over it (a proxy in front), so the
     // cookie never travels in clear text then; a plain-HTTP dashboard on loopback could not
@@ -342,17 +358,15 @@ async fn sign_in(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: 
 }
 
 /// `POST /api/signout` (with the CSRF token): ends the session and clears the cookie.
-async fn sign_out(State(state): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
+async fn sign_out(
+    State(state): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+) -> Result<Response, Refused> {
     if state.verifier.is_none() {
-        return Json(json!({ "signed_out": false })).into_response();
+        return Ok(Json(json!({ "signed_out": false })).into_response());
     }
-    let session = match state.session(&headers) {
-        Ok(session) => session,
-        Err(refusal) => return refusal.into_response(),
-    };
-    if let Err(refusal) = check_csrf(&headers, &session) {
-        return refusal.into_response();
-    }
+    let session = state.session(&headers)?;
+    check_csrf(&headers, &session)?;
     if let Some(id) = session_id(&headers) {
         state.sessions.close(id);
     }
@@ -360,14 +374,11 @@ async fn sign_out(State(state): State<Arc<Dashboard>>, headers: HeaderMap) -> Re
     with_cookie(Json(json!({ "signed_out": true })).into_response(), &cookie)
 }
 
-fn with_cookie(mut response: Response, cookie: &str) -> Response {
-    match HeaderValue::from_str(cookie) {
-        Ok(value) => {
-            response.headers_mut().insert(header::SET_COOKIE, value);
-            response
-        }
-        Err(err) => error(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()),
-    }
+fn with_cookie(mut response: Response, cookie: &str) -> Result<Response, Refused> {
+    let value = HeaderValue::from_str(cookie)
+        .map_err(|err| Refused(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()))?;
+    response.headers_mut().insert(header::SET_COOKIE, value);
+    Ok(response)
 }
 
 /// The JSON form of an update on the dashboard's API.
@@ -397,22 +408,16 @@ fn update_json(update: &UpdateRecord) -> Value {
     })
 }
 
-async fn queue(
-    State(state): State<Arc<Dashboard>>,
-    headers: HeaderMap,
-    Query(who): Query<Who>,
-) -> Response {
-    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
-    match state.ctx.store.review_queue(caller.tenant(), 200).await {
-        Ok(updates) => Json(json!({
-            "updates": updates.iter().map(update_json).collect::<Vec<_>>()
-        }))
-        .into_response(),
-        Err(err) => unavailable(err),
-    }
+async fn queue(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) -> Answer {
+    let updates = state
+        .ctx
+        .store
+        .review_queue(caller.tenant(), 200)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({
+        "updates": updates.iter().map(update_json).collect::<Vec<_>>()
+    })))
 }
 
 #[derive(Deserialize)]
@@ -431,22 +436,19 @@ struct DecideBody {
     note: String,
 }
 
-async fn decide(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn decide(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: Bytes) -> Answer {
     let (body, caller) =
-        match state.posted::<DecideBody>(&headers, &body, |b| (&b.tenant, &b.reviewer)) {
-            Ok(posted) => posted,
-            Err(refusal) => return refusal.into_response(),
-        };
+        state.posted::<DecideBody>(&headers, &body, |b| (&b.tenant, &b.reviewer))?;
     let Some(decision) = Decision::from_name(&body.decision) else {
-        return error(
+        return Err(Refused(
             StatusCode::BAD_REQUEST,
             format!(
                 "decision: {:?} is not approve, reject, modify or defer",
                 body.decision
             ),
-        );
+        ));
     };
-    match state
+    let decided = state
         .reviews
         .decide(
             caller.tenant(),
@@ -457,44 +459,32 @@ async fn decide(State(state): State<Arc<Dashboard>>, headers: HeaderMap, body: B
             &body.note,
         )
         .await
-    {
-        Ok(decided) => Json(json!({
-            "applied": decided.applied,
-            "already_decided": decided.already_decided,
-        }))
-        .into_response(),
-        Err(err) => failure(err),
-    }
+        .map_err(refused)?;
+    Ok(Json(json!({
+        "applied": decided.applied,
+        "already_decided": decided.already_decided,
+    })))
 }
 
-async fn patterns(
-    State(state): State<Arc<Dashboard>>,
-    headers: HeaderMap,
-    Query(who): Query<Who>,
-) -> Response {
-    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
-    match crate::patterns::with_status(&state.ctx, caller.tenant(), Utc::now()).await {
-        Ok(found) => Json(json!({
-            "patterns": found.iter().map(|(p, status)| json!({
-                "id": format!("{}:{}", p.kind.name(), p.key),
-                "kind": p.kind.name(),
-                "key": p.key,
-                "signal_count": p.signals,
-                "agent_count": p.agents,
-                "severity": p.severity.name(),
-                "status": status.status,
-                "action": status.action,
-                "signal_to_heal_ms": status.signal_to_heal_ms,
-                "first_seen": p.first_seen.to_rfc3339(),
-                "last_seen": p.last_seen.to_rfc3339(),
-            })).collect::<Vec<_>>()
-        }))
-        .into_response(),
-        Err(err) => unavailable(err),
-    }
+async fn patterns(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) -> Answer {
+    let found = crate::patterns::with_status(&state.ctx, caller.tenant(), Utc::now())
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({
+        "patterns": found.iter().map(|(p, status)| json!({
+            "id": format!("{}:{}", p.kind.name(), p.key),
+            "kind": p.kind.name(),
+            "key": p.key,
+            "signal_count": p.signals,
+            "agent_count": p.agents,
+            "severity": p.severity.name(),
+            "status": status.status,
+            "action": status.action,
+            "signal_to_heal_ms": status.signal_to_heal_ms,
+            "first_seen": p.first_seen.to_rfc3339(),
+            "last_seen": p.last_seen.to_rfc3339(),
+        })).collect::<Vec<_>>()
+    })))
 }
 
 /// Freshness of one region (entity type) of the graph.
@@ -557,92 +547,66 @@ pub(crate) fn regions_of(
     regions.into_values().collect()
 }
 
-async fn freshness(
-    State(state): State<Arc<Dashboard>>,
-    headers: HeaderMap,
-    Query(who): Query<Who>,
-) -> Response {
-    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
-    match regions(&state.writer, caller.tenant()).await {
-        Ok(regions) => Json(json!({
-            "regions": regions.iter().map(|r| json!({
-                "region": r.region,
-                "facts": r.facts,
-                "stale": r.stale,
-                "fresh_share": if r.facts == 0 { 1.0 } else { (r.facts - r.stale) as f64 / r.facts as f64 },
-                "last_extracted": r.last_extracted,
-            })).collect::<Vec<_>>()
-        }))
-        .into_response(),
-        Err(err) => unavailable(err),
-    }
+async fn freshness(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) -> Answer {
+    let regions = regions(&state.writer, caller.tenant())
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({
+        "regions": regions.iter().map(|r| json!({
+            "region": r.region,
+            "facts": r.facts,
+            "stale": r.stale,
+            "fresh_share": if r.facts == 0 { 1.0 } else { (r.facts - r.stale) as f64 / r.facts as f64 },
+            "last_extracted": r.last_extracted,
+        })).collect::<Vec<_>>()
+    })))
 }
 
-async fn decisions(
-    State(state): State<Arc<Dashboard>>,
-    headers: HeaderMap,
-    Query(who): Query<Who>,
-) -> Response {
-    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
-    match state.ctx.store.decisions(caller.tenant(), 50).await {
-        Ok(found) => Json(json!({
-            "decisions": found.iter().map(|d| json!({
-                "update_id": d.update_id,
-                "decision": d.decision,
-                "reviewer": d.reviewer,
-                "new_value": d.new_value,
-                "note": d.note,
-                "decided_at": d.decided_at.to_rfc3339(),
-            })).collect::<Vec<_>>()
-        }))
-        .into_response(),
-        Err(err) => unavailable(err),
-    }
+async fn decisions(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) -> Answer {
+    let found = state
+        .ctx
+        .store
+        .decisions(caller.tenant(), 50)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({
+        "decisions": found.iter().map(|d| json!({
+            "update_id": d.update_id,
+            "decision": d.decision,
+            "reviewer": d.reviewer,
+            "new_value": d.new_value,
+            "note": d.note,
+            "decided_at": d.decided_at.to_rfc3339(),
+        })).collect::<Vec<_>>()
+    })))
 }
 
 /// Changes the gate recorded that `/api/gate` lists, at most.
 const GATE_CHANGES_SHOWN: u64 = 50;
 
-async fn gate_changes(
-    State(state): State<Arc<Dashboard>>,
-    headers: HeaderMap,
-    Query(who): Query<Who>,
-) -> Response {
-    let caller = match state.caller(&headers, &who.tenant, &who.reviewer, false) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
-    match state
+async fn gate_changes(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) -> Answer {
+    let found = state
         .writer
         .gate_changes(caller.tenant(), GATE_CHANGES_SHOWN)
         .await
-    {
-        Ok(found) => Json(json!({
-            "changes": found.iter().map(|c| json!({
-                "id": c.id,
-                "kind": c.kind,
-                "status": c.status,
-                "replayed": c.replayed,
-                // Written by the gate as JSON; an unreadable record shows no differences.
-                "differences": serde_json::from_str::<Value>(&c.differences)
-                    .unwrap_or_else(|_| json!([])),
-                "rollback_available": c.previous.is_some()
-                    && (c.status == crate::gate::status::LIVE
-                        || c.status == crate::gate::status::APPROVED),
-                "created_at": c.created_at.to_rfc3339(),
-                "decided_at": c.decided_at.map(|at| at.to_rfc3339()),
-                "decided_by": c.decided_by,
-            })).collect::<Vec<_>>()
-        }))
-        .into_response(),
-        Err(err) => unavailable(err),
-    }
+        .map_err(unavailable)?;
+    Ok(Json(json!({
+        "changes": found.iter().map(|c| json!({
+            "id": c.id,
+            "kind": c.kind,
+            "status": c.status,
+            "replayed": c.replayed,
+            // Written by the gate as JSON; an unreadable record shows no differences.
+            "differences": serde_json::from_str::<Value>(&c.differences)
+                .unwrap_or_else(|_| json!([])),
+            "rollback_available": c.previous.is_some()
+                && (c.status == crate::gate::status::LIVE
+                    || c.status == crate::gate::status::APPROVED),
+            "created_at": c.created_at.to_rfc3339(),
+            "decided_at": c.decided_at.map(|at| at.to_rfc3339()),
+            "decided_by": c.decided_by,
+        })).collect::<Vec<_>>()
+    })))
 }
 
 #[derive(Deserialize)]
@@ -661,35 +625,30 @@ async fn decide_gate(
     State(state): State<Arc<Dashboard>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> Answer {
     let (body, caller) =
-        match state.posted::<GateDecideBody>(&headers, &body, |b| (&b.tenant, &b.reviewer)) {
-            Ok(posted) => posted,
-            Err(refusal) => return refusal.into_response(),
-        };
+        state.posted::<GateDecideBody>(&headers, &body, |b| (&b.tenant, &b.reviewer))?;
     let approve = match body.decision.as_str() {
         "approve" => true,
         "discard" => false,
         other => {
-            return error(
+            return Err(Refused(
                 StatusCode::BAD_REQUEST,
                 format!("decision: {other:?} is not approve or discard"),
-            );
+            ));
         }
     };
-    match state
+    state
         .writer
         .decide_held(caller.tenant(), body.change_id, approve, caller.principal())
         .await
-    {
-        Ok(()) => {
-            if approve {
-                // An ontology proposal held at the gate is live now: its pattern is healed.
-                state.reviews.heal_live_proposals(caller.tenant()).await;
-            }
-            Json(json!({ "decided": body.decision })).into_response()
-        }
-        Err(Refusal::Invalid(reason)) => error(StatusCode::CONFLICT, reason),
-        Err(err) => unavailable(err),
+        .map_err(|err| match err {
+            Refusal::Invalid(reason) => Refused(StatusCode::CONFLICT, reason),
+            err => unavailable(err),
+        })?;
+    if approve {
+        // An ontology proposal held at the gate is live now: its pattern is healed.
+        state.reviews.heal_live_proposals(caller.tenant()).await;
     }
+    Ok(Json(json!({ "decided": body.decision })))
 }
