@@ -10,16 +10,7 @@ from urllib.parse import urlsplit
 
 import grpc
 
-from ._proto.ontoloop.v1 import (
-    common_pb2,
-    firewall_pb2,
-    firewall_pb2_grpc,
-    retrieval_pb2,
-    retrieval_pb2_grpc,
-    telemetry_pb2,
-    telemetry_pb2_grpc,
-    analyst_pb2_grpc,
-)
+from . import pb
 from .errors import from_rpc_error
 from .types import (
     Answer,
@@ -81,7 +72,7 @@ class Client:
         timeout: float = 30.0,
     ):
         self._token = token
-        self._caller = common_pb2.Caller(tenant=tenant, principal=principal)
+        self._caller = pb.common_pb2.Caller(tenant=tenant, principal=principal)
         self._timeout = timeout
         credentials = None
         if (client_cert_file is None) != (client_key_file is None):
@@ -110,10 +101,10 @@ class Client:
                 channel = grpc.insecure_channel(address.target, options=options)
             self._channels[name] = channel
         #: The generated stubs, for RPCs the typed methods do not cover (Plate, NextReview, ...).
-        self.retrieval = retrieval_pb2_grpc.RetrievalServiceStub(self._channels["retrieval"])
-        self.firewall = firewall_pb2_grpc.FirewallServiceStub(self._channels["firewall"])
-        self.telemetry = telemetry_pb2_grpc.TelemetryServiceStub(self._channels["telemetry"])
-        self.analyst = analyst_pb2_grpc.AnalystServiceStub(self._channels["analyst"])
+        self.retrieval = pb.retrieval_pb2_grpc.RetrievalServiceStub(self._channels["retrieval"])
+        self.firewall = pb.firewall_pb2_grpc.FirewallServiceStub(self._channels["firewall"])
+        self.telemetry = pb.telemetry_pb2_grpc.TelemetryServiceStub(self._channels["telemetry"])
+        self.analyst = pb.analyst_pb2_grpc.AnalystServiceStub(self._channels["analyst"])
 
     # Lifetime.
 
@@ -143,7 +134,7 @@ class Client:
         until the graph has applied that event: read your own write. ``scope``
         (``region=EU``) names where the answer should hold; empty: the scope the question
         names, else everywhere (``NEEDS_SCOPE`` when the value differs by scope)."""
-        request = retrieval_pb2.AskRequest(
+        request = pb.retrieval_pb2.AskRequest(
             caller=self._caller,
             text=text,
             min_sequence=min_sequence,
@@ -165,7 +156,7 @@ class Client:
     ) -> Answer:
         """Follows ``predicate_path`` from ``entity`` (canonical id, name or alias), in
         ``scope`` (``region=EU``; empty: everywhere)."""
-        request = retrieval_pb2.LookupRequest(
+        request = pb.retrieval_pb2.LookupRequest(
             caller=self._caller,
             entity=entity,
             predicate_path=list(predicate_path),
@@ -193,7 +184,7 @@ class Client:
         hold in ``scope`` (``region=EU``), as of ``as_of``; each with its citation and the
         entities it names. ``ranking`` is ``bm25``, ``dense`` or ``fused`` (empty: the
         service's default)."""
-        request = retrieval_pb2.SearchRequest(
+        request = pb.retrieval_pb2.SearchRequest(
             caller=self._caller,
             query=query,
             k=k,
@@ -209,7 +200,7 @@ class Client:
     def resolve_citation(self, passage: Passage, *, min_sequence: int = 0) -> Citation:
         """What a passage an answer cited (``Answer.passages``) is now: current, moved,
         revised (with its text now) or gone. A page the caller may not read is ``NotFound``."""
-        request = retrieval_pb2.ResolveCitationRequest(
+        request = pb.retrieval_pb2.ResolveCitationRequest(
             caller=self._caller,
             source_id=passage.source_id,
             source_version=passage.source_version,
@@ -236,17 +227,17 @@ class Client:
         """Validates an answer's ``text``, or structured ``claims`` (exactly one of the two)."""
         if (text is None) == (claims is None):
             raise ValueError("validate takes text or claims, exactly one")
-        request = firewall_pb2.ValidateRequest(
+        request = pb.firewall_pb2.ValidateRequest(
             caller=self._caller,
-            context=firewall_pb2.ValidationContext(
-                domain=domain, risk=firewall_pb2.RiskLevel.Value(f"RISK_LEVEL_{risk.value}")
+            context=pb.firewall_pb2.ValidationContext(
+                domain=domain, risk=pb.firewall_pb2.RiskLevel.Value(f"RISK_LEVEL_{risk.value}")
             ),
             as_of=_timestamp(as_of),
         )
         if text is not None:
             request.text = text
         else:
-            request.claims.CopyFrom(firewall_pb2.ClaimList(claims=[c._to_pb() for c in claims]))
+            request.claims.CopyFrom(pb.firewall_pb2.ClaimList(claims=[c._to_pb() for c in claims]))
         return Validation._from_pb(self._call("Validate", self.firewall.Validate, request))
 
     # Telemetry.
@@ -266,9 +257,9 @@ class Client:
         """Reports a failure signal (one of ``entity``, ``relationship`` or ``sector`` is
         required). Without an ``idempotency_key`` a fresh one is made: pass your own to make a
         retry a duplicate."""
-        request = telemetry_pb2.Signal(
+        request = pb.telemetry_pb2.Signal(
             caller=self._caller,
-            type=common_pb2.SignalType.Value(f"SIGNAL_TYPE_{SignalType(type).value}"),
+            type=pb.common_pb2.SignalType.Value(f"SIGNAL_TYPE_{SignalType(type).value}"),
             query=query,
             entity=entity,
             relationship=relationship,
@@ -280,7 +271,7 @@ class Client:
         ack = self._call("ReportSignal", self.telemetry.ReportSignal, request)
         return SignalAck(
             duplicate=ack.duplicate,
-            severity=Severity(_enum_name(common_pb2.Severity, ack.severity, "SEVERITY_")),
+            severity=Severity(_enum_name(pb.common_pb2.Severity, ack.severity, "SEVERITY_")),
         )
 
     def push_event(
@@ -295,7 +286,7 @@ class Client:
         returned ``sequence`` as ``min_sequence`` to read it back. Retry an UNAVAILABLE with the
         same ``idempotency_key``."""
         name, message = event_field(kind)
-        request = telemetry_pb2.Event(
+        request = pb.telemetry_pb2.Event(
             caller=self._caller, idempotency_key=idempotency_key, at=_timestamp(at)
         )
         getattr(request, name).CopyFrom(message)
@@ -346,8 +337,8 @@ def _read(path: Optional[str]) -> Optional[bytes]:
 def _ranking(name: str) -> int:
     """``bm25``, ``dense`` or ``fused`` as the proto's PassageRanking; empty: unspecified."""
     if not name:
-        return retrieval_pb2.PASSAGE_RANKING_UNSPECIFIED
+        return pb.retrieval_pb2.PASSAGE_RANKING_UNSPECIFIED
     try:
-        return retrieval_pb2.PassageRanking.Value("PASSAGE_RANKING_" + name.upper())
+        return pb.retrieval_pb2.PassageRanking.Value("PASSAGE_RANKING_" + name.upper())
     except ValueError:
         raise ValueError(f"ranking {name!r} is not bm25, dense or fused") from None
