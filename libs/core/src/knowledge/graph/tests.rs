@@ -30,6 +30,11 @@ fn price(plan: &str, euros: u32) -> String {
     format!("The {plan} plan costs €{euros} per user per month.")
 }
 
+/// A pricing page with the Pro plan at `pro` and the Starter plan at 19.
+fn pro_and_starter(pro: u32) -> String {
+    format!("{} {}", price("Pro", pro), price("Starter", 19))
+}
+
 fn current<'a>(graph: &'a Graph, entity: &str, predicate: &str) -> Vec<&'a str> {
     values_where(graph, entity, predicate, Fact::is_current)
 }
@@ -212,21 +217,9 @@ fn an_entity_only_hidden_facts_name_is_unknown_to_the_caller() {
 fn a_new_version_supersedes_only_what_changed() {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
-    let v1 = page(
-        "d02",
-        1,
-        "pricing-page",
-        &format!("{} {}", price("Pro", 49), price("Starter", 19)),
-        1,
-    );
+    let v1 = page("d02", 1, "pricing-page", &pro_and_starter(49), 1);
     graph.apply_page(&ontology, &v1, at(1));
-    let v2 = page(
-        "d02",
-        2,
-        "pricing-page",
-        &format!("{} {}", price("Pro", 59), price("Starter", 19)),
-        22,
-    );
+    let v2 = page("d02", 2, "pricing-page", &pro_and_starter(59), 22);
     let changes = graph.apply_page(&ontology, &v2, at(22));
     assert_eq!(changes.writes, 2, "one superseded, one added");
     assert_eq!(current(&graph, "Pro plan", "price"), vec!["59"]);
@@ -258,13 +251,7 @@ fn a_new_version_supersedes_only_what_changed() {
 fn a_tombstone_ends_every_fact_of_its_page_and_as_of_before_still_sees_them() {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
-    let v1 = page(
-        "d03",
-        1,
-        "pricing-page",
-        &format!("{} {}", price("Pro", 49), price("Starter", 19)),
-        1,
-    );
+    let v1 = page("d03", 1, "pricing-page", &pro_and_starter(49), 1);
     graph.apply_page(&ontology, &v1, at(1));
     let other = page("d04", 1, "wiki", &price("Team", 29), 2);
     graph.apply_page(&ontology, &other, at(2));
