@@ -304,16 +304,7 @@ fn relation_groups<'a>(
 mod tests {
     use super::*;
 
-    fn t() -> SeverityThresholds {
-        SeverityThresholds {
-            window_secs: 3600,
-            critical_occurrences: 10,
-            critical_agents: 5,
-            high_occurrences: 5,
-            high_agents: 3,
-            medium_occurrences: 2,
-        }
-    }
+    use crate::signal::tests::thresholds as t;
 
     fn s(kind: SignalType, subject: &str, agent: &str) -> ObservedSignal {
         ObservedSignal {

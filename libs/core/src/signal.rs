@@ -103,8 +103,20 @@ pub fn severity(occurrences: u64, agents: u64, t: &SeverityThresholds) -> Severi
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The thresholds the tests count severities by.
+    pub(crate) fn thresholds() -> SeverityThresholds {
+        SeverityThresholds {
+            window_secs: 3600,
+            critical_occurrences: 10,
+            critical_agents: 5,
+            high_occurrences: 5,
+            high_agents: 3,
+            medium_occurrences: 2,
+        }
+    }
 
     #[test]
     fn names_match_the_wire_format() {
@@ -117,14 +129,7 @@ mod tests {
 
     #[test]
     fn severity_follows_frequency_and_spread() {
-        let t = SeverityThresholds {
-            window_secs: 3600,
-            critical_occurrences: 10,
-            critical_agents: 5,
-            high_occurrences: 5,
-            high_agents: 3,
-            medium_occurrences: 2,
-        };
+        let t = thresholds();
         assert_eq!(severity(1, 1, &t), Severity::Low);
         assert_eq!(severity(3, 1, &t), Severity::Medium);
         assert_eq!(severity(6, 1, &t), Severity::High);
