@@ -859,11 +859,26 @@ mod tests {
         };
         index.update([(Some(&tombstone), &back)]).expect("restore");
         let fresh = PageIndex::build([&back, &other]).expect("index");
-        assert_eq!(
-            index.search("Pro plan costs", 3, &alice),
-            fresh.search("Pro plan costs", 3, &alice)
-        );
+        ranks_as_built_afresh(&index, &fresh, &["Pro plan costs"], 3, &alice);
         assert_eq!(index.search("Pro plan costs", 3, &alice)[0], "a");
+    }
+
+    /// `index`, updated, ranks every query's best `limit` pages for `caller` as `fresh`, the
+    /// index built afresh from the same pages, does.
+    fn ranks_as_built_afresh(
+        index: &PageIndex,
+        fresh: &PageIndex,
+        queries: &[&str],
+        limit: usize,
+        caller: &Caller,
+    ) {
+        for query in queries {
+            assert_eq!(
+                index.search(query, limit, caller),
+                fresh.search(query, limit, caller),
+                "{query}"
+            );
+        }
     }
 
     /// A staged update is written beside readers: they search the index as it was, with its
@@ -885,13 +900,8 @@ mod tests {
         index.publish(staged).expect("publish");
         let fresh = PageIndex::build([&new, &other]).expect("index");
         assert_eq!(index.search("Enterprise contract", 3, &alice), vec!["a"]);
-        for query in ["Pro plan", "plan", "Enterprise contract"] {
-            assert_eq!(
-                index.search(query, 3, &alice),
-                fresh.search(query, 3, &alice),
-                "{query}"
-            );
-        }
+        let queries = ["Pro plan", "plan", "Enterprise contract"];
+        ranks_as_built_afresh(&index, &fresh, &queries, 3, &alice);
     }
 
     #[test]
@@ -933,19 +943,14 @@ mod tests {
             "a large index keeps its writer"
         );
         let fresh = PageIndex::build(current.iter().filter(|p| !p.deleted)).expect("index");
-        for query in [
+        let queries = [
             "plan price",
             "team office",
             "wifi budget owner",
             "travel (7)",
             "Page 74",
-        ] {
-            assert_eq!(
-                index.search(query, 10, &alice),
-                fresh.search(query, 10, &alice),
-                "{query}"
-            );
-        }
+        ];
+        ranks_as_built_afresh(&index, &fresh, &queries, 10, &alice);
     }
 
     #[test]
