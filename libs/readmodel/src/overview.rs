@@ -220,15 +220,10 @@ fn decided(
 }
 
 fn asked(text: &str, entity: &str, scope: Scope, answer: Answer) -> Asked {
+    let mut question = Question::lookup(entity.to_owned(), Vec::new(), text.to_owned());
+    question.scope = scope;
     Asked {
-        question: Question {
-            entity: entity.to_owned(),
-            path: Vec::new(),
-            text: text.to_owned(),
-            unexplained: Vec::new(),
-            scope,
-            guessed: None,
-        },
+        question,
         answer,
         // Nothing is missing from a graph that answers so: no signal.
         signals: Some(Vec::new()),
