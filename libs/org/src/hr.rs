@@ -465,10 +465,10 @@ fn chain_reaches<T>(
 
 /// The first record (in id order) whose walk up, `up` naming each record's next, comes back to
 /// it: its id and its next.
-fn first_loop<'a, T>(
-    records: &'a BTreeMap<String, T>,
+fn first_loop<T>(
+    records: &BTreeMap<String, T>,
     up: impl Fn(&T) -> Option<&str> + Copy,
-) -> Option<(&'a str, &'a str)> {
+) -> Option<(&str, &str)> {
     records.iter().find_map(|(id, record)| {
         let next = up(record)?;
         chain_reaches(records, up, next, id).then_some((id.as_str(), next))
