@@ -166,8 +166,9 @@ mod tests {
     #[test]
     fn the_title_is_the_first_heading_else_the_file_name() {
         // A file, its title, and its body where the case is about the body too.
+        type Case<'a> = (&'a str, Format, &'a [u8], &'a str, Option<&'a str>);
         #[rustfmt::skip]
-        let files: [(&str, Format, &[u8], &str, Option<&str>); 5] = [
+        let files: [Case; 5] = [
             ("docs/vpn.md", Format::Markdown, b"# Remote access\n\nText.", "Remote access", None),
             ("ops/oncall.rst", Format::Rst, b"On-call\n=======\n\nText.", "On-call", None),
             ("notes.txt", Format::Text, b"just text", "notes", None),

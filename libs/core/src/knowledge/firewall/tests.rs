@@ -100,8 +100,9 @@ fn world() -> (Ontology, Graph) {
     let ontology = sample();
     let mut graph = Graph::new(&ontology);
     // Each page version as [`page`] takes it, applied on its day.
+    type Version<'a> = (&'a str, u64, &'a str, &'a str, u32, &'a [&'a str]);
     #[rustfmt::skip]
-    let pages: [(&str, u64, &str, &str, u32, &[&str]); 7] = [
+    let pages: [Version; 7] = [
         ("pricing", 1, "pricing-page", "The Pro plan costs €49 per user per month.", 1, &[]),
         ("faq", 1, "faq", "The Pro plan costs €49 per user per month. Payments service is owned by the Atlas team.", 1, &[]),
         ("wiki", 1, "wiki", "Payments service is owned by the Atlas team. Tessaly Dock is included in the Pro plan.", 1, &[]),
