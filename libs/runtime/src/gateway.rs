@@ -58,7 +58,7 @@ pub(crate) fn router(
         .with_context(|| format!("the descriptor set has no service {}", kind.grpc_name()))?;
     let endpoint = crate::tls::endpoint(&loopback_of(grpc).to_string(), tls)?;
     let channel = endpoint.connect_lazy();
-    let spec = Arc::new(document(&[service.clone()]));
+    let spec = Arc::new(document(std::slice::from_ref(&service)));
     let mut router = Router::new().route(
         "/openapi.json",
         get(move || {

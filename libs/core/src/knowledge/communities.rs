@@ -278,7 +278,7 @@ impl Level {
         let mut adjacency = vec![BTreeMap::new(); n];
         let mut loops = vec![0.0; n];
         for &(a, b, w) in edges {
-            if a >= n || b >= n || !(w > 0.0) {
+            if a >= n || b >= n || w.is_nan() || w <= 0.0 {
                 continue;
             }
             if a == b {
