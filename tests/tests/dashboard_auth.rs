@@ -8,7 +8,6 @@
 //! signs a reviewer in, approves one update as that reviewer and signs out. (`dashboard.rs`, the
 //! full browser test, runs with auth off.)
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use ontoloop_auth::{AuthSettings, Role};
