@@ -15,10 +15,10 @@
 
 pub mod about;
 pub mod asking;
-pub mod overview;
 mod claims;
 mod dense;
 mod hybrid;
+pub mod overview;
 mod query_log;
 mod ram;
 mod search;

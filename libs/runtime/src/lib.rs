@@ -44,8 +44,8 @@ pub static MALLOC_CONF: &[u8; 60] =
 
 pub mod auth;
 mod consume;
-mod group;
 pub mod gateway;
+mod group;
 mod http;
 mod jwks;
 pub mod limits;

@@ -90,7 +90,11 @@ pub fn org_asked(
     };
     let question = Question {
         text: text.to_owned(),
-        ..Question::lookup(subject.clone(), vec![relationship.to_owned()], String::new())
+        ..Question::lookup(
+            subject.clone(),
+            vec![relationship.to_owned()],
+            String::new(),
+        )
     };
     Some(Asked::abstained(question, sentence(), kind))
 }
