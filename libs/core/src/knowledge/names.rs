@@ -30,6 +30,7 @@ impl NameNormaliser {
             })
             .filter(|w| !w.is_empty())
             .flat_map(|w| identifier_parts(&w))
+            .map(|w| bare_version(&w).unwrap_or(w))
             .collect();
         let mut words: &[String] = &folded;
         if words.len() > 1 && words[0] == "the" {
@@ -146,6 +147,19 @@ impl Lexicon {
     }
 }
 
+/// A version written with a `v` before it or a line's `.x` after it (`v18`, `v1.29`, `18.x`) as
+/// the bare version (`18`, `1.29`), so "Node 18" finds what a record calls `v18`.
+fn bare_version(word: &str) -> Option<String> {
+    let bare = word.strip_prefix('v').unwrap_or(word);
+    let bare = bare.strip_suffix(".x").unwrap_or(bare);
+    let is_version = bare.len() < word.len()
+        && bare.starts_with(|c: char| c.is_ascii_digit())
+        && bare
+            .split('.')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()));
+    is_version.then(|| bare.to_owned())
+}
+
 /// An identifier written with a hyphen (`kep-12`) as its two words, so "KEP-12" and "KEP 12"
 /// meet; any other word as it is.
 fn identifier_parts(word: &str) -> Vec<String> {
@@ -184,6 +198,14 @@ mod tests {
         assert_eq!(n.key("Tessaly Dock"), "tessaly dock");
         assert_eq!(n.key("KEP-12"), n.key("kep 12"));
         assert_eq!(n.key("sig-node"), "sig-node");
+        // A version is the same with or without its `v`, and a line's `.x`.
+        assert_eq!(n.key("v18"), "18");
+        assert_eq!(n.key("18.x"), n.key("v18"));
+        assert_eq!(n.key("v0.10"), "0.10");
+        assert_eq!(n.key("Release v1.29"), "release 1.29");
+        assert_eq!(n.key("vault"), "vault");
+        assert_eq!(n.key("v"), "v");
+        assert_eq!(n.key("3.x.y"), "3.x.y");
     }
 
     #[test]
