@@ -423,7 +423,25 @@ pub(crate) fn vocabulary(predicate: &Predicate) -> BTreeSet<String> {
         text.push(' ');
         text.push_str(&pattern.literal_text());
     }
-    content_words(&text)
+    let mut words = content_words(&text);
+    words.extend(acronym(&predicate.name));
+    words
+}
+
+/// The initials of a name of three or more words, as people shorten it (`end_of_life` is
+/// written `EOL`, `time_to_live` `TTL`).
+pub(crate) fn acronym(name: &str) -> Option<String> {
+    let words: Vec<&str> = name
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    (words.len() >= 3 && words.iter().all(|w| w.starts_with(char::is_alphabetic))).then(|| {
+        words
+            .iter()
+            .filter_map(|w| w.chars().next())
+            .flat_map(char::to_lowercase)
+            .collect()
+    })
 }
 
 /// A predicate's own words as written (its name's and its patterns'), for an encoder to compare
@@ -466,6 +484,21 @@ pub(crate) mod tests {
       ],
       "authority": {"record": 4, "pricing-page": 3, "meeting-notes": 1, "default": 2}
     }"#;
+
+    #[test]
+    fn a_long_name_is_also_known_by_its_initials() {
+        assert_eq!(acronym("end_of_life").as_deref(), Some("eol"));
+        assert_eq!(acronym("time to live").as_deref(), Some("ttl"));
+        assert_eq!(acronym("lts_start"), None);
+        assert_eq!(acronym("price"), None);
+        let ontology = Ontology::from_value(serde_json::json!({
+            "predicates": [{"name": "end_of_life", "subject_type": "line", "object_type": "date",
+                            "patterns": ["Support for {s} ends on {o}."]}],
+            "authority": {"default": 1}
+        }))
+        .expect("ontology");
+        assert!(vocabulary(&ontology.predicates()[0]).contains("eol"));
+    }
 
     pub(crate) fn sample() -> Ontology {
         Ontology::from_json(SAMPLE).expect("sample ontology is valid")

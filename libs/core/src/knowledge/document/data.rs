@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::text::header_block;
-use super::{Field, MAX_DEPTH, MAX_LIST_VALUES, Record, field_line, is_key};
+use super::{Field, Layout, MAX_DEPTH, MAX_LIST_VALUES, Record, field_line, is_key};
 
 /// Whether `text` is header blocks and nothing else (records of `Key: value` stanzas, read
 /// verbatim rather than as YAML, which would take `1.10` for a number).
@@ -65,27 +65,89 @@ pub(super) fn verbatim(mut records: Vec<Record>, source: &str) -> Vec<Record> {
 
 /// Records of a JSON value: an object is one record (its nested objects' keys joined), an
 /// array of objects one record per object; scalars and arrays of scalars as a field's values.
+/// An object whose entries are records of one kind (`{"v20": {"start": ..}, "v22": {..}}`) is
+/// one record per entry, its key naming the subject ([`Layout::Keyed`]); such an object nested
+/// in another is read the same way, apart from the fields around it.
 pub(super) fn records_of(value: &Value) -> Vec<Record> {
+    let mut records = Vec::new();
+    collect(value, 0, &mut records);
+    records
+}
+
+fn collect(value: &Value, depth: usize, out: &mut Vec<Record>) {
     match value {
-        Value::Object(_) => {
-            let mut record = Record::default();
-            flatten(value, "", 0, &mut record.fields);
-            if record.fields.is_empty() {
-                Vec::new()
-            } else {
-                vec![record]
+        Value::Object(map) if keyed_records(map) => {
+            for (key, entry) in map {
+                let mut record = Record {
+                    layout: Layout::Keyed,
+                    subject: Some(key.trim().to_owned()),
+                    ..Record::default()
+                };
+                flatten(entry, "", depth + 1, &mut record.fields, out);
+                for field in &mut record.fields {
+                    field.line = format!("{} {}", key.trim(), field.line);
+                }
+                if !record.fields.is_empty() {
+                    out.push(record);
+                }
             }
         }
-        Value::Array(items) => items
-            .iter()
-            .filter(|i| i.is_object())
-            .flat_map(records_of)
-            .collect(),
-        _ => Vec::new(),
+        Value::Object(_) => {
+            let mut record = Record::default();
+            let mut nested = Vec::new();
+            flatten(value, "", depth, &mut record.fields, &mut nested);
+            if !record.fields.is_empty() {
+                out.push(record);
+            }
+            out.extend(nested);
+        }
+        Value::Array(items) => {
+            for item in items.iter().filter(|i| i.is_object()) {
+                collect(item, depth, out);
+            }
+        }
+        _ => {}
     }
 }
 
-fn flatten(value: &Value, prefix: &str, depth: usize, out: &mut Vec<Field>) {
+/// Whether an object's entries are records of one kind: two or more, every one an object of
+/// fields, keyed by a short name, and sharing their field names (most of a record's keys are
+/// another record's too). Sections of one thing (`metadata`, `spec`) share few.
+pub(super) fn keyed_records(map: &serde_json::Map<String, Value>) -> bool {
+    if map.len() < 2 {
+        return false;
+    }
+    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for (key, entry) in map {
+        let Value::Object(fields) = entry else {
+            return false;
+        };
+        if fields.is_empty() || key.trim().is_empty() || key.split_whitespace().count() > 8 {
+            return false;
+        }
+        for field in fields.keys() {
+            *seen.entry(field.as_str()).or_default() += 1;
+        }
+    }
+    let shared: f64 = map
+        .values()
+        .filter_map(Value::as_object)
+        .map(|fields| {
+            fields.keys().filter(|k| seen[k.as_str()] >= 2).count() as f64 / fields.len() as f64
+        })
+        .sum();
+    shared / map.len() as f64 >= 0.5
+}
+
+/// The fields of an object, nested keys joined by a space; records of one kind inside it go to
+/// `records` instead.
+fn flatten(
+    value: &Value,
+    prefix: &str,
+    depth: usize,
+    out: &mut Vec<Field>,
+    records: &mut Vec<Record>,
+) {
     let Value::Object(map) = value else {
         return;
     };
@@ -96,7 +158,12 @@ fn flatten(value: &Value, prefix: &str, depth: usize, out: &mut Vec<Field>) {
             format!("{prefix} {key}")
         };
         match value {
-            Value::Object(_) if depth < MAX_DEPTH => flatten(value, &key, depth + 1, out),
+            Value::Object(inner) if depth < MAX_DEPTH && keyed_records(inner) => {
+                collect(value, depth + 1, records);
+            }
+            Value::Object(_) if depth < MAX_DEPTH => {
+                flatten(value, &key, depth + 1, out, records);
+            }
             Value::Array(items) => {
                 let values: Vec<String> = items
                     .iter()
@@ -167,15 +234,22 @@ pub(super) fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Value {
 }
 
 /// A YAML document: its first lines (comments aside) are `key:` mappings and it has no line of
-/// prose outside them.
+/// prose outside them; two keys at the top, or one holding a nested mapping.
 pub(super) fn looks_like_yaml(text: &str) -> bool {
     let mut keys = 0;
+    let mut nested = 0;
     for line in text.lines() {
         let t = line.trim_end();
         if t.is_empty() || t.starts_with('#') || t == "---" || t == "..." {
             continue;
         }
         if line.starts_with(' ') || line.starts_with('-') {
+            let inner = line.trim_start().trim_start_matches("- ");
+            if inner.split_once(':').is_some_and(|(key, rest)| {
+                is_key(key) && (rest.is_empty() || rest.starts_with(' '))
+            }) {
+                nested += 1;
+            }
             continue;
         }
         match t.split_once(':') {
@@ -189,7 +263,7 @@ pub(super) fn looks_like_yaml(text: &str) -> bool {
             _ => return false,
         }
     }
-    keys >= 2
+    keys >= 2 || (keys == 1 && nested >= 2)
 }
 
 pub(super) fn yaml_documents(text: &str) -> Vec<&str> {

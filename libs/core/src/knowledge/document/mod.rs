@@ -51,6 +51,9 @@ pub struct Record {
     pub fields: Vec<Field>,
     /// How it was laid out.
     pub layout: Layout,
+    /// The subject its place names ([`Layout::Keyed`]): its key in a mapping of records, or
+    /// its table row's first cell.
+    pub subject: Option<String>,
 }
 
 /// Where a record came from, which says how its subject is found.
@@ -60,9 +63,13 @@ pub enum Layout {
     /// field (or the page's title).
     #[default]
     Header,
-    /// `Key: value` items of a list, or a table's rows: each key (or first cell) names its own
-    /// subject.
+    /// `Key: value` items of a list: each key names its own subject.
     Items,
+    /// One of several records of one kind, each about the subject its place names: an entry of
+    /// a mapping of records (`{"v20": {"start": ..}, "v22": {..}}`, its key), a table's row (its
+    /// first cell, the other cells fields under their column's header). Records of one kind
+    /// in one document share their field names, which are read as one schema.
+    Keyed,
 }
 
 /// A paragraph (or a list item read with its lead-in) and the headings above it.

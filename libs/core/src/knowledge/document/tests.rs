@@ -128,11 +128,13 @@ fn headings_label_sections_and_lists_keep_their_lead_in() {
         ]
     );
     assert_eq!(doc.sections[1].headings, vec!["KEP-1: Thing", "Summary"]);
+    assert_eq!(doc.records[0].layout, Layout::Keyed);
+    assert_eq!(doc.records[0].subject.as_deref(), Some("Pro"));
     let items: Vec<_> = doc.records.iter().map(fields).collect();
     assert_eq!(
         items,
         vec![
-            vec![("Price of Pro", vec!["49"])],
+            vec![("Price", vec!["49"])],
             vec![
                 ("3.12.0 beta 1", vec!["Monday, 2023-05-22"]),
                 ("3.12.0 final", vec!["Monday, 2023-10-02"]),
@@ -224,4 +226,87 @@ fn a_field_folded_over_paragraphs_is_prose_under_its_key() {
     );
     // Not a data page: it has prose of its own.
     assert!(!is_data(body));
+}
+
+#[test]
+fn a_mapping_of_records_is_one_record_per_entry() {
+    let doc = parse(
+        r#"{"v1": {"start": "2015-09-08", "codename": "Ash"}, "v2": {"start": "2016-04-26", "end": "2019-04-30"}}"#,
+    );
+    let subjects: Vec<_> = doc
+        .records
+        .iter()
+        .map(|r| (r.layout, r.subject.as_deref()))
+        .collect();
+    assert_eq!(
+        subjects,
+        vec![(Layout::Keyed, Some("v1")), (Layout::Keyed, Some("v2"))]
+    );
+    assert_eq!(
+        fields(&doc.records[1]),
+        vec![("start", vec!["2016-04-26"]), ("end", vec!["2019-04-30"])]
+    );
+    assert_eq!(doc.records[0].fields[1].line, "v1 codename: Ash");
+    // Sections of one thing share few field names: one record, its keys joined.
+    let doc = parse(r#"{"metadata": {"name": "web", "team": "atlas"}, "spec": {"replicas": 3}}"#);
+    assert_eq!(doc.records.len(), 1);
+    assert_eq!(doc.records[0].layout, Layout::Header);
+    assert_eq!(
+        fields(&doc.records[0]),
+        vec![
+            ("metadata name", vec!["web"]),
+            ("metadata team", vec!["atlas"]),
+            ("spec replicas", vec!["3"]),
+        ]
+    );
+    // Nested in a record of its own: the record, then one per entry.
+    let doc = parse(
+        "name: ledger\nreleases:\n  \"1.0\":\n    date: 2020-01-02\n  \"2.0\":\n    date: 2021-03-04\n",
+    );
+    let subjects: Vec<_> = doc.records.iter().map(|r| r.subject.as_deref()).collect();
+    assert_eq!(subjects, vec![None, Some("1.0"), Some("2.0")]);
+    assert_eq!(fields(&doc.records[0]), vec![("name", vec!["ledger"])]);
+    assert_eq!(fields(&doc.records[2]), vec![("date", vec!["2021-03-04"])]);
+}
+
+#[test]
+fn a_tables_rows_are_records_named_by_their_first_cell() {
+    let doc = parse(
+        "| Release | Status | Codename | End-of-life |\n| :--: | :--: | :--: | :--: |\n\
+         | [22.x][] | **Maintenance LTS** | [Jod][] | 2027-04-30 |\n\
+         | 23.x | End-of-Life | - | [2025-06-01](https://example.org/eol) |\n| | orphan | x | y |\n",
+    );
+    let rows: Vec<_> = doc
+        .records
+        .iter()
+        .map(|r| (r.layout, r.subject.as_deref(), fields(r)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                Layout::Keyed,
+                Some("22.x"),
+                vec![
+                    ("Status", vec!["Maintenance LTS"]),
+                    ("Codename", vec!["Jod"]),
+                    ("End-of-life", vec!["2027-04-30"]),
+                ]
+            ),
+            (
+                Layout::Keyed,
+                Some("23.x"),
+                vec![
+                    ("Status", vec!["End-of-Life"]),
+                    ("End-of-life", vec!["2025-06-01"]),
+                ]
+            ),
+        ]
+    );
+    assert_eq!(doc.records[0].fields[1].line, "22.x | Codename: Jod");
+    // Brackets that are no link stay.
+    assert_eq!(
+        text::without_links("a [1] b [c](d) [e][f] [g]"),
+        "a [1] b c e [g]"
+    );
 }

@@ -404,21 +404,33 @@ fn sentence_starts(text: &str) -> Vec<usize> {
     starts
 }
 
-/// Markdown links `[text](target)` as their text.
+/// Markdown links as their text: inline `[text](target)` and reference `[text][ref]`,
+/// `[text][]`; any other bracket stays as written.
 pub(super) fn without_links(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find('[') {
-        let after = &rest[open + 1..];
-        let Some(close) = after.find("](") else {
-            break;
-        };
-        let Some(end) = after[close + 2..].find(')') else {
-            break;
-        };
         out.push_str(&rest[..open]);
-        out.push_str(&after[..close]);
-        rest = &after[close + 2 + end + 1..];
+        let after = &rest[open + 1..];
+        let link = after.find(']').and_then(|close| {
+            let tail = &after[close + 1..];
+            let target_end = match tail.chars().next() {
+                Some('(') => tail.find(')')?,
+                Some('[') => tail.find(']')?,
+                _ => return None,
+            };
+            Some((close, close + 1 + target_end + 1))
+        });
+        match link {
+            Some((close, end)) if !after[..close].contains('[') => {
+                out.push_str(&after[..close]);
+                rest = &after[end..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
     }
     out.push_str(rest);
     out
@@ -434,19 +446,20 @@ fn sentence_end(text: &str) -> String {
     }
 }
 
-/// A Markdown table's rows as records: the first cell of a row names its subject, every other
-/// cell is a field under its column's header.
+/// A Markdown table's rows as records ([`Layout::Keyed`]): the first cell of a row names its
+/// subject, every other cell is a field under its column's header. A table without a header row
+/// of names (a row of badges, a grid of images) gives none.
 fn table_records(lines: &[&str]) -> Vec<Record> {
-    let rows: Vec<Vec<&str>> = lines
+    let rows: Vec<Vec<String>> = lines
         .iter()
         .map(|line| {
             line.trim()
                 .trim_matches('|')
                 .split('|')
-                .map(str::trim)
+                .map(|cell| plain(cell.trim()))
                 .collect()
         })
-        .filter(|cells: &Vec<&str>| {
+        .filter(|cells: &Vec<String>| {
             !cells
                 .iter()
                 .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
@@ -455,30 +468,37 @@ fn table_records(lines: &[&str]) -> Vec<Record> {
     let Some((header, body)) = rows.split_first() else {
         return Vec::new();
     };
-    let mut record = Record {
-        layout: Layout::Items,
-        ..Record::default()
-    };
+    let mut records = Vec::new();
     for row in body {
-        let Some(subject) = row.first().filter(|s| !s.is_empty()) else {
+        let Some(subject) = row.first().filter(|s| !s.is_empty() && !is_blank_cell(s)) else {
             continue;
         };
+        let mut record = Record {
+            layout: Layout::Keyed,
+            subject: Some(subject.clone()),
+            ..Record::default()
+        };
         for (column, cell) in header.iter().zip(row.iter()).skip(1) {
-            if cell.is_empty() || column.is_empty() {
+            if is_blank_cell(cell) || column.is_empty() {
                 continue;
             }
             record.fields.push(Field {
-                key: format!("{column} of {subject}"),
-                values: vec![plain(cell)],
+                key: column.clone(),
+                values: vec![cell.clone()],
                 line: format!("{subject} | {column}: {cell}"),
             });
         }
+        if !record.fields.is_empty() {
+            records.push(record);
+        }
     }
-    if record.fields.is_empty() {
-        Vec::new()
-    } else {
-        vec![record]
-    }
+    records
+}
+
+/// A table cell that states nothing: empty, or a dash or `N/A` where a value would be.
+fn is_blank_cell(cell: &str) -> bool {
+    let c = cell.trim();
+    c.is_empty() || c.chars().all(|ch| matches!(ch, '-' | '–' | '—')) || c == "N/A" || c == "n/a"
 }
 
 /// A header field's value as written (RFC 822 headers are plain text: `Title: Syntax for

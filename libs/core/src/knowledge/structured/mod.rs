@@ -6,7 +6,7 @@
 //! fixed subject. The value is the object: a number, a name or a description, by the predicate's
 //! object type.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::document::{self, Field, Layout, Record};
 use super::extract::{Claim, ClaimSubject};
@@ -32,6 +32,11 @@ const ID_WORDS: &[&str] = &["number", "id", "no", "num", "key", "name"];
 /// words), for a field to be read as that predicate.
 const MIN_FIELD_WORDS: f64 = 0.5;
 const MIN_FIELD_COSINE: f64 = 0.62;
+
+/// How close in meaning a field name left over must be to the one free predicate of its values'
+/// shape to be read as it by elimination (the similarity at which a question's word is taken to
+/// name a relation).
+const LEFTOVER_COSINE: f64 = 0.5;
 
 /// What the structured stage read: its claims, the sentences it claimed, and the text left for
 /// the other stages (the page's prose: records, headings, code and comments removed).
@@ -67,6 +72,7 @@ pub(crate) fn read(
             .iter()
             .flat_map(|p| p.words.keys().cloned())
             .collect(),
+        name_words: name_word_counts(ontology),
     };
     let doc = document::parse(text);
     let mut claims = Vec::new();
@@ -89,9 +95,21 @@ pub(crate) fn read(
         .and_then(|f| f.values.first().cloned())
         .or_else(|| doc.title.clone());
     let mut named = BTreeSet::new();
-    for record in &doc.records {
+    // Records of one kind (consecutive keyed records: one mapping's entries, one table's rows)
+    // are read together.
+    let mut at = 0;
+    while at < doc.records.len() {
+        let record = &doc.records[at];
+        at += 1;
         match record.layout {
             Layout::Header => claims.extend(ctx.header(record, title.as_ref(), similarity)),
+            Layout::Keyed => {
+                let start = at - 1;
+                while at < doc.records.len() && doc.records[at].layout == Layout::Keyed {
+                    at += 1;
+                }
+                claims.extend(ctx.keyed(&doc.records[start..at], similarity));
+            }
             Layout::Items => {
                 let items = ctx.items(record, &page_types);
                 let aliases: Vec<Claim> = items
@@ -221,6 +239,8 @@ struct Ctx<'a> {
     type_nouns: Vec<String>,
     type_stems: BTreeSet<String>,
     predicate_words: BTreeSet<String>,
+    /// [`name_word_counts`] of the ontology.
+    name_words: BTreeMap<String, usize>,
 }
 
 impl Ctx<'_> {
@@ -262,77 +282,221 @@ impl Ctx<'_> {
         {
             claims.extend(alias(id, name, &format!("{id}: {name}")));
         }
-        let fields: Vec<(usize, &Field)> = record
+        let fields: Vec<&Field> = record
             .fields
             .iter()
             .enumerate()
             .filter(|(i, _)| Some(*i) != subject_field)
+            .map(|(_, f)| f)
             .collect();
-        let keys: Vec<String> = fields.iter().map(|(_, f)| key_phrase(&f.key)).collect();
-        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let by_meaning = similarity(&key_refs);
-        let mut fits: Vec<(f64, usize, usize, Claim)> = Vec::new();
-        for (k, (_, field)) in fields.iter().enumerate() {
-            for (p, (predicate, profile)) in self
-                .ontology
-                .predicates()
+        let keys = by_key(fields.iter().copied());
+        let schema = self.schema(&keys, similarity);
+        claims.extend(self.stated(subject.as_deref(), &fields, &schema));
+        claims
+    }
+
+    /// Records of one kind, each about the subject its place names (a mapping's key, a table
+    /// row's first cell): their field names are read as one schema, so a name means the same
+    /// in every record (`start` beside `lts` in most records is not the LTS start in the few
+    /// without one), and each record states its own values.
+    fn keyed(&self, records: &[Record], similarity: KeySimilarity<'_>) -> Vec<Claim> {
+        let keys = by_key(records.iter().flat_map(|r| &r.fields));
+        let schema = self.schema(&keys, similarity);
+        let mut claims = Vec::new();
+        for record in records {
+            let Some(subject) = record
+                .subject
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            else {
+                continue;
+            };
+            // Its title or name, if it has one, is another name of it.
+            for field in &record.fields {
+                if matches!(field.key.to_lowercase().trim(), "title" | "name")
+                    && let Some(name) = field.values.first()
+                    && !self.known(name)
+                {
+                    claims.extend(alias(subject, name, &field.line));
+                }
+            }
+            let fields: Vec<&Field> = record.fields.iter().collect();
+            claims.extend(self.stated(Some(subject), &fields, &schema));
+        }
+        claims
+    }
+
+    /// The claims of one record's `fields` about `subject` under `schema` (a field name's
+    /// predicate).
+    fn stated(
+        &self,
+        subject: Option<&str>,
+        fields: &[&Field],
+        schema: &BTreeMap<String, usize>,
+    ) -> Vec<Claim> {
+        let mut claims = Vec::new();
+        let mut done = BTreeSet::new();
+        for field in fields {
+            let Some(&p) = schema.get(&field.key) else {
+                continue;
+            };
+            // One value per predicate: the first field of its name that has one.
+            if done.contains(&p) {
+                continue;
+            }
+            let predicate = &self.ontology.predicates()[p];
+            let subject = match &predicate.fixed_subject {
+                Some(fixed) => ClaimSubject::Fixed(fixed.clone()),
+                None => match subject {
+                    Some(s) => ClaimSubject::Named(s.to_owned()),
+                    None => continue,
+                },
+            };
+            let Some(object) = typed_value(predicate, field) else {
+                continue;
+            };
+            done.insert(p);
+            claims.push(Claim {
+                predicate: predicate.name.clone(),
+                kind: predicate.kind,
+                subject,
+                object,
+                sentence: field.line.clone(),
+                extractor: STRUCTURED_ID.to_owned(),
+                confidence: 1.0,
+            });
+        }
+        claims
+    }
+
+    /// Which predicate each field name states (`keys`: each name with its fields, in one record
+    /// or in records of one kind): one predicate per name and one name per predicate, the best
+    /// fit first. A name that shares words with a predicate is judged by its words, weighted by
+    /// how few predicates share each (`lts` names `lts_start` better than `start` does); one
+    /// that shares none, by meaning (the encoder). A name whose words fit two free predicates
+    /// alike names neither. Then, by elimination, a name left over whose values all have the
+    /// shape of a date, number or version takes the one free predicate of that shape about the
+    /// same subjects that it is close to in meaning, when no other name left over is. Most of a
+    /// name's values must have the predicate's shape.
+    fn schema(
+        &self,
+        keys: &[(&str, Vec<&Field>)],
+        similarity: KeySimilarity<'_>,
+    ) -> BTreeMap<String, usize> {
+        let phrases: Vec<String> = keys.iter().map(|(k, _)| key_phrase(k)).collect();
+        let phrase_refs: Vec<&str> = phrases.iter().map(String::as_str).collect();
+        let by_meaning = similarity(&phrase_refs);
+        let meaning = |k: usize, p: usize| {
+            by_meaning
+                .as_ref()
+                .and_then(|rows| rows.get(k))
+                .and_then(|row| row.get(p))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let predicates = self.ontology.predicates();
+        // How many of a key's values type as each predicate's objects.
+        let typed = |k: usize, p: usize| {
+            let fields = &keys[k].1;
+            let n = fields
                 .iter()
-                .zip(self.profiles)
-                .enumerate()
-            {
+                .filter(|f| typed_value(&predicates[p], f).is_some())
+                .count();
+            (n, fields.len())
+        };
+        let mostly_typed = |k: usize, p: usize| {
+            let (n, of) = typed(k, p);
+            n > 0 && n * 2 >= of
+        };
+        let mut fits: Vec<(f64, usize, usize, bool)> = Vec::new();
+        let mut words_of: Vec<Vec<f64>> = vec![vec![0.0; predicates.len()]; keys.len()];
+        for (k, (key, _)) in keys.iter().enumerate() {
+            for (p, (predicate, profile)) in predicates.iter().zip(self.profiles).enumerate() {
                 if predicate.kind == PredicateKind::Rename {
                     continue;
                 }
-                let words = key_fit(&field.key, predicate, profile);
-                let meaning = by_meaning
-                    .as_ref()
-                    .and_then(|rows| rows.get(k))
-                    .and_then(|row| row.get(p))
-                    .copied()
-                    .unwrap_or(0.0);
-                if words == KEY_CONTRADICTS
-                    || (words < MIN_FIELD_WORDS && meaning < MIN_FIELD_COSINE)
+                let words = key_fit(key, predicate, profile, &self.name_words);
+                words_of[k][p] = words;
+                if words == KEY_CONTRADICTS {
+                    continue;
+                }
+                let (score, by_words) = if words > 0.0 {
+                    (words, true)
+                } else {
+                    (meaning(k, p), false)
+                };
+                if (by_words && score < MIN_FIELD_WORDS)
+                    || (!by_words && score < MIN_FIELD_COSINE)
+                    || !mostly_typed(k, p)
                 {
                     continue;
                 }
-                let subject = match &predicate.fixed_subject {
-                    Some(fixed) => ClaimSubject::Fixed(fixed.clone()),
-                    None => match &subject {
-                        Some(s) => ClaimSubject::Named(s.clone()),
-                        None => continue,
-                    },
-                };
-                let Some(object) = typed_value(predicate, field) else {
-                    continue;
-                };
-                fits.push((
-                    words.max(meaning),
-                    k,
-                    p,
-                    Claim {
-                        predicate: predicate.name.clone(),
-                        kind: predicate.kind,
-                        subject,
-                        object,
-                        sentence: field.line.clone(),
-                        extractor: STRUCTURED_ID.to_owned(),
-                        confidence: 1.0,
-                    },
-                ));
+                fits.push((score, k, p, by_words));
             }
         }
-        fits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut used_fields = BTreeSet::new();
+        fits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut schema: BTreeMap<String, usize> = BTreeMap::new();
+        let mut used_keys = BTreeSet::new();
         let mut used_predicates = BTreeSet::new();
-        for (_, k, p, claim) in fits {
-            if used_fields.contains(&k) || used_predicates.contains(&p) {
+        for &(score, k, p, by_words) in &fits {
+            if used_keys.contains(&k) || used_predicates.contains(&p) {
                 continue;
             }
-            used_fields.insert(k);
+            // Words that fit another free predicate as well name neither.
+            let tied = by_words
+                && fits.iter().any(|&(s, k2, p2, w2)| {
+                    k2 == k
+                        && p2 != p
+                        && w2
+                        && !used_predicates.contains(&p2)
+                        && (s - score).abs() < 1e-9
+                });
+            if tied {
+                continue;
+            }
+            used_keys.insert(k);
             used_predicates.insert(p);
-            claims.push(claim);
+            schema.insert(keys[k].0.to_owned(), p);
         }
-        claims
+        // By elimination: a name left over and a free predicate of a typed shape.
+        let subject_types: BTreeSet<&str> = used_predicates
+            .iter()
+            .flat_map(|&p| predicates[p].subject_types.iter().map(String::as_str))
+            .collect();
+        let candidates: Vec<(usize, usize)> = (0..keys.len())
+            .filter(|k| !used_keys.contains(k))
+            .flat_map(|k| {
+                (0..predicates.len())
+                    .filter(|p| !used_predicates.contains(p))
+                    .map(move |p| (k, p))
+            })
+            .filter(|&(k, p)| {
+                let predicate = &predicates[p];
+                let (n, of) = typed(k, p);
+                predicate.kind == PredicateKind::Slot
+                    && predicate.fixed_subject.is_none()
+                    && matches!(
+                        value_kind(&predicate.object_type.to_lowercase()),
+                        ValueKind::Date | ValueKind::Number | ValueKind::Version
+                    )
+                    && (subject_types.is_empty()
+                        || predicate
+                            .subject_types
+                            .iter()
+                            .any(|t| subject_types.contains(t.as_str())))
+                    && n == of
+                    && words_of[k][p] != KEY_CONTRADICTS
+                    && meaning(k, p) >= LEFTOVER_COSINE
+            })
+            .collect();
+        for &(k, p) in &candidates {
+            let alone = candidates.iter().all(|&(k2, p2)| (k2 == k) == (p2 == p));
+            if alone {
+                schema.insert(keys[k].0.to_owned(), p);
+            }
+        }
+        schema
     }
 
     /// The field naming a record's subject, the subject, and the entity type its key names: a
@@ -646,6 +810,38 @@ fn key_words(key: &str) -> Vec<String> {
     words
 }
 
+/// Fields grouped by their name, in the order the names first come.
+fn by_key<'f>(fields: impl Iterator<Item = &'f Field>) -> Vec<(&'f str, Vec<&'f Field>)> {
+    let mut keys: Vec<(&str, Vec<&Field>)> = Vec::new();
+    for field in fields {
+        match keys.iter_mut().find(|(k, _)| *k == field.key) {
+            Some((_, same)) => same.push(field),
+            None => keys.push((field.key.as_str(), vec![field])),
+        }
+    }
+    keys
+}
+
+/// For each word of the ontology's predicate names (as [`key_fit`] stems them), how many
+/// predicates' names hold it.
+fn name_word_counts(ontology: &Ontology) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for predicate in ontology.predicates() {
+        if predicate.kind == PredicateKind::Rename {
+            continue;
+        }
+        let words: BTreeSet<String> = key_words(&predicate.name)
+            .iter()
+            .filter(|w| !STOPWORDS.contains(&w.as_str()))
+            .map(|w| field_stem(w))
+            .collect();
+        for word in words {
+            *counts.entry(word).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
 /// A key as a phrase for the encoder (`latest-milestone` as "latest milestone").
 fn key_phrase(key: &str) -> String {
     key_words(key).join(" ")
@@ -663,8 +859,15 @@ fn field_stem(word: &str) -> String {
 /// How well a key names a predicate by its words: the share of the key's words that are the
 /// predicate's (its name, its patterns' words, its object type), averaged with the share of its
 /// name's words the key holds, when one of the two is whole (`Author-email` holds the author;
-/// `milestone beta` is beta_milestone).
-fn key_fit(key: &str, predicate: &Predicate, profile: &Profile) -> f64 {
+/// `milestone beta` is beta_milestone). A word of the name counts for less the more predicates'
+/// names hold it (`name_words`): `lts` names `lts_start` better than `start` does when
+/// `maintenance_start` holds `start` too.
+fn key_fit(
+    key: &str,
+    predicate: &Predicate,
+    profile: &Profile,
+    name_words: &BTreeMap<String, usize>,
+) -> f64 {
     let key: BTreeSet<String> = key_words(key)
         .iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
@@ -685,12 +888,14 @@ fn key_fit(key: &str, predicate: &Predicate, profile: &Profile) -> f64 {
         .chain(name.iter().cloned())
         .chain(std::iter::once(field_stem(&predicate.object_type)))
         .collect();
+    let weight = |w: &String| 1.0 / name_words.get(w).copied().unwrap_or(1).max(1) as f64;
     let of_key = key.iter().filter(|w| vocabulary.contains(*w)).count() as f64 / key.len() as f64;
-    let of_name = name.iter().filter(|w| key.contains(*w)).count() as f64 / name.len() as f64;
-    if of_key < 1.0 && of_name < 1.0 {
+    let held: f64 = name.iter().filter(|w| key.contains(*w)).map(weight).sum();
+    let of_name = held / name.iter().map(weight).sum::<f64>();
+    if of_key < 1.0 && held < name.iter().map(weight).sum::<f64>() - 1e-9 {
         // Each side has a word the other lacks: `Requires-Dist` is what a package requires, not
         // the Python it requires. With no word in common, meaning alone may still decide.
-        return if of_key > 0.0 || of_name > 0.0 {
+        return if of_key > 0.0 || held > 0.0 {
             KEY_CONTRADICTS
         } else {
             0.0

@@ -162,8 +162,8 @@ fn a_key_with_a_word_of_its_own_or_a_value_that_repeats_it_is_not_the_predicate(
     assert_eq!(
         got,
         vec![
-            triple("requires_python", "ledger", ">=3.8"),
             triple("license", "ledger", "MIT"),
+            triple("requires_python", "ledger", ">=3.8"),
         ]
     );
     // A key naming a file holds a file's name, whatever the file is called.
@@ -308,6 +308,189 @@ fn a_list_of_ids_is_answered_whole_a_list_of_names_by_its_first() {
         vec![
             triple("author", "PEP-563", "Ana Ruiz"),
             triple("superseded_by", "PEP-563", "649, 749"),
+        ]
+    );
+}
+
+/// A release schedule's ontology of our own making: one subject type, four dates and a name.
+fn schedule_ontology() -> Ontology {
+    Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "codename", "subject_type": "line", "object_type": "text",
+             "patterns": ["{s} is code-named {o}."]},
+            {"name": "general_availability", "subject_type": "line", "object_type": "date",
+             "patterns": ["{s} became generally available on {o}."]},
+            {"name": "lts_start", "subject_type": "line", "object_type": "date",
+             "patterns": ["Long-term support of {s} starts on {o}."]},
+            {"name": "maintenance_start", "subject_type": "line", "object_type": "date",
+             "patterns": ["{s} goes into maintenance on {o}."]},
+            {"name": "end_of_life", "subject_type": "line", "object_type": "date",
+             "patterns": ["Support for {s} ends on {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology")
+}
+
+fn claims_with(
+    ontology: &Ontology,
+    similarity: KeySimilarity<'_>,
+    text: &str,
+) -> Vec<(String, String, String)> {
+    let normaliser = NameNormaliser::new(ontology.type_nouns());
+    read(
+        ontology,
+        &profiles(ontology),
+        &Lexicon::default(),
+        &normaliser,
+        similarity,
+        text,
+    )
+    .claims
+    .into_iter()
+    .map(|c| (c.predicate, c.subject.name().to_owned(), c.object))
+    .collect()
+}
+
+/// A toy encoder's similarities for the schedule's keys: `start` is close to the availability
+/// date only in part, and is one of the LTS and maintenance predicates' own words.
+fn toy_similarity(keys: &[&str]) -> Option<Vec<Vec<f64>>> {
+    Some(
+        keys.iter()
+            .map(|key| match *key {
+                "start" => vec![0.2, 0.55, 1.0, 1.0, 0.3],
+                "alpha" => vec![0.2, 0.4, 0.2, 0.2, 0.2],
+                _ => vec![0.1; 5],
+            })
+            .collect(),
+    )
+}
+
+const SCHEDULE: &str = r#"{
+  "v0.9": {"start": "2012-06-25", "end": "2014-07-31"},
+  "v1": {"start": "2015-09-08", "lts": "2015-10-12", "maintenance": "2017-04-01",
+         "end": "2018-04-30", "codename": "Ash"},
+  "v2": {"start": "2016-04-26", "lts": "2016-10-18", "maintenance": "2018-04-30",
+         "end": "2019-04-30", "codename": ""},
+  "v3": {"alpha": "2016-09-01", "start": "2016-10-25", "maintenance": "2017-04-30",
+         "end": "2017-06-30"}
+}"#;
+
+#[test]
+fn records_of_one_kind_are_read_as_one_schema_by_their_keys() {
+    let ontology = schedule_ontology();
+    let got = claims_with(&ontology, &toy_similarity, SCHEDULE);
+    let of = |line: &str| -> Vec<(String, String)> {
+        got.iter()
+            .filter(|(_, s, _)| s == line)
+            .map(|(p, _, o)| (p.clone(), o.clone()))
+            .collect()
+    };
+    let pair = |p: &str, o: &str| (p.to_owned(), o.to_owned());
+    // `lts` names the LTS start better than `start` does; `start`, left over, is the one date
+    // predicate left, close enough in meaning; `alpha` is not.
+    assert_eq!(
+        of("v1"),
+        vec![
+            pair("general_availability", "2015-09-08"),
+            pair("lts_start", "2015-10-12"),
+            pair("maintenance_start", "2017-04-01"),
+            pair("end_of_life", "2018-04-30"),
+            pair("codename", "Ash"),
+        ]
+    );
+    // A record without `lts` reads `start` as its kind does; an empty codename is no value.
+    assert_eq!(
+        of("v0.9"),
+        vec![
+            pair("general_availability", "2012-06-25"),
+            pair("end_of_life", "2014-07-31"),
+        ]
+    );
+    assert!(!of("v2").iter().any(|(p, _)| p == "codename"));
+    assert_eq!(
+        of("v3"),
+        vec![
+            pair("general_availability", "2016-10-25"),
+            pair("maintenance_start", "2017-04-30"),
+            pair("end_of_life", "2017-06-30"),
+        ]
+    );
+    // Each value's provenance names its record.
+    let normaliser = NameNormaliser::new(ontology.type_nouns());
+    let read = read(
+        &ontology,
+        &profiles(&ontology),
+        &Lexicon::default(),
+        &normaliser,
+        &toy_similarity,
+        SCHEDULE,
+    );
+    assert!(
+        read.claims
+            .iter()
+            .any(|c| c.sentence == "v1 codename: Ash" && c.extractor == STRUCTURED_ID),
+        "{:?}",
+        read.claims
+    );
+}
+
+#[test]
+fn a_key_whose_words_fit_two_predicates_alike_names_neither() {
+    let ontology = schedule_ontology();
+    // Without the encoder, and alone in its records, `start` could be the LTS start or the
+    // maintenance start: it is neither.
+    let got = claims_with(
+        &ontology,
+        &|_: &[&str]| None,
+        r#"{"v0.9": {"start": "2012-06-25", "end": "2014-07-31"},
+            "v0.10": {"start": "2013-03-11", "end": "2016-10-31"}}"#,
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("end_of_life", "v0.9", "2014-07-31"),
+            triple("end_of_life", "v0.10", "2016-10-31"),
+        ]
+    );
+}
+
+#[test]
+fn a_tables_rows_are_records_of_their_first_cell() {
+    let ontology = schedule_ontology();
+    let got = claims_with(
+        &ontology,
+        &|_: &[&str]| None,
+        "# Schedule\n\n| Line | Codename | Maintenance Start | End-of-life |\n|:--:|:--:|:--:|:--:|\n\
+         | [v1][] | [**Ash**][ash] | 2017-04-01 | 2018-04-30 |\n| v2 | - | | 2019-04-30 |\n\n\
+         [v1]: https://example.org/v1\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("codename", "v1", "Ash"),
+            triple("maintenance_start", "v1", "2017-04-01"),
+            triple("end_of_life", "v1", "2018-04-30"),
+            triple("end_of_life", "v2", "2019-04-30"),
+        ]
+    );
+}
+
+#[test]
+fn yaml_records_keyed_by_name_are_one_subject_each() {
+    let ontology = schedule_ontology();
+    let got = claims_with(
+        &ontology,
+        &|_: &[&str]| None,
+        "lines:\n  v1:\n    codename: Ash\n    end-of-life: 2018-04-30\n  v2:\n    codename: Birch\n    end-of-life: 2019-04-30\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("codename", "v1", "Ash"),
+            triple("end_of_life", "v1", "2018-04-30"),
+            triple("codename", "v2", "Birch"),
+            triple("end_of_life", "v2", "2019-04-30"),
         ]
     );
 }
