@@ -62,7 +62,8 @@ test: python-client
 
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
-## the signals benchmark through RabbitMQ, the broker-outage, plate and passage-search benchmarks, the scale
+## the signals benchmark through RabbitMQ, the broker-outage, plate, passage-search, gate and
+## communities (overview, at 10,000 and 100,000 pages) benchmarks, the scale
 ## benchmark at 10,000 and 100,000 pages, and last the memory benchmark at the issue's full size
 ## (1,000,000 signals: about 35 minutes on 2 cores), in a release build (latency figures mean
 ## nothing in a debug build), all through the `ontoloop-bench` binary (libs/bench)
@@ -91,6 +92,8 @@ bench: model
 	$(BENCH) plate --people 10000 --items 100000
 	$(BENCH) passages --pages 10000 --questions 1000
 	$(BENCH) gate --pages 10000 --questions 1000
+	$(BENCH) overview --pages 10000 --questions 200
+	$(BENCH) overview --pages 100000 --questions 200
 	$(BENCH) scale --pages 10000 --events-per-second 50
 	$(BENCH) scale --pages 100000 --events-per-second 50
 	$(BENCH) memory --tenants 1000 --signals 1000000 --asks 100000

@@ -13,6 +13,7 @@ pub mod grow;
 pub mod memory;
 pub mod org;
 pub mod outage;
+pub mod overview;
 pub mod passages;
 pub mod plate;
 pub mod scale;

@@ -194,6 +194,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What the communities cost: N generated pages (services in domains of 50 that depend on
+    /// and call each other) read into a graph; prints the time to build the entity graph and to
+    /// find its communities, their memory, and the latency of "what are the main themes?" and
+    /// "how does X relate to Y?", the first after a change and from what the read model kept
+    /// ({"pages","entity_graph_s","communities_s","memory_mb","relate_first_ms",
+    /// "themes_first_ms","relate_ms":{"p50","p99"},"themes_ms":{"p50","p99"},...} with --json).
+    Overview {
+        /// Pages (one service each).
+        #[arg(long, default_value_t = 10_000)]
+        pages: usize,
+        /// Questions of each kind timed from what the read model kept.
+        #[arg(long, default_value_t = 200)]
+        questions: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
     /// the intake, then a steady stream of single-page events while agents ask and validate;
     /// prints {"pages","ingest_pages_per_s","event_to_visible_ms":{"p50","p99"},
@@ -410,6 +427,15 @@ impl Command {
             } => {
                 let mut progress = |line: &str| eprintln!("bench: {line}");
                 let report = ontoloop_bench::gate::run(pages, questions, &mut progress)?;
+                print::report(&report, json, |report| report.to_text())?;
+            }
+            Command::Overview {
+                pages,
+                questions,
+                json,
+            } => {
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let report = ontoloop_bench::overview::run(pages, questions, &mut progress)?;
                 print::report(&report, json, |report| report.to_text())?;
             }
             Command::Passages {

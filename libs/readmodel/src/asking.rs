@@ -181,13 +181,16 @@ fn overview_of(
     snapshot: &Snapshot,
     answering: Answering,
     caller: &Caller,
-    graph: &Graph,
+    graph: &std::sync::Arc<Graph>,
     asking: &Asking<'_>,
 ) -> Option<Asked> {
     let relate = overview::asked_to_relate(asking.text, graph);
     if relate.is_none() && !overview::asks_for_themes(asking.text) {
         return None;
     }
+    // Built once per graph shown and kept until it changes, not per question.
+    let kept = snapshot.overview_of(graph);
+    let scope = asking.scope.clone();
     with_view(
         snapshot,
         answering,
@@ -196,8 +199,8 @@ fn overview_of(
         asking.as_of,
         &asking.scope,
         |view| match &relate {
-            Some((from, to)) => overview::relate(view, asking.text, from, to, asking.scope.clone()),
-            None => overview::themes(view, asking.text, asking.scope.clone()),
+            Some((from, to)) => overview::relate(view, &kept, asking.text, from, to, scope),
+            None => overview::themes(view, &kept, asking.text, scope),
         },
     )
 }

@@ -8,6 +8,14 @@
 //!
 //! Both are recognised by general English words (never an ontology's) and only when the graph
 //! the caller may see has what they need; otherwise the question goes on as any other.
+//!
+//! The entity graph and its communities are not built per question: a read model keeps one
+//! [`Overview`] per graph it shows ([`OverviewMemo`]), built by the first question that needs it
+//! and forgotten whenever the graph changes (a commit patched in, a page's announced version
+//! taking effect). Between changes every question reuses it; the first after a change pays the
+//! build (`ontoloop bench overview` measures both).
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use ontoloop_core::knowledge::ask::{Asked, Question};
 use ontoloop_core::knowledge::communities::{Community, EntityGraph};
@@ -61,6 +69,77 @@ const OVERVIEW_FILLER: &[&str] = &[
 pub const MAX_THEMES: usize = 5;
 /// Tying facts an overview decides per community.
 const FACTS_PER_THEME: usize = 2;
+
+/// The entity graph of one graph a read model shows and its communities, each built when first
+/// needed ("how does X relate to Y?" needs only the entity graph).
+#[derive(Default)]
+pub struct Overview {
+    entities: OnceLock<EntityGraph>,
+    communities: OnceLock<Vec<Community>>,
+}
+
+impl Overview {
+    /// The entity graph of `graph` (the graph this overview was kept for).
+    pub fn entities(&self, graph: &Graph) -> &EntityGraph {
+        self.entities.get_or_init(|| EntityGraph::of(graph))
+    }
+
+    /// The communities of `graph` (the graph this overview was kept for), largest first.
+    pub fn communities(&self, graph: &Graph) -> &[Community] {
+        self.communities
+            .get_or_init(|| self.entities(graph).communities())
+    }
+
+    /// Whether the entity graph and the communities are built.
+    pub fn built(&self) -> (bool, bool) {
+        (
+            self.entities.get().is_some(),
+            self.communities.get().is_some(),
+        )
+    }
+}
+
+/// Graphs whose overview a read model keeps at most: the whole graph and the views of the few
+/// ACLs its callers hold (oldest out first).
+const MAX_OVERVIEWS: usize = 17;
+
+/// The overviews a read model keeps, one per graph it shows (the whole graph, or a caller's
+/// view of it), until the graph changes ([`OverviewMemo::graph_changed`]).
+#[derive(Default)]
+pub struct OverviewMemo {
+    /// Each graph by a weak reference (its allocation is not reused while this lives, so a
+    /// view dropped and another made cannot be mistaken for it) with its overview.
+    kept: Mutex<Vec<(Weak<Graph>, Arc<Overview>)>>,
+}
+
+impl OverviewMemo {
+    /// The overview of `graph`, kept or made empty and kept (its parts are built by the first
+    /// question that needs them, once, while others that need them wait).
+    pub fn of(&self, graph: &Arc<Graph>) -> Arc<Overview> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|(held, _)| held.strong_count() > 0);
+        if let Some((_, overview)) = kept
+            .iter()
+            .find(|(held, _)| std::ptr::eq(held.as_ptr(), Arc::as_ptr(graph)))
+        {
+            return Arc::clone(overview);
+        }
+        if kept.len() >= MAX_OVERVIEWS {
+            kept.remove(0);
+        }
+        let overview = Arc::new(Overview::default());
+        kept.push((Arc::downgrade(graph), Arc::clone(&overview)));
+        overview
+    }
+
+    /// Forgets every overview: the graph changed.
+    pub fn graph_changed(&mut self) {
+        self.kept
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
 
 /// The two entities `text` asks to relate, by id, in the order written: the question holds a
 /// relation word ("relate", "connected", ...) and names two distinct entities of `graph`.
@@ -116,18 +195,19 @@ pub fn asks_for_themes(text: &str) -> bool {
 }
 
 /// "How does X relate to Y?": the shortest chain of facts from `from` to `to` in what the view's
-/// caller may see, each step decided as a Lookup of its slot. `None` when no chain joins them or
-/// a step's slot is not decided to the value the chain goes through (the question then goes on
-/// as any other).
+/// caller may see (`overview` is that graph's), each step decided as a Lookup of its slot.
+/// `None` when no chain joins them or a step's slot is not decided to the value the chain goes
+/// through (the question then goes on as any other).
 pub fn relate(
     view: &KnowledgeView<'_>,
+    overview: &Overview,
     text: &str,
     from: &str,
     to: &str,
     scope: Scope,
 ) -> Option<Asked> {
     let graph = view.graph;
-    let chain = EntityGraph::of(graph).relate(graph, from, to)?;
+    let chain = overview.entities(graph).relate(graph, from, to)?;
     let mut hops = Vec::new();
     let mut steps = Vec::new();
     for id in chain {
@@ -149,11 +229,16 @@ pub fn relate(
 }
 
 /// "What are the main themes?": the largest communities of what the view's caller may see, at
-/// most [`MAX_THEMES`], each named by its central entities, with its tying facts decided as
-/// hops. `None` when the graph has no community.
-pub fn themes(view: &KnowledgeView<'_>, text: &str, scope: Scope) -> Option<Asked> {
+/// most [`MAX_THEMES`] (`overview` is that graph's), each named by its central entities, with
+/// its tying facts decided as hops. `None` when the graph has no community.
+pub fn themes(
+    view: &KnowledgeView<'_>,
+    overview: &Overview,
+    text: &str,
+    scope: Scope,
+) -> Option<Asked> {
     let graph = view.graph;
-    let communities = EntityGraph::of(graph).communities();
+    let communities = overview.communities(graph);
     let mut hops = Vec::new();
     let mut named = Vec::new();
     for community in communities.iter().take(MAX_THEMES) {

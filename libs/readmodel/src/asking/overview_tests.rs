@@ -86,3 +86,45 @@ fn the_main_themes_are_the_communities_named_by_their_central_entities() {
     let about = ask(&model, "Give me an overview of Kite");
     assert_ne!(about.answer.value, asked.answer.value, "{about:?}");
 }
+
+#[test]
+fn the_entity_graph_and_communities_are_built_once_per_graph_and_kept() {
+    let model = world();
+    let kept = model.overview_of(&model.graph);
+    assert_eq!(
+        kept.built(),
+        (false, false),
+        "nothing is built before a question"
+    );
+    let relate = ask(&model, "How does Kite relate to Vault?");
+    assert_eq!(relate.answer.status, AnswerStatus::Answered, "{relate:?}");
+    assert_eq!(
+        kept.built(),
+        (true, false),
+        "relating needs the entity graph, not the communities"
+    );
+    let first = ask(&model, "What are the main themes?");
+    assert_eq!(kept.built(), (true, true));
+    let again = ask(&model, "What are the main themes?");
+    assert_eq!(again.answer.value, first.answer.value);
+    assert!(
+        std::sync::Arc::ptr_eq(&kept, &model.overview_of(&model.graph)),
+        "every question of the same graph shares one overview"
+    );
+    // Another graph (a caller's view) has an overview of its own.
+    let other = std::sync::Arc::new((*model.graph).clone());
+    assert!(!std::sync::Arc::ptr_eq(&kept, &model.overview_of(&other)));
+}
+
+#[test]
+fn a_changed_graph_forgets_its_overviews() {
+    let mut memo = crate::overview::OverviewMemo::default();
+    let graph = world().graph;
+    let kept = memo.of(&graph);
+    assert!(std::sync::Arc::ptr_eq(&kept, &memo.of(&graph)));
+    memo.graph_changed();
+    assert!(
+        !std::sync::Arc::ptr_eq(&kept, &memo.of(&graph)),
+        "after a change the next question builds afresh"
+    );
+}

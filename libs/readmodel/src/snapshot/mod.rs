@@ -33,6 +33,7 @@ use ontoloop_store::StoreError;
 
 use crate::claims::ClaimMemo;
 use crate::dense::{DenseIndex, LazyDense};
+use crate::overview::{Overview, OverviewMemo};
 use crate::search::{PageIndex, PassageIndex};
 
 pub use cache::{SnapshotGuard, Snapshots};
@@ -82,6 +83,9 @@ pub struct Snapshot {
     restricted: bool,
     /// The claims of the pages questions read, kept ([`ClaimMemo`]).
     claims: ClaimMemo,
+    /// The entity graph and communities of each graph shown, kept until the graph changes
+    /// ([`OverviewMemo`]).
+    overviews: OverviewMemo,
 }
 
 /// Chunk hash → positions of the page versions holding a chunk with it.
@@ -244,6 +248,12 @@ impl Snapshot {
         self.claims.for_caller(std::ptr::eq(graph, &*self.graph))
     }
 
+    /// The entity graph and communities of `graph` (from [`Snapshot::graph_for`]), kept until
+    /// the graph changes: built by the first question that needs them, not by each.
+    pub fn overview_of(&self, graph: &Arc<Graph>) -> Arc<Overview> {
+        self.overviews.of(graph)
+    }
+
     /// The version of every page in effect at `at` (pages that did not exist yet are absent).
     pub fn current_at(&self, at: chrono::DateTime<chrono::Utc>) -> BTreeMap<String, PageVersion> {
         versions_in_effect(&self.versions, at)
@@ -379,6 +389,7 @@ impl Snapshot {
             views: std::sync::Mutex::new(Vec::new()),
             restricted,
             claims: ClaimMemo::default(),
+            overviews: OverviewMemo::default(),
         })
     }
 }

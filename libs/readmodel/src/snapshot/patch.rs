@@ -86,6 +86,7 @@ impl Snapshot {
         }
         self.log.extend(changes.extraction_log);
         self.restricted |= changes.facts.iter().any(|f| !f.acl.is_empty());
+        self.overviews.graph_changed();
         // Readers hold the lock, not the graph or the pages: they are shared only while a reader
         // answers, so this changes them in place (a copy only if a reader kept them past its
         // guard, as the firewall does across a model call).
@@ -116,6 +117,7 @@ impl Snapshot {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
+        self.overviews.graph_changed();
         Ok(())
     }
 
