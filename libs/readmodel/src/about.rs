@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
-use ontoloop_core::knowledge::ask::{Asked, MAX_PASSAGES, Passage, Question};
+use ontoloop_core::knowledge::ask::{self, Asked, MAX_PASSAGES, Passage, Question};
 use ontoloop_core::knowledge::designs::{self, Design, KnowledgeView};
 use ontoloop_core::knowledge::question::is_stop_word;
 use ontoloop_core::knowledge::{
@@ -23,7 +23,8 @@ const ABOUT_WORDS: &[&str] = &[
     "know", "knows", "known", "tell", "me", "you", "us", "is", "are", "was", "were", "about",
     "describe", "explain", "overview", "summary", "summarise", "summarize", "information",
     "info", "anything", "everything", "all", "any", "there", "say", "says", "said", "do", "does",
-    "did", "we", "our", "have", "has", "please", "give",
+    "did", "we", "our", "have", "has", "please", "give", "propose", "proposes", "proposed",
+    "proposal", "cover", "covers", "purpose",
 ];
 
 /// Whether `word` (lower-cased) asks for everything known of a thing ("know", "tell", "about"),
@@ -38,6 +39,18 @@ pub fn asks_for_all(word: &str) -> bool {
 /// everything known ("know", "tell", "about"). `None` when it names none, or asks something of
 /// it ("what pets does Melanie have?").
 pub fn asked_about(text: &str, graph: &Graph, ontology: &Ontology) -> Option<String> {
+    // A parenthetical is an aside naming the thing again ("KEP-3063 (dynamic resource
+    // allocation)"): when the whole question is not about a thing, without it it may be.
+    asked_about_in(text, graph, ontology).or_else(|| {
+        let outside = outside_parentheses(text);
+        (outside != text)
+            .then(|| asked_about_in(&outside, graph, ontology))
+            .flatten()
+    })
+}
+
+/// [`asked_about`] on `text` as written.
+fn asked_about_in(text: &str, graph: &Graph, ontology: &Ontology) -> Option<String> {
     let words = words_of(text);
     let type_nouns = ontology.type_nouns();
     let normaliser = graph.normaliser();
@@ -117,17 +130,19 @@ pub fn slots_of(
 
 /// The answer to `text`, a question about entity `id` as a whole: its `slots` ([`slots_of`])
 /// as the answer's hops, and the passages of `found` (best first) that name it by its name or
-/// one of its aliases, at most [`MAX_PASSAGES`]; status [`AnswerStatus::AnsweredPassages`],
-/// no value. Nothing is missing from a graph that answers so: no signal is reported. `None`
-/// when neither a slot nor a passage answers (the question is then answered as any other that
-/// maps to no slot).
+/// one of its aliases, at most [`MAX_PASSAGES`] — the opening of the best-found page about it
+/// first (its title, or the label or heading above its passages, names it; `openings` holds the
+/// first passage of each page of `found`, in the version found): the first passage of a page
+/// about a thing says what it is. Status [`AnswerStatus::AnsweredPassages`], no value. Nothing
+/// is missing from a graph that answers so: no signal is reported. `None` when neither a slot
+/// nor a passage answers (the question is then answered as any other that maps to no slot).
 pub fn answer_about(
     text: &str,
     graph: &Graph,
     id: &str,
     scope: Scope,
     slots: Vec<(String, String, SlotDecision)>,
-    found: Vec<Passage>,
+    (found, openings): (Vec<Passage>, &[Passage]),
 ) -> Option<Asked> {
     let entity = graph.entity(id)?;
     let names: Vec<BTreeSet<String>> = entity
@@ -137,14 +152,16 @@ pub fn answer_about(
         .map(|name| words_of(name).into_iter().collect::<BTreeSet<String>>())
         .filter(|words| !words.is_empty())
         .collect();
-    let passages: Vec<Passage> = found
+    let names_it = |text: &str| {
+        let held: BTreeSet<String> = words_of(text).into_iter().collect();
+        names.iter().any(|name| name.is_subset(&held))
+    };
+    let named: Vec<Passage> = found
         .into_iter()
-        .filter(|p| {
-            let held: BTreeSet<String> = words_of(&p.chunk.indexed_text(&p.title))
-                .into_iter()
-                .collect();
-            names.iter().any(|name| name.is_subset(&held))
-        })
+        .filter(|p| names_it(&p.chunk.indexed_text(&p.title)))
+        .collect();
+    let passages: Vec<Passage> = opening_first(&names, named, openings)
+        .into_iter()
         .take(MAX_PASSAGES)
         .collect();
     if slots.is_empty() && passages.is_empty() {
@@ -157,6 +174,7 @@ pub fn answer_about(
             text: text.to_owned(),
             unexplained: Vec::new(),
             scope,
+            guessed: None,
         },
         answer: Answer {
             status: AnswerStatus::AnsweredPassages,
@@ -167,6 +185,77 @@ pub fn answer_about(
         signals: Some(Vec::new()),
         passages,
     })
+}
+
+/// `found` (best first) with the opening of the best-found page about what `names` name put
+/// first: a page whose title, or the label or heading above the passage found (a document's
+/// header label, its title heading), holds every word of one of `names`. `openings` holds the
+/// first passage of pages of `found`, in the version found; a page without one (a record) has
+/// no opening. The first passage of a page about a thing says what it is (a PEP's abstract, a
+/// package's description, a KEP's summary), however the search ranked it.
+pub fn opening_first(
+    names: &[BTreeSet<String>],
+    found: Vec<Passage>,
+    openings: &[Passage],
+) -> Vec<Passage> {
+    let about_it = |p: &Passage| {
+        let label = p.chunk.headings.first().map_or("", String::as_str);
+        let held: BTreeSet<String> = words_of(&format!("{} {label}", p.title))
+            .into_iter()
+            .collect();
+        names
+            .iter()
+            .any(|name| !name.is_empty() && name.is_subset(&held))
+    };
+    let opening = found.iter().filter(|p| about_it(p)).find_map(|p| {
+        openings.iter().find(|o| {
+            o.chunk.anchor.doc_id == p.chunk.anchor.doc_id
+                && o.chunk.anchor.version == p.chunk.anchor.version
+        })
+    });
+    let Some(opening) = opening else {
+        return found;
+    };
+    std::iter::once(opening.clone())
+        .chain(
+            found
+                .into_iter()
+                .filter(|p| p.chunk.anchor != opening.chunk.anchor),
+        )
+        .collect()
+}
+
+/// For a question no slot answers and that names no known entity: when it asks about what it
+/// names as a whole (beside the names it writes — capitalised words and the numbers after them,
+/// [`ask::named_words`] — and a parenthetical aside, only words that ask for everything: "What
+/// does PEP 649 propose?", "What is KEP-3063 (dynamic resource allocation) about?"), `found`
+/// with the opening of the page about that first ([`opening_first`]); else `found` as ranked.
+pub fn unknown_named_first(text: &str, found: Vec<Passage>, openings: &[Passage]) -> Vec<Passage> {
+    let named: BTreeSet<String> = words_of(&ask::named_words(text)).into_iter().collect();
+    let asks_about_it = !named.is_empty()
+        && words_of(&outside_parentheses(text))
+            .iter()
+            .all(|w| named.contains(w) || asks_for_all(w));
+    if asks_about_it {
+        opening_first(&[named], found, openings)
+    } else {
+        found
+    }
+}
+
+/// `text` without its parenthetical asides (`(…)`, an unclosed one to the end).
+fn outside_parentheses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Lower-case words of `text`, as a question's words are matched.
@@ -184,4 +273,21 @@ fn find(words: &[String], needle: &[String]) -> Option<usize> {
         return None;
     }
     words.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parenthetical_aside_is_left_out() {
+        assert_eq!(
+            outside_parentheses("What is KEP-3063 (dynamic resource allocation) about?"),
+            "What is KEP-3063  about?"
+        );
+        assert_eq!(
+            outside_parentheses("Is it (still) open (now"),
+            "Is it  open "
+        );
+    }
 }

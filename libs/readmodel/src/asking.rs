@@ -5,12 +5,12 @@
 //! it, else offered the passages that answer it. Pure CPU work: callers on an async runtime run
 //! it on the blocking pool.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use ontoloop_core::knowledge::ask::{self, Asked, Question};
 use ontoloop_core::knowledge::designs::{Design, KnowledgeView};
-use ontoloop_core::knowledge::passage::{Chunk, chunk_page};
+use ontoloop_core::knowledge::passage::{Chunk, chunk_page, is_record};
 use ontoloop_core::knowledge::{Access, Graph, PageVersion, Scope};
 use ontoloop_core::{Caller, DomainError, ErrorCode};
 
@@ -138,18 +138,21 @@ pub fn ask_text(
                     &asking.scope,
                     |view| about::slots_of(view, &id, asking.text),
                 );
+                let openings = openings(snapshot, &offered);
                 about::answer_about(
                     asking.text,
                     &graph,
                     &id,
                     asking.scope.clone(),
                     slots,
-                    offered.clone(),
+                    (offered.clone(), &openings),
                 )
             });
             match (about, linked) {
                 (Some(asked), _) => asked,
                 (None, Err(why)) => {
+                    let openings = openings(snapshot, &offered);
+                    let offered = about::unknown_named_first(asking.text, offered, &openings);
                     ask::unlinked(asking.text.to_owned(), &why, asking.design, offered)
                 }
                 // Linked, asked about as a whole, and nothing known of it: answered as linked.
@@ -382,6 +385,42 @@ fn cited(ranked: Vec<Ranked>, pages: &BTreeMap<String, PageVersion>) -> Vec<ask:
                 origin: page.origin.clone(),
                 score: hit.score,
                 similarity: hit.similarity,
+            })
+        })
+        .collect()
+}
+
+/// The first passage of each page `offered` was cut from, in the version it was cut from (the
+/// caller read that version's passages, so may read its first), in the order offered; none of
+/// a record ([`is_record`]: a YAML or JSON document, header blocks only), which has no opening.
+fn openings(snapshot: &Snapshot, offered: &[ask::Passage]) -> Vec<ask::Passage> {
+    let mut seen: HashSet<(&str, u64)> = HashSet::new();
+    offered
+        .iter()
+        .filter(|p| seen.insert((&p.chunk.anchor.doc_id, p.chunk.anchor.version)))
+        .filter_map(|p| {
+            let (id, version) = (&p.chunk.anchor.doc_id, p.chunk.anchor.version);
+            let page = snapshot
+                .current
+                .get(id)
+                .filter(|page| page.version == version)
+                .or_else(|| {
+                    snapshot
+                        .versions
+                        .iter()
+                        .rev()
+                        .find(|page| &page.source_id == id && page.version == version)
+                })
+                .filter(|page| !is_record(&page.body))?;
+            let chunk = chunk_page(&page.source_id, page.version, &page.body)
+                .into_iter()
+                .next()?;
+            Some(ask::Passage {
+                chunk,
+                title: p.title.clone(),
+                origin: p.origin.clone(),
+                score: p.score,
+                similarity: None,
             })
         })
         .collect()

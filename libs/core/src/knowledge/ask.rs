@@ -49,6 +49,10 @@ pub struct Question {
     /// Where the answer should hold: the scope the caller gave, else the one the question names
     /// ("... in the EU?"), else everywhere.
     pub scope: Scope,
+    /// Why the path is only a guess by meaning (no word of the question names a relation well
+    /// enough): the answer is hedged as weak evidence, saying so. `None` for a path the
+    /// question's words name, or one looked up by name.
+    pub guessed: Option<String>,
 }
 
 impl Question {
@@ -66,6 +70,7 @@ impl Question {
             text,
             unexplained: Vec::new(),
             scope: Scope::everywhere(),
+            guessed: None,
         }
     }
 }
@@ -153,18 +158,25 @@ pub fn key_words(text: &str) -> Vec<String> {
 }
 
 /// The words of a question written as names: capitalised (or holding a capital, as `VPN` or
-/// `iPhone`) anywhere but at the start of a sentence, lower-cased. A passage that does not name
-/// them is about something else ("the Pro plan" for a question on "the Platinum plan").
-fn named_words(text: &str) -> String {
+/// `iPhone`) anywhere but at the start of a sentence, and a number right after such a word (the
+/// `387` of "PEP 387", the `3.14` of "Python 3.14"), lower-cased. A passage that does not name
+/// them is about something else ("the Pro plan" for a question on "the Platinum plan", PEP 594
+/// for a question on PEP 387).
+pub fn named_words(text: &str) -> String {
     let mut named = Vec::new();
     let mut starts_sentence = true;
+    let mut after_name = false;
     for word in text.split_whitespace() {
         let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
-        if !starts_sentence && bare.chars().any(char::is_uppercase) {
+        let name = !starts_sentence && bare.chars().any(char::is_uppercase);
+        let number = after_name && bare.chars().any(|c| c.is_ascii_digit());
+        if name || number {
             named.push(bare.to_lowercase());
         }
         if !bare.is_empty() {
             starts_sentence = word.ends_with(['.', '?', '!', ':']);
+            // A name ends at punctuation ("Ask Ines, then 3 others").
+            after_name = (name || number) && bare.len() == word.len();
         }
     }
     named.join(" ")
@@ -221,6 +233,7 @@ pub fn link(
             text: text.to_owned(),
             unexplained: mapped.unexplained,
             scope,
+            guessed: mapped.guessed,
         });
     }
     let mapped = map_question(text, graph, ontology, &extra)?;
@@ -230,6 +243,7 @@ pub fn link(
         text: text.to_owned(),
         unexplained: mapped.unexplained,
         scope: Scope::everywhere(),
+        guessed: mapped.guessed,
     })
 }
 
@@ -279,6 +293,16 @@ pub fn answer(
             source_id: String::new(),
         });
     }
+    // Nor a value on a path only guessed by meaning.
+    if design == Design::Ontoloop
+        && let Some(why) = &question.guessed
+    {
+        answer.hedge(Hedge {
+            code: HedgeCode::WeakEvidence,
+            message: format!("the relation asked for is a guess: {why}"),
+            source_id: String::new(),
+        });
+    }
     let signals = (design == Design::Ontoloop)
         .then(|| signals(&answer, view.graph.resolve(&question.entity).is_some()));
     Asked {
@@ -317,6 +341,7 @@ pub fn unlinked(text: String, why: &Unmapped, design: Design, found: Vec<Passage
         text,
         unexplained: Vec::new(),
         scope: Scope::everywhere(),
+        guessed: None,
     };
     let reason = format!("cannot map the question onto the graph: {why}");
     let mut asked = if passages.is_empty() {
@@ -611,6 +636,59 @@ mod tests {
     }
 
     #[test]
+    fn a_value_on_a_guessed_relation_is_hedged_as_weak_evidence_saying_why() {
+        let ontology = sample();
+        let mut graph = Graph::new(&ontology);
+        let stated = page("p", "The Pro plan costs €49 per user per month.");
+        graph.apply_page(&ontology, &stated, Utc::now());
+        let current = BTreeMap::from([("p".to_owned(), stated)]);
+        let log = BTreeMap::from([("p".to_owned(), 1)]);
+        let agent = Caller::new("t", "agent").expect("caller");
+        let search = |_: &str, _k: usize| vec!["p".to_owned()];
+        let view = KnowledgeView {
+            ontology: &ontology,
+            graph: &graph,
+            current: &current,
+            log: &log,
+            search: &search,
+            access: Access::new(&agent, &current),
+            as_of: Utc::now(),
+            hedge_below_authority: 0,
+            top_k: 5,
+            scope: &Scope::everywhere(),
+            claims: &Extract,
+        };
+        let question = Question {
+            guessed: Some("\"toll\" was read as price by meaning alone".into()),
+            ..Question::lookup(
+                "Pro".into(),
+                vec!["price".into()],
+                "What toll has Pro?".into(),
+            )
+        };
+        let asked = answer(&view, Design::Ontoloop, question.clone(), None);
+        assert_eq!(asked.answer.status, AnswerStatus::AnsweredPossiblyStale);
+        assert!(asked.answer.value.contains("49"), "{:?}", asked.answer);
+        let hedge = asked.answer.hedges().last().expect("a hedge").clone();
+        assert_eq!(hedge.code, HedgeCode::WeakEvidence);
+        assert!(
+            hedge.message.contains("\"toll\" was read as price"),
+            "{}",
+            hedge.message
+        );
+        // The study's baselines hedge by their own rules only.
+        let baseline = answer(&view, Design::Rag, question, None);
+        assert!(
+            baseline
+                .answer
+                .hedges()
+                .all(|h| h.code != HedgeCode::WeakEvidence),
+            "{:?}",
+            baseline.answer
+        );
+    }
+
+    #[test]
     fn an_abstention_reports_what_the_graph_lacks() {
         let unknown = unlinked(
             "Is it raining?".into(),
@@ -728,6 +806,13 @@ mod tests {
             named_words("Is VPN on? Ask Ines, the iPhone expert."),
             "vpn ines iphone"
         );
+        // A number is part of the name it follows, not of a count.
+        assert_eq!(
+            named_words(
+                "What does PEP 387 propose for Python 3.14, in 2 parts? Ask Ines, 3 times."
+            ),
+            "pep 387 python 3.14 ines"
+        );
     }
 
     #[test]
@@ -788,6 +873,7 @@ mod tests {
             text: "Who owns the Ledger API?".into(),
             unexplained: Vec::new(),
             scope: Scope::everywhere(),
+            guessed: None,
         };
         let asked = Asked::abstained(
             question,

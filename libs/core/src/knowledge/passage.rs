@@ -12,6 +12,8 @@ use sha2::{Digest, Sha256};
 use super::extract::split_sentences;
 use super::graph::{PageVersion, plain_words};
 
+mod header;
+
 /// A paragraph longer than this many characters is cut at sentence ends into chunks of at most
 /// this size (a sentence longer than it at white space), so one chunk stays one readable
 /// passage and one embedding input.
@@ -78,13 +80,19 @@ pub fn chunk_hash(text: &str) -> String {
 }
 
 /// The chunks of a page version's body, in order. A Markdown heading line (`#` to `######`)
-/// starts a section and is not a chunk itself; a run of non-blank lines is a paragraph; a
-/// paragraph longer than [`MAX_CHUNK_CHARS`] is cut at sentence ends.
+/// or an underlined one (RST, setext) starts a section and is not a chunk itself; nor is a
+/// header block of `Key: value` lines at the top of a text page, whose naming fields label every
+/// chunk of the page instead (above its headings); a run of non-blank lines is a paragraph; a
+/// paragraph longer than [`MAX_CHUNK_CHARS`] is cut at sentence ends. A data page (YAML, TOML,
+/// JSON, header blocks only) is one record: its text is cut only by length.
 pub fn chunk_page(doc_id: &str, version: u64, body: &str) -> Vec<Chunk> {
     let mut pieces = Vec::new(); // (byte start, byte end, headings)
+    let lines = lines_of(body);
+    let header = header::header(&lines);
     // A data document (YAML, TOML, JSON, header blocks) is one passage: its `#` lines are
-    // comments, not headings, and its lines are fields of one record, not paragraphs.
-    if super::document::is_data(body) {
+    // comments, not headings, and its lines are fields of one record, not paragraphs. Unless a
+    // field of its header holds a text of several paragraphs: those are its passages.
+    if record(body, header.as_ref()) {
         split_long(body, 0, body.len(), &[], &mut pieces);
         return finish(doc_id, version, body, pieces);
     }
@@ -92,16 +100,23 @@ pub fn chunk_page(doc_id: &str, version: u64, body: &str) -> Vec<Chunk> {
     // Underline styles of RST / setext headings, in the order first seen (their levels).
     let mut styles: Vec<char> = Vec::new();
     let mut paragraph: Option<(usize, usize)> = None;
-    let mut lines = Vec::new();
-    let mut offset = 0;
-    for line in body.split_inclusive('\n') {
-        lines.push((offset, line));
-        offset += line.len();
+    let mut i = 0;
+    // A header block at the top is no passage: it labels every passage of the page (above any
+    // heading, level 0), and a field folded over several paragraphs is text under its key.
+    if let Some(header) = header {
+        if let Some(label) = header.label {
+            headings.push((0, label));
+        }
+        for (key, from, to) in header.texts {
+            let mut labelled = current(&headings);
+            labelled.push(key);
+            split_long(body, from, to, &labelled, &mut pieces);
+        }
+        i = header.end;
     }
     // Inside an HTML comment, or a fenced code block (its fence): neither is a passage.
     let mut in_comment = false;
     let mut fence: Option<&str> = None;
-    let mut i = 0;
     while i < lines.len() {
         let (start, line) = lines[i];
         let end = start + line.len();
@@ -117,6 +132,20 @@ pub fn chunk_page(doc_id: &str, version: u64, body: &str) -> Vec<Chunk> {
             in_comment = !trimmed.contains("-->");
             continue;
         }
+        // An RST directive or comment (`.. note::`, `.. image::`) and the indented block under
+        // it: markup, as the document parser reads it.
+        if paragraph.is_none()
+            && (trimmed.starts_with(".. ") || trimmed == "..")
+            && !line.starts_with([' ', '\t'])
+        {
+            while lines
+                .get(i)
+                .is_some_and(|(_, l)| l.trim().is_empty() || l.starts_with([' ', '\t']))
+            {
+                i += 1;
+            }
+            continue;
+        }
         let code = ["```", "~~~"].into_iter().find(|f| trimmed.starts_with(f));
         let comment = trimmed.starts_with("<!--");
         let next = lines.get(i).map_or("", |(_, l)| l.trim());
@@ -130,7 +159,7 @@ pub fn chunk_page(doc_id: &str, version: u64, body: &str) -> Vec<Chunk> {
         if (trimmed.is_empty() || atx.is_some() || underlined || code.is_some() || comment)
             && let Some((from, to)) = paragraph.take()
         {
-            split_long(body, from, to, &current(&headings), &mut pieces);
+            paragraph_piece(body, (from, to), &current(&headings), &mut pieces);
         }
         if let Some(open) = code {
             fence = Some(open);
@@ -158,9 +187,32 @@ pub fn chunk_page(doc_id: &str, version: u64, body: &str) -> Vec<Chunk> {
         }
     }
     if let Some((from, to)) = paragraph {
-        split_long(body, from, to, &current(&headings), &mut pieces);
+        paragraph_piece(body, (from, to), &current(&headings), &mut pieces);
     }
     finish(doc_id, version, body, pieces)
+}
+
+/// Whether a page version's body is a record rather than text: a data document (YAML, TOML,
+/// JSON, header blocks and nothing else) none of whose fields holds a text of several
+/// paragraphs. It is one passage, the record itself: no opening says what it is about.
+pub fn is_record(body: &str) -> bool {
+    record(body, header::header(&lines_of(body)).as_ref())
+}
+
+/// The lines of `body`, each with its end of line and its byte offset.
+fn lines_of(body: &str) -> Vec<(usize, &str)> {
+    let mut lines = Vec::new();
+    let mut offset = 0;
+    for line in body.split_inclusive('\n') {
+        lines.push((offset, line));
+        offset += line.len();
+    }
+    lines
+}
+
+/// [`is_record`] with the page's header blocks read.
+fn record(body: &str, header: Option<&header::Header>) -> bool {
+    super::document::is_data(body) && header.is_none_or(|h| h.texts.is_empty())
 }
 
 /// The pieces of a body as chunks with their anchors.
@@ -451,6 +503,78 @@ fn heading_of(line: &str) -> Option<(usize, &str)> {
 
 fn current(headings: &[(usize, String)]) -> Vec<String> {
     headings.iter().map(|(_, title)| title.clone()).collect()
+}
+
+/// Pushes the paragraph `body[from..to]` as [`split_long`] does, unless it is markup with no
+/// prose ([`is_markup`]).
+fn paragraph_piece(
+    body: &str,
+    (from, to): (usize, usize),
+    headings: &[String],
+    pieces: &mut Vec<(usize, usize, Vec<String>)>,
+) {
+    if !is_markup(&body[from..to]) {
+        split_long(body, from, to, headings, pieces);
+    }
+}
+
+/// Whether a paragraph is markup holding no prose: an RST directive or comment (`.. image::`,
+/// `.. contents::`), lines of an HTML block, or nothing but HTML tags, Markdown images and links
+/// around them (a row of badges, `[![Version](…svg)](…)`, a centred banner) and RST
+/// substitutions (`|Logo|`, `|BuildStatus| |Coverage|`).
+fn is_markup(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with(".. ") || trimmed.trim_end() == ".." {
+        return true;
+    }
+    // Lines of an HTML block (`<h2 align="center">The Formatter</h2>`: layout, not prose) or of
+    // nothing but markup (a banner image above it).
+    text.lines()
+        .all(|line| html_block_line(line) || no_prose(line))
+}
+
+/// A line opening with an HTML tag (`<p …>`, `</div>`): a line of an HTML block.
+fn html_block_line(line: &str) -> bool {
+    let rest = line.trim_start();
+    rest.strip_prefix('<').is_some_and(|tag| {
+        tag.trim_start_matches('/')
+            .starts_with(|c: char| c.is_ascii_alphabetic())
+    })
+}
+
+/// Whether `text` holds no word once its HTML tags, Markdown images, link targets and RST
+/// substitutions are taken out.
+fn no_prose(text: &str) -> bool {
+    let mut rest = text.to_owned();
+    // HTML tags, then Markdown images `![alt](target)`, then link targets `](target)`.
+    for (open, middle, close) in [
+        ("<", "", ">"),
+        ("![", "](", ")"),
+        ("](", "", ")"),
+        ("|", "", "|"),
+    ] {
+        let mut out = String::with_capacity(rest.len());
+        let mut tail = rest.as_str();
+        while let Some(at) = tail.find(open) {
+            let after = &tail[at + open.len()..];
+            let end = if middle.is_empty() {
+                after.find(close).map(|e| e + close.len())
+            } else {
+                after.find(middle).and_then(|m| {
+                    let past = &after[m + middle.len()..];
+                    past.find(close).map(|e| m + middle.len() + e + close.len())
+                })
+            };
+            let Some(end) = end else {
+                break;
+            };
+            out.push_str(&tail[..at]);
+            tail = &after[end..];
+        }
+        out.push_str(tail);
+        rest = out;
+    }
+    !rest.chars().any(char::is_alphanumeric)
 }
 
 /// Pushes the paragraph `body[from..to]` (trimmed) as one piece, or cut at sentence ends into

@@ -169,3 +169,101 @@ fn a_question_about_a_known_entity_gets_its_slots_and_the_passages_that_name_it(
     assert_eq!(price.answer.status, AnswerStatus::Answered);
     assert_eq!(price.answer.value, "49");
 }
+
+#[test]
+fn a_question_about_a_document_gets_its_opening_first_never_its_header() {
+    let ontology = Ontology::from_json(
+        r#"{"predicates": [
+            {"name": "status", "subject_type": "pep", "object_type": "text",
+             "patterns": ["The status of {s} is {o}."]}],
+            "authority": {"default": 2}}"#,
+    )
+    .expect("ontology");
+    let model = snapshot(
+        ontology,
+        vec![
+            page(
+                "peps/pep-0594.rst",
+                "PEP: 594\nTitle: Removing dead batteries\nStatus: Draft\n\n\
+                 Abstract\n========\n\nThis PEP proposes to remove old modules.\n\n\
+                 Rationale\n=========\n\nPEP 594 modules are a burden: PEP 594 lists them \
+                 and PEP 594 says why, as PEP 594 must.\n",
+            ),
+            page(
+                "peps/pep-0596.rst",
+                "PEP: 596\nTitle: Python 3.9 Release Schedule\nStatus: Active\n\n\
+                 Abstract\n========\n\nThe removals of PEP 594 land in 3.13, as PEP 594 planned.\n",
+            ),
+        ],
+    );
+    for question in ["What is PEP 594 about?", "What does PEP 594 propose?"] {
+        let asked = ask(&model, question);
+        assert_eq!(
+            asked.answer.status,
+            AnswerStatus::AnsweredPassages,
+            "{question}: {asked:#?}"
+        );
+        let first = &asked.passages[0];
+        assert_eq!(
+            (
+                first.chunk.anchor.doc_id.as_str(),
+                first.chunk.text.as_str()
+            ),
+            (
+                "peps/pep-0594.rst",
+                "This PEP proposes to remove old modules."
+            ),
+            "{question}"
+        );
+        assert!(
+            asked
+                .passages
+                .iter()
+                .all(|p| !p.chunk.text.contains("Status:")),
+            "{question}: the header block is no passage"
+        );
+    }
+}
+
+#[test]
+fn a_document_no_entity_names_gets_its_opening_first_when_asked_about_by_its_name() {
+    let model = snapshot(
+        Ontology::empty(),
+        vec![
+            page(
+                "peps/pep-0602.rst",
+                "PEP: 602\nTitle: Annual Release Cycle for Python\nStatus: Final\n\n\
+                 Abstract\n========\n\nThis document describes a yearly release calendar.\n\n\
+                 Rationale\n=========\n\nPEP 602 shortens the cycle: PEP 602 ships every year, \
+                 as PEP 602 says.\n",
+            ),
+            page(
+                "peps/pep-0619.rst",
+                "PEP: 619\nTitle: Python 3.10 Release Schedule\nStatus: Active\n\n\
+                 Abstract\n========\n\nThis schedule follows PEP 602: PEP 602 set its calendar.\n",
+            ),
+        ],
+    );
+    for question in [
+        "What does PEP 602 propose?",
+        "What is PEP 602 (annual release cycle) about?",
+    ] {
+        let asked = ask(&model, question);
+        assert_eq!(
+            asked.answer.status,
+            AnswerStatus::AnsweredPassages,
+            "{question}: {asked:#?}"
+        );
+        assert_eq!(
+            asked.passages[0].chunk.text, "This document describes a yearly release calendar.",
+            "{question}"
+        );
+    }
+    // A question that asks something of it keeps the ranking's order.
+    let asked = ask(&model, "Which schedule follows PEP 602?");
+    assert_ne!(
+        asked.passages.first().map(|p| p.chunk.text.as_str()),
+        Some("This document describes a yearly release calendar."),
+        "{asked:#?}"
+    );
+}

@@ -132,6 +132,146 @@ fn markup_is_never_a_passage() {
     );
 }
 
+/// The text of `chunk` as its span in `body` says (spans count characters).
+fn spanned(body: &str, chunk: &Chunk) -> String {
+    body.chars()
+        .skip(chunk.anchor.start)
+        .take(chunk.anchor.end - chunk.anchor.start)
+        .collect()
+}
+
+#[test]
+fn a_header_block_is_no_passage_and_labels_every_passage_by_the_fields_naming_the_document() {
+    let body = "PEP: 594\nTitle: Removing dead batteries\n  from the standard library\n\
+                Author: Christian Heimes <christian@python.org>\nStatus: Draft\n\n\n\
+                Abstract\n========\n\nThis PEP proposes to remove modules.\n\n\
+                Rationale\n=========\n\nThey are a burden.\n";
+    let chunks = chunk_page("pep-0594", 1, body);
+    let got: Vec<(&str, Vec<String>)> = chunks
+        .iter()
+        .map(|c| (c.text.as_str(), c.headings.clone()))
+        .collect();
+    let label = "PEP 594: Removing dead batteries from the standard library".to_owned();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "This PEP proposes to remove modules.",
+                vec![label.clone(), "Abstract".to_owned()]
+            ),
+            ("They are a burden.", vec![label, "Rationale".to_owned()]),
+        ]
+    );
+    assert_eq!(
+        chunks[0].indexed_text("pep-0594.rst"),
+        "pep-0594.rst / PEP 594: Removing dead batteries from the standard library / Abstract\n\
+         This PEP proposes to remove modules."
+    );
+    for chunk in &chunks {
+        assert_eq!(spanned(body, chunk), chunk.text);
+    }
+    // A header naming nothing labels nothing; it is still no passage.
+    let unnamed = chunk_page(
+        "notes",
+        1,
+        "Status: Draft\nCreated: 2024-01-01\n\nWe met.\n",
+    );
+    assert_eq!(unnamed.len(), 1);
+    assert_eq!(
+        (unnamed[0].text.as_str(), unnamed[0].headings.clone()),
+        ("We met.", Vec::new())
+    );
+}
+
+#[test]
+fn a_field_folded_over_paragraphs_is_text_under_its_key() {
+    let body = "Metadata-Version: 1.1\nName: PyYAML\nVersion: 3.11\n\
+                Description: YAML is a data serialization format\n        \
+                designed for human readability.\n        \n        \
+                PyYAML features a complete YAML 1.1 parser.\n\
+                Platform: Any\n";
+    let chunks = chunk_page("pyyaml", 1, body);
+    let got: Vec<(String, Vec<String>)> = chunks
+        .iter()
+        .map(|c| {
+            (
+                c.text.split_whitespace().collect::<Vec<_>>().join(" "),
+                c.headings.clone(),
+            )
+        })
+        .collect();
+    let under = vec!["PyYAML".to_owned(), "Description".to_owned()];
+    assert_eq!(
+        got,
+        vec![
+            (
+                "YAML is a data serialization format designed for human readability.".to_owned(),
+                under.clone()
+            ),
+            (
+                "PyYAML features a complete YAML 1.1 parser.".to_owned(),
+                under
+            ),
+        ]
+    );
+    for chunk in &chunks {
+        assert_eq!(spanned(body, chunk), chunk.text);
+    }
+}
+
+#[test]
+fn badges_banners_and_directives_are_no_passage() {
+    let body = "# Requests\n\n\
+                [![Version](https://img.shields.io/v.svg)](https://pypi.org/r/)\n\
+                [![Downloads](https://pepy.tech/badge.svg)](https://pepy.tech/r)\n\n\
+                <h1 align=\"center\">\n\n\
+                ![banner](https://example.org/banner.svg)\n\n\
+                </h1>\n\n\
+                .. image:: https://example.org/logo.png\n   :alt: logo\n\n\
+                .. note::\n\n   See the tutorial first.\n\n\
+                |Logo| |Build Status|\n\n\
+                ![Black Logo](https://example.org/logo.png)\n\
+                <h2 align=\"center\">The Uncompromising Code Formatter</h2>\n\n\
+                **Requests** is a simple, yet elegant, HTTP library.\n\n\
+                See the <a href=\"https://docs\">documentation</a> or [the guide](https://g).\n";
+    let texts: Vec<String> = chunk_page("requests", 1, body)
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "**Requests** is a simple, yet elegant, HTTP library.",
+            "See the <a href=\"https://docs\">documentation</a> or [the guide](https://g)."
+        ]
+    );
+}
+
+#[test]
+fn a_record_has_no_opening_and_a_record_with_a_text_does() {
+    assert!(is_record(
+        "title: Pod Spread\nkep-number: 12\nstatus: implementable\n"
+    ));
+    assert!(!is_record("# Pod Spread\n\nPods spread evenly.\n"));
+    assert!(!is_record(
+        "Name: PyYAML\nVersion: 3.11\nDescription: YAML is a format\n        \n        \
+         PyYAML reads it.\n"
+    ));
+}
+
+#[test]
+fn lines_that_only_look_like_fields_stay_prose() {
+    // One field is no header; nor is a paragraph whose later line is no field.
+    for body in [
+        "Note: the office is closed on Friday.\n\nBring a badge.\n",
+        "Owner: Atlas team\nThe Atlas team took it over in May.\n",
+    ] {
+        let chunks = chunk_page("p", 1, body);
+        assert_eq!(chunks[0].anchor.start, 0, "{body:?}: {chunks:?}");
+        assert!(chunks.iter().all(|c| c.headings.is_empty()));
+    }
+}
+
 #[test]
 fn a_long_paragraph_is_cut_at_sentence_ends_and_a_run_on_one_at_white_space() {
     let sentence = "The quarterly ledger is closed by the finance team on the last day. ";
