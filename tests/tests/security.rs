@@ -60,9 +60,10 @@ enum Rpc {
     Decide,
     ListPatterns,
     ListMaintenanceRuns,
+    TenantSummary,
 }
 
-const ALL: [Rpc; 13] = [
+const ALL: [Rpc; 14] = [
     Rpc::Ask,
     Rpc::Lookup,
     Rpc::Plate,
@@ -76,6 +77,7 @@ const ALL: [Rpc; 13] = [
     Rpc::Decide,
     Rpc::ListPatterns,
     Rpc::ListMaintenanceRuns,
+    Rpc::TenantSummary,
 ];
 
 impl Rpc {
@@ -83,9 +85,11 @@ impl Rpc {
     fn roles(self) -> (Role, Role) {
         match self {
             Rpc::PushEvent => (Role::Integration, Role::Agent),
-            Rpc::NextReview | Rpc::Decide | Rpc::ListPatterns | Rpc::ListMaintenanceRuns => {
-                (Role::Reviewer, Role::Agent)
-            }
+            Rpc::NextReview
+            | Rpc::Decide
+            | Rpc::ListPatterns
+            | Rpc::ListMaintenanceRuns
+            | Rpc::TenantSummary => (Role::Reviewer, Role::Agent),
             _ => (Role::Agent, Role::Reviewer),
         }
     }
@@ -252,6 +256,16 @@ async fn call(
         Rpc::ListMaintenanceRuns => analyst
             .list_maintenance_runs(request(
                 v1::ListMaintenanceRunsRequest {
+                    caller: who,
+                    ..Default::default()
+                },
+                token,
+            ))
+            .await
+            .map(drop),
+        Rpc::TenantSummary => analyst
+            .tenant_summary(request(
+                v1::TenantSummaryRequest {
                     caller: who,
                     ..Default::default()
                 },

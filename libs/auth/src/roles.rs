@@ -109,6 +109,7 @@ const RPC_ROLES: &[(&str, Role)] = &[
         "/ontoloop.v1.AnalystService/ListMaintenanceRuns",
         Role::Reviewer,
     ),
+    ("/ontoloop.v1.AnalystService/TenantSummary", Role::Reviewer),
 ];
 
 /// The role the table lists for an ontoloop RPC, `None` for a path it does not list.

@@ -92,6 +92,7 @@ with_caller!(
     DecideRequest,
     ListPatternsRequest,
     ListMaintenanceRunsRequest,
+    TenantSummaryRequest,
 );
 
 /// The caller of a request: the one way every service learns who asks. With authentication on,

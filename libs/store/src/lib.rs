@@ -18,8 +18,8 @@ mod rows;
 pub mod signals;
 
 pub use knowledge::{
-    Intake, IntakeRequest, KnowledgeChanges, KnowledgeCommit, KnowledgeRows, RunRecord, Settled,
-    StoredRun, content_hash, intake_state,
+    Intake, IntakeRequest, IntakeSummary, KnowledgeChanges, KnowledgeCommit, KnowledgeRows,
+    RunRecord, Settled, StoredRun, content_hash, intake_state,
 };
 
 pub use gate::{GateMove, GateRecord, GateWrite, LoggedQuestion};

@@ -59,8 +59,9 @@ struct Dashboard {
 
 /// The dashboard's routes: `/` (the page), `/api/session` (`GET`: who is signed in; `POST`:
 /// sign in), `/api/signout`, `/api/queue`, `/api/decide`, `/api/patterns`, `/api/freshness` and
-/// `/api/decisions`, `/api/gate` (the changes the gate judged, held ones with the answers that
-/// differ) and `/api/gate/decide` (approve or discard a held change) (the runtime serves
+/// `/api/decisions`, `/api/summary` (what the tenant holds and its intake's backlog, as the
+/// `TenantSummary` RPC answers), `/api/gate` (the changes the gate judged, held ones with the
+/// answers that differ) and `/api/gate/decide` (approve or discard a held change) (the runtime serves
 /// `/metrics` beside them). Sign-in tokens are checked by
 /// the context's authenticator.
 pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow::Result<Router> {
@@ -83,6 +84,7 @@ pub fn router(ctx: Context, reviews: Reviews, writer: KnowledgeWriter) -> anyhow
         .route("/api/patterns", get(patterns))
         .route("/api/freshness", get(freshness))
         .route("/api/decisions", get(decisions))
+        .route("/api/summary", get(summary))
         .route("/api/gate", get(gate_changes))
         .route("/api/gate/decide", post(decide_gate))
         .with_state(state))
@@ -578,6 +580,24 @@ async fn decisions(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) 
             "note": d.note,
             "decided_at": d.decided_at.to_rfc3339(),
         })).collect::<Vec<_>>()
+    })))
+}
+
+async fn summary(State(state): State<Arc<Dashboard>>, Reader(caller): Reader) -> Answer {
+    let found =
+        crate::summary::summary(&state.ctx.store, &state.writer, caller.tenant(), Utc::now())
+            .await
+            .map_err(unavailable)?;
+    Ok(Json(json!({
+        "pages": found.held.pages,
+        "page_versions": found.held.page_versions,
+        "facts": found.held.facts,
+        "entities": found.held.entities,
+        "predicates": found.held.predicates,
+        "last_ingest": found.intake.last_page_applied.map(|at| at.to_rfc3339()),
+        "backlog": found.intake.pending,
+        "failed_events": found.intake.failed,
+        "knowledge_version": found.knowledge_version,
     })))
 }
 

@@ -22,6 +22,7 @@ mod retention;
 pub mod review;
 mod routing;
 pub mod session;
+pub mod summary;
 pub mod supervise;
 mod wire;
 
@@ -36,6 +37,7 @@ use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceS
 use ontoloop_proto::v1::{
     DecideRequest, DecideResponse, ListMaintenanceRunsRequest, ListMaintenanceRunsResponse,
     ListPatternsRequest, ListPatternsResponse, NextReviewRequest, NextReviewResponse,
+    TenantSummaryRequest, TenantSummaryResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_runtime::{CancellationToken, Context, Parts};
@@ -165,6 +167,7 @@ impl ontoloop_runtime::Service for Service {
         let service = AnalystServiceServer::new(Analyst {
             ctx: ctx.clone(),
             reviews: reviews.clone(),
+            writer: writer.clone(),
         });
         Ok(Parts::new(service)
             .health(health)
@@ -180,6 +183,7 @@ impl ontoloop_runtime::Service for Service {
 struct Analyst {
     ctx: Context,
     reviews: Reviews,
+    writer: knowledge::KnowledgeWriter,
 }
 
 #[tonic::async_trait]
@@ -251,6 +255,33 @@ impl AnalystService for Analyst {
         Ok(Response::new(ListMaintenanceRunsResponse {
             runs: runs.into_iter().map(wire::maintenance_run).collect(),
         }))
+    }
+
+    async fn tenant_summary(
+        &self,
+        request: Request<TenantSummaryRequest>,
+    ) -> Result<Response<TenantSummaryResponse>, Status> {
+        let caller = caller_from(&request)?;
+        let request = request.into_inner();
+        let timeout =
+            Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
+        ontoloop_runtime::wait_for_sequence(
+            &self.ctx.store,
+            caller.tenant(),
+            request.min_sequence,
+            timeout,
+        )
+        .await
+        .map_err(status_from)?;
+        let summary = summary::summary(
+            &self.ctx.store,
+            &self.writer,
+            caller.tenant(),
+            chrono::Utc::now(),
+        )
+        .await
+        .map_err(status_from)?;
+        Ok(Response::new(wire::summary(summary)))
     }
 
     async fn list_patterns(

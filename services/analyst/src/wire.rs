@@ -1,5 +1,5 @@
 //! Conversions between the analyst's records and the wire: a proposed update, a reviewer's
-//! decision, a maintenance run and a pattern with its recorded status.
+//! decision, a maintenance run, a pattern with its recorded status and a tenant's summary.
 
 use ontoloop_core::DomainError;
 use ontoloop_core::patterns::Pattern;
@@ -10,6 +10,7 @@ use ontoloop_store::{PatternStatus, StoredRun, UpdateRecord};
 use tonic::Status;
 
 use crate::review::Decision;
+use crate::summary::Summary;
 
 /// A proposed update as a reviewer sees it; its sources cite the update's source as origin.
 pub fn update(update: UpdateRecord) -> v1::ProposedUpdate {
@@ -92,5 +93,25 @@ pub fn pattern((pattern, status): (Pattern, PatternStatus)) -> v1::Pattern {
         last_seen: Some(timestamp(pattern.last_seen)),
         action: status.action,
         signal_to_heal_ms: status.signal_to_heal_ms.unwrap_or_default(),
+    }
+}
+
+/// A tenant's summary.
+pub fn summary(summary: Summary) -> v1::TenantSummaryResponse {
+    let Summary {
+        held,
+        knowledge_version,
+        intake,
+    } = summary;
+    v1::TenantSummaryResponse {
+        pages: held.pages,
+        page_versions: held.page_versions,
+        facts: held.facts,
+        entities: held.entities,
+        predicates: held.predicates,
+        last_ingest: intake.last_page_applied.map(timestamp),
+        backlog: intake.pending,
+        failed_events: intake.failed,
+        knowledge_version,
     }
 }

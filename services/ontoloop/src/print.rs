@@ -3,7 +3,7 @@
 //! is the gRPC reply as `ontoloop_proto::json` writes it, the same the MCP tools answer with.
 
 use ontoloop::mcp::render::scope_label;
-use ontoloop::status::ServiceStatus;
+use ontoloop::status::{ServiceStatus, TenantStatus};
 use ontoloop_proto::json::{citation_status_name, rfc3339 as instant};
 use ontoloop_proto::v1;
 
@@ -362,16 +362,23 @@ pub fn plate(plate: &v1::PlateResponse, json: bool) -> anyhow::Result<()> {
 }
 
 /// Prints the report as text lines or as `{"services":[...]}`.
-pub fn status(report: &[ServiceStatus], extraction: &str, json: bool) -> anyhow::Result<()> {
+pub fn status(
+    report: &[ServiceStatus],
+    extraction: &str,
+    tenants: &[TenantStatus],
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         #[derive(serde::Serialize)]
         struct Report<'a> {
             services: &'a [ServiceStatus],
             extraction: &'a str,
+            tenants: &'a [TenantStatus],
         }
         let report = Report {
             services: report,
             extraction,
+            tenants,
         };
         return json_line(&report);
     }
@@ -388,7 +395,42 @@ pub fn status(report: &[ServiceStatus], extraction: &str, json: bool) -> anyhow:
         }
     }
     println!("extraction {extraction}");
+    for tenant in tenants {
+        for line in tenant_lines(tenant) {
+            println!("{line}");
+        }
+    }
     Ok(())
+}
+
+/// A tenant's summary as `ontoloop status` prints it: its figures on one line, its predicates
+/// on the next; or why it could not be had.
+fn tenant_lines(tenant: &TenantStatus) -> Vec<String> {
+    let Some(figures) = &tenant.summary else {
+        let error = tenant.error.as_deref().unwrap_or("no summary");
+        return vec![format!("tenant {}: UNAVAILABLE ({error})", tenant.tenant)];
+    };
+    let mut backlog = format!("backlog {}", figures.backlog);
+    if figures.failed_events > 0 {
+        backlog.push_str(&format!(" ({} failed)", figures.failed_events));
+    }
+    let predicates = if figures.predicates.is_empty() {
+        "none (no ontology set: pages answer with passages)".to_owned()
+    } else {
+        figures.predicates.join(", ")
+    };
+    vec![
+        format!(
+            "tenant {}: {} pages ({} versions) · {} facts · {} entities · last ingest {} · {backlog}",
+            tenant.tenant,
+            figures.pages,
+            figures.page_versions,
+            figures.facts,
+            figures.entities,
+            figures.last_ingest.as_deref().unwrap_or("never"),
+        ),
+        format!("  predicates ({}): {predicates}", figures.predicates.len()),
+    ]
 }
 
 /// Prints what `ingest` pushed and the sequence number to read the writes at.
@@ -588,4 +630,47 @@ pub fn ingest_change(summary: &ontoloop::ingest::Summary, json: bool) -> anyhow:
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_prints_its_figures_then_its_predicates_or_why_it_has_none() {
+        let summary = v1::TenantSummaryResponse {
+            pages: 3,
+            page_versions: 5,
+            facts: 7,
+            entities: 4,
+            predicates: vec!["price".into(), "owned_by".into()],
+            last_ingest: Some(ontoloop_proto::convert::timestamp(
+                chrono::DateTime::from_timestamp(1_772_355_600, 0).expect("an instant"),
+            )),
+            backlog: 2,
+            failed_events: 1,
+            knowledge_version: 9,
+        };
+        assert_eq!(
+            tenant_lines(&TenantStatus::answered("acme", &summary)),
+            [
+                "tenant acme: 3 pages (5 versions) · 7 facts · 4 entities · last ingest \
+                 2026-03-01T09:00:00Z · backlog 2 (1 failed)",
+                "  predicates (2): price, owned_by",
+            ]
+        );
+        let empty = v1::TenantSummaryResponse::default();
+        assert_eq!(
+            tenant_lines(&TenantStatus::answered("new", &empty)),
+            [
+                "tenant new: 0 pages (0 versions) · 0 facts · 0 entities · last ingest never · \
+                 backlog 0",
+                "  predicates (0): none (no ontology set: pages answer with passages)",
+            ]
+        );
+        assert_eq!(
+            tenant_lines(&TenantStatus::failed("acme", "connect: refused".into())),
+            ["tenant acme: UNAVAILABLE (connect: refused)"]
+        );
+    }
 }

@@ -1,9 +1,11 @@
 //! The library half of `ontoloop status`: each service's gRPC health, asked concurrently (over
-//! TLS when the `[tls]` client settings say so).
+//! TLS when the `[tls]` client settings say so), and what each tenant asked about holds (the
+//! analyst's `TenantSummary`).
 
 use std::time::Duration;
 
 use ontoloop_core::ServiceKind;
+use ontoloop_proto::v1;
 use ontoloop_settings::Settings;
 use serde::Serialize;
 use tonic_health::pb::HealthCheckRequest;
@@ -21,6 +23,72 @@ pub struct ServiceStatus {
     /// Why the service could not be asked, when unreachable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// What one tenant holds and how far its intake is behind, or why the analyst could not say.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantStatus {
+    /// The tenant.
+    pub tenant: String,
+    /// Its figures; absent when the call failed.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<TenantFigures>,
+    /// Why the analyst could not be asked, when it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A tenant's figures, as `TenantSummary` answers them (see `analyst.proto`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TenantFigures {
+    /// Pages whose version in effect is not a deletion.
+    pub pages: u64,
+    /// Page versions kept.
+    pub page_versions: u64,
+    /// Facts that hold now.
+    pub facts: u64,
+    /// Entities of the graph.
+    pub entities: u64,
+    /// The ontology's predicates; empty while none is set.
+    pub predicates: Vec<String>,
+    /// When the newest applied page event was received (RFC 3339); `None` when none was.
+    pub last_ingest: Option<String>,
+    /// Events accepted, not yet applied or refused.
+    pub backlog: u64,
+    /// Events the analyst refused.
+    pub failed_events: u64,
+    /// Commits of the tenant's knowledge.
+    pub knowledge_version: u64,
+}
+
+impl TenantStatus {
+    /// The tenant's status from the analyst's answer.
+    pub fn answered(tenant: &str, summary: &v1::TenantSummaryResponse) -> Self {
+        Self {
+            tenant: tenant.to_owned(),
+            summary: Some(TenantFigures {
+                pages: summary.pages,
+                page_versions: summary.page_versions,
+                facts: summary.facts,
+                entities: summary.entities,
+                predicates: summary.predicates.clone(),
+                last_ingest: ontoloop_proto::json::rfc3339(summary.last_ingest.as_ref()),
+                backlog: summary.backlog,
+                failed_events: summary.failed_events,
+                knowledge_version: summary.knowledge_version,
+            }),
+            error: None,
+        }
+    }
+
+    /// The tenant's status when the analyst could not be asked.
+    pub fn failed(tenant: &str, error: String) -> Self {
+        Self {
+            tenant: tenant.to_owned(),
+            summary: None,
+            error: Some(error),
+        }
+    }
 }
 
 /// The services named on the command line; all four when none is named.

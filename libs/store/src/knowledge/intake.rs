@@ -49,6 +49,21 @@ pub struct IntakeRequest {
     pub trace_context: Option<String>,
 }
 
+/// The kinds of intake event that carry pages: what the last ingest of [`IntakeSummary`] counts.
+pub const PAGE_KINDS: [&str; 3] = ["doc.upsert", "doc.delete", "source.listing"];
+
+/// Where a tenant's intake stands (see [`Store::intake_summary`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IntakeSummary {
+    /// Events accepted and not yet settled (applied or failed).
+    pub pending: u64,
+    /// Events the analyst refused, among the rows retention keeps.
+    pub failed: u64,
+    /// When the intake received the newest page event ([`PAGE_KINDS`]) that was applied; `None`
+    /// when none was (or retention pruned every one).
+    pub last_page_applied: Option<DateTime<Utc>>,
+}
+
 /// An event taken into the intake log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Intake {
@@ -356,6 +371,32 @@ impl Store {
             states.extend(found.into_iter().map(|(seq, state, _)| (seq, state)));
         }
         Ok(states)
+    }
+
+    /// Where the tenant's intake stands: its events pending and failed, and when the newest of
+    /// its applied page events was received. Each read goes through the (tenant, state, number)
+    /// index, so only the tenant's rows in that state are visited.
+    pub async fn intake_summary(&self, tenant: &str) -> Result<IntakeSummary, StoreError> {
+        let in_state = |state: &'static str| {
+            intake_event::Entity::find()
+                .filter(intake_event::Column::Tenant.eq(tenant))
+                .filter(intake_event::Column::State.eq(state))
+        };
+        let pending = in_state(intake_state::PENDING).count(&self.db).await?;
+        let failed = in_state(intake_state::FAILED).count(&self.db).await?;
+        let last_page_applied: Option<DateTime<Utc>> = in_state(intake_state::APPLIED)
+            .filter(intake_event::Column::Kind.is_in(PAGE_KINDS))
+            .order_by_desc(intake_event::Column::TenantSeq)
+            .select_only()
+            .column(intake_event::Column::ReceivedAt)
+            .into_tuple()
+            .one(&self.db)
+            .await?;
+        Ok(IntakeSummary {
+            pending,
+            failed,
+            last_page_applied,
+        })
     }
 
     /// The stored body of the tenant's intake event `seq` (as recorded, without its number).

@@ -28,7 +28,7 @@ use crate::{Store, StoreError};
 const CHUNK: usize = 200;
 
 pub(crate) use intake::settle_in;
-pub use intake::{Intake, IntakeRequest, Settled, intake_state};
+pub use intake::{Intake, IntakeRequest, IntakeSummary, PAGE_KINDS, Settled, intake_state};
 
 /// A tenant's stored knowledge, as loaded by the analyst and retrieval.
 #[derive(Debug, Clone, Default)]
