@@ -64,7 +64,8 @@ test: python-client
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
 ## the signals benchmark through RabbitMQ, the broker-outage, plate, passage-search, gate and
 ## communities (overview, at 10,000 and 100,000 pages) benchmarks, the scale
-## benchmark at 10,000 and 100,000 pages, and last the memory benchmark at the issue's full size
+## benchmark at 10,000 and 100,000 pages, `ontoloop ingest PATH` on 10,000 generated Markdown
+## files, and last the memory benchmark at the issue's full size
 ## (1,000,000 signals: about 35 minutes on 2 cores), in a release build (latency figures mean
 ## nothing in a debug build), all through the `ontoloop-bench` binary (libs/bench)
 # The shared benchmark worlds when they are beside the checkout, and the worlds that ship in it.
@@ -96,6 +97,7 @@ bench: model
 	$(BENCH) overview --pages 100000 --questions 200
 	$(BENCH) scale --pages 10000 --events-per-second 50
 	$(BENCH) scale --pages 100000 --events-per-second 50
+	$(BENCH) ingest --files 10000
 	$(BENCH) memory --tenants 1000 --signals 1000000 --asks 100000
 
 ## outbox-long: the issue's full outbox run, 10,000 events and 10,000 signals pushed with client

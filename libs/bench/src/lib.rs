@@ -10,6 +10,7 @@ pub mod fake_model;
 pub mod firewall;
 pub mod gate;
 pub mod grow;
+pub mod ingest;
 pub mod memory;
 pub mod org;
 pub mod outage;

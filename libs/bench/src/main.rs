@@ -237,6 +237,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// `ontoloop ingest PATH` (the CLI's own folder ingest) on N generated Markdown files into
+    /// every service in this process: the first run, a re-run with nothing changed and one after
+    /// one file in a hundred was edited, each timed until pushed and until applied; prints
+    /// {"files","first":{"pushed_s","applied_s","pushed_files_per_s","applied_files_per_s",...},
+    /// "unchanged":{...},"edited":{...},"pages","facts","rss_mb","store_mb",...} with --json.
+    Ingest {
+        /// Markdown files generated (about 1.2 KB each, a hundred to a folder).
+        #[arg(long, default_value_t = 10_000)]
+        files: usize,
+        /// Pushes in flight at once (the default of `ontoloop ingest --in-flight`).
+        #[arg(long, default_value_t = 8)]
+        in_flight: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay every scenario of a world file through the services and grade every answer.
     Drift {
         /// The world file (format ontoloop.world/v1).
@@ -413,6 +429,33 @@ impl Command {
                     &clients,
                     Some(&local.ctx.store),
                     load,
+                    || ontoloop_bench::scale::sqlite_mb(&store_url),
+                    &mut progress,
+                )
+                .await?;
+                local.stop().await?;
+                print::report(&report, json, |report| report.to_text())?;
+            }
+            Command::Ingest {
+                files,
+                in_flight,
+                json,
+            } => {
+                let scratch = Scratch::new(None)?;
+                let settings = load_settings(config, &[])?;
+                let local = scratch.start(&settings).await?;
+                let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
+                let settings = &local.ctx.settings;
+                let extraction = ontoloop_embed::describe(&settings.extract);
+                let max_message_bytes = settings.services.max_message_bytes;
+                let load = ontoloop_bench::ingest::Load { files, in_flight };
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let store_url = scratch.store_url.clone();
+                let report = ontoloop_bench::ingest::run(
+                    &clients,
+                    load,
+                    extraction,
+                    max_message_bytes,
                     || ontoloop_bench::scale::sqlite_mb(&store_url),
                     &mut progress,
                 )
