@@ -16,8 +16,11 @@ use ontoloop_tests::{Clients, Sandbox, caller};
 
 const T: &str = "fleet";
 
-/// The fixture's events, in order, and each page version's text by (page, version).
-fn fixture() -> (Vec<Event>, Vec<((String, u64), String)>) {
+/// A page version's text, by (page, version).
+type Bodies = Vec<((String, u64), String)>;
+
+/// The fixture's events, in order, and each page version's text.
+fn fixture() -> (Vec<Event>, Bodies) {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/fleet-overview.events.json");
     let text = std::fs::read_to_string(path).expect("fixture");
@@ -26,7 +29,7 @@ fn fixture() -> (Vec<Event>, Vec<((String, u64), String)>) {
         .into_iter()
         .map(|v| serde_json::from_value(v).expect("an event"))
         .collect();
-    let mut bodies: Vec<((String, u64), String)> = Vec::new();
+    let mut bodies: Bodies = Vec::new();
     for event in &events {
         if let Event::DocUpsert { doc_id, body, .. } = event {
             let version = bodies.iter().filter(|((id, _), _)| id == doc_id).count() as u64 + 1;

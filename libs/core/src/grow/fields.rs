@@ -13,6 +13,7 @@ use super::{
 };
 use crate::knowledge::document::{self, Layout, Record};
 use crate::knowledge::extract::split_sentences;
+use crate::knowledge::structured::numbered;
 
 /// Words that make a key an identifier of what its other word names (`kep-number`, `rfc id`).
 const ID_WORDS: &[&str] = &["number", "id", "no", "num", "key"];
@@ -191,21 +192,6 @@ fn subject_of(
         }
     }
     None
-}
-
-/// A numbered subject named by its type, as the structured stage names it: `KEP-12` (a short
-/// type noun is an acronym), `Issue 12`.
-fn numbered(noun: &str, number: &str) -> String {
-    if noun.chars().count() <= 4 {
-        format!("{}-{number}", noun.to_uppercase())
-    } else {
-        let mut chars = noun.chars();
-        let first: String = chars
-            .next()
-            .map(|c| c.to_uppercase().collect())
-            .unwrap_or_default();
-        format!("{first}{} {number}", chars.as_str())
-    }
 }
 
 /// An id pattern opening a title (`KEP-12: Pod spread`, `KEP-0752 EndpointSlices`, `RFC 2616`):

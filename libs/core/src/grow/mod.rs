@@ -477,30 +477,9 @@ impl Types {
     }
 }
 
-/// The lower-case words of a key (`latest-milestone`, `owningSig`: two each).
-pub(crate) fn key_words_of(key: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut prev_lower = false;
-    for c in key.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && prev_lower && !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            prev_lower = c.is_lowercase();
-            word.extend(c.to_lowercase());
-        } else {
-            prev_lower = false;
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-        }
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
-}
+/// The lower-case words of a key (`latest-milestone`, `owningSig`: two each), as the structured
+/// stage reads them.
+pub(crate) use crate::knowledge::structured::key_words as key_words_of;
 
 /// A predicate or type name from words: `latest_milestone`.
 pub(crate) fn name_of(words: &[String]) -> String {

@@ -6,7 +6,7 @@ use super::*;
 
 /// The words of a key, lower case: `latest-milestone`, `owningSig` and `Python-Version` give
 /// two each.
-pub(super) fn key_words(key: &str) -> Vec<String> {
+pub(crate) fn key_words(key: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut prev_lower = false;
@@ -131,7 +131,7 @@ pub(super) fn key_fit(
 pub(super) const KEY_CONTRADICTS: f64 = -1.0;
 
 /// A numbered subject named by its type: `KEP-12` (a short type noun is an acronym), `Issue 12`.
-pub(super) fn numbered(noun: &str, number: &str) -> String {
+pub(crate) fn numbered(noun: &str, number: &str) -> String {
     if noun.chars().count() <= 4 {
         format!("{}-{number}", noun.to_uppercase())
     } else {

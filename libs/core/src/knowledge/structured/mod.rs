@@ -18,7 +18,9 @@ use super::words::{STOPWORDS, stem};
 mod fields;
 
 use fields::*;
-pub(crate) use fields::{ValueKind, date_part, has_shape, looks_like_date, value_kind};
+pub(crate) use fields::{
+    ValueKind, date_part, has_shape, key_words, looks_like_date, numbered, value_kind,
+};
 
 /// Extractor id.
 pub const STRUCTURED_ID: &str = "structured/v2";
