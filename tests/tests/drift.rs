@@ -167,23 +167,7 @@ async fn another_world_runs_unchanged() {
 async fn real_package_records_are_read_and_never_answered_wrong_unhedged() {
     let world =
         world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pypi-small.world.json"));
-    for mode in [Mode::Structured, Mode::Nl] {
-        let report = run(&world, mode).await;
-        for scenario in &world.parsed {
-            let r = row(&report, "ontoloop", &scenario.name);
-            assert!(
-                r.all_correct * 10 >= r.all_total * 9,
-                "{mode:?} {}: {r:?}",
-                scenario.name
-            );
-            assert!(
-                r.drifted_correct * 10 >= r.drifted_total * 9,
-                "{mode:?} {}: {r:?}",
-                scenario.name
-            );
-            assert_eq!(r.wrong_unhedged, 0, "{mode:?} {}: {r:?}", scenario.name);
-        }
-    }
+    holds_on_real_documents(&world).await;
 }
 
 /// Design documents and release schedules nobody here wrote: real PEPs over their real git
@@ -194,23 +178,19 @@ async fn real_package_records_are_read_and_never_answered_wrong_unhedged() {
 async fn real_design_documents_and_release_schedules_are_never_answered_wrong_unhedged() {
     let world =
         world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/peps-small.world.json"));
-    for mode in [Mode::Structured, Mode::Nl] {
-        let report = run(&world, mode).await;
-        for scenario in &world.parsed {
-            let r = row(&report, "ontoloop", &scenario.name);
-            assert!(
-                r.all_correct * 10 >= r.all_total * 9,
-                "{mode:?} {}: {r:?}",
-                scenario.name
-            );
-            assert!(
-                r.drifted_correct * 10 >= r.drifted_total * 9,
-                "{mode:?} {}: {r:?}",
-                scenario.name
-            );
-            assert_eq!(r.wrong_unhedged, 0, "{mode:?} {}: {r:?}", scenario.name);
-        }
-    }
+    holds_on_real_documents(&world).await;
+}
+
+/// A release schedule nobody here wrote: the Node.js release lines of `schedule.json` over its
+/// real history (tests/fixtures/node.md), one JSON document of records whose dates slip, lines
+/// announced years ahead and asked about before they exist, asked in both modes ("When is Node
+/// 16 EOL?"). Nine answers in ten right, drifted ones too, an abstention where one is right,
+/// and never a confident wrong answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_release_schedule_is_read_and_never_answered_wrong_unhedged() {
+    let world =
+        world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/node-small.world.json"));
+    holds_on_real_documents(&world).await;
 }
 
 /// A world of our own in ordinary phrasings with traps (a request never approved, a
@@ -309,5 +289,27 @@ async fn deleted_pages_are_never_cited_and_off_ontology_questions_get_their_pass
             text.contains("answers citing a page deleted by then"),
             "{text}"
         );
+    }
+}
+
+/// A real world's bar, in both modes and every scenario: nine answers in ten right, drifted ones
+/// too (a value where an abstention is right counted wrong), and no wrong answer unhedged.
+async fn holds_on_real_documents(world: &World) {
+    for mode in [Mode::Structured, Mode::Nl] {
+        let report = run(world, mode).await;
+        for scenario in &world.parsed {
+            let r = row(&report, "ontoloop", &scenario.name);
+            assert!(
+                r.all_correct * 10 >= r.all_total * 9,
+                "{mode:?} {}: {r:?}",
+                scenario.name
+            );
+            assert!(
+                r.drifted_correct * 10 >= r.drifted_total * 9,
+                "{mode:?} {}: {r:?}",
+                scenario.name
+            );
+            assert_eq!(r.wrong_unhedged, 0, "{mode:?} {}: {r:?}", scenario.name);
+        }
     }
 }

@@ -17,9 +17,9 @@ use std::collections::BTreeSet;
 
 use super::graph::Graph;
 use super::ontology::{Ontology, Predicate, PredicateKind};
-use super::ontology::{relation_terms, vocabulary};
+use super::ontology::{acronym, relation_terms, vocabulary};
 use super::structured::{ValueKind, value_kind};
-use super::words::{QUESTION_WORDS, STOPWORDS, stem, words_plain};
+use super::words::{QUESTION_WORDS, STOPWORDS, content_words, stem, words_plain};
 pub use super::words::{is_stop_word, words};
 
 /// A question mapped onto the graph.
@@ -208,9 +208,34 @@ fn linked_names(
             std::cmp::Reverse(name.len()),
         )
     };
+    // A name found by a bare number ("v8" by its key "8") is not asked about where that number
+    // is only a part of a dotted one ("When does v0.8 come out?").
+    found.retain(|name| {
+        let key = normaliser.key(name);
+        !key.bytes().all(|b| b.is_ascii_digit()) || stands_alone(question, &key)
+    });
     found.sort_by_cached_key(|name| (rank(name), name.clone()));
     found.dedup();
     found
+}
+
+/// Whether the digits `number` stand somewhere in `question` as a number of their own, not as a
+/// part of a longer or dotted one (`8` in "v8" and "Node 8", not in "v0.8", "18" or "8.1").
+fn stands_alone(question: &str, number: &str) -> bool {
+    let bytes = question.as_bytes();
+    let digit = |at: Option<usize>| {
+        at.and_then(|i| bytes.get(i))
+            .is_some_and(u8::is_ascii_digit)
+    };
+    question.match_indices(number).any(|(at, _)| {
+        let end = at + number.len();
+        let before = at.checked_sub(1);
+        let joined_before =
+            digit(before) || (before.is_some_and(|i| bytes[i] == b'.') && digit(at.checked_sub(2)));
+        let joined_after =
+            digit(Some(end)) || (bytes.get(end) == Some(&b'.') && digit(Some(end + 1)));
+        !joined_before && !joined_after
+    })
 }
 
 /// The type of the entity a name refers to: from the graph, the name's own type noun, or what
@@ -255,6 +280,9 @@ const MAX_PATHS: usize = 4096;
 
 /// What each hop beyond the first costs: a longer path must explain more of the question.
 const HOP_COST: f64 = 0.25;
+/// What each word naming a path's slot by its own name adds to the path's score: enough to part
+/// paths the question's words explain alike, too little to outweigh a word explained.
+const NAME_EDGE: f64 = 0.01;
 
 /// What naming the answer's type ("who", "which team", "how much") is worth.
 const ASKED_TYPE_BONUS: f64 = 1.5;
@@ -338,17 +366,28 @@ pub fn map_question(
     let names = linked_names(question, graph, ontology, extra_names);
     let entity = names.first().cloned();
     let tokens = words_plain(question);
-    let named = with_name_words(question, &tokens, name_spans(&tokens, &names, graph));
-    let words = question_words(&tokens, &named);
-    let asked = asked_types(question);
     let slots: Vec<&Predicate> = ontology
         .predicates()
         .iter()
         .filter(|p| p.kind == PredicateKind::Slot)
         .collect();
+    let acronyms: BTreeSet<String> = slots.iter().filter_map(|p| acronym(&p.name)).collect();
+    let named = with_name_words(
+        question,
+        &tokens,
+        name_spans(&tokens, &names, graph),
+        &acronyms,
+    );
+    let words = question_words(&tokens, &named);
+    let asked = asked_types(question);
     let vocabularies: Vec<BTreeSet<String>> = slots.iter().map(|p| vocabulary(p)).collect();
     let type_nouns = ontology.type_nouns();
     let terms: Vec<Vec<String>> = slots.iter().map(|p| relation_terms(p)).collect();
+    // The words of each slot's own name: the ontology's label for the relation.
+    let name_words: Vec<BTreeSet<String>> = slots
+        .iter()
+        .map(|p| content_words(&p.name.replace('_', " ")))
+        .collect();
     let similar = similarities(ontology, &terms, &words);
     let mut fits = fits(&vocabularies, &words, similar.as_deref());
     let start = entity
@@ -365,7 +404,19 @@ pub fn map_question(
         } else {
             0.0
         };
-        explained + bonus - HOP_COST * (path.len() - 1) as f64
+        // Between paths the words explain alike, the one whose slots the question calls by
+        // their name ("enter its *maintenance* phase": `maintenance_start`, not `lts_start`
+        // whose pattern says "enters").
+        let called: usize = path
+            .iter()
+            .map(|&p| {
+                words
+                    .iter()
+                    .filter(|w| name_words[p].contains(&w.stem))
+                    .count()
+            })
+            .sum();
+        explained + bonus + NAME_EDGE * called as f64 - HOP_COST * (path.len() - 1) as f64
     };
     let best = |paths: Vec<Vec<usize>>| {
         let mut best: Option<(f64, Vec<usize>)> = None;
@@ -403,13 +454,31 @@ pub fn map_question(
     let chosen = best(candidates.clone())
         .map(|found| (found, &candidates))
         .or_else(|| best(singles.clone()).map(|found| (found, &singles)));
-    let path = match chosen {
+    let kin = |word: usize, slot: usize| {
+        terms[slot]
+            .iter()
+            .flat_map(|term| term.split(' '))
+            .any(|own| kin_by_form(&words[word].text, own))
+    };
+    let about = tokens.iter().any(|t| t == "about");
+    // A slot among `among` guessed by meaning from the words `from`, when the question names a
+    // known entity and asks about no thing as a whole.
+    let guess_among = |from: &[usize], among: &[usize]| match (&entity, &similar) {
+        (Some(_), Some(similar)) if !about => guess(similar, from, among, kin),
+        _ => None,
+    };
+    // The single slots tied at the top: what the ontology's order alone would choose among.
+    let mut tied_slots: Vec<usize> = Vec::new();
+    let mut path = match chosen {
         Some(((top, path), pool)) => {
-            tied = pool
+            let level: Vec<&Vec<usize>> = pool
                 .iter()
                 .filter(|p| p.len() == path.len() && (score(p) - top).abs() < 1e-9)
-                .count()
-                > 1;
+                .collect();
+            tied = level.len() > 1;
+            if tied && path.len() == 1 {
+                tied_slots = level.iter().map(|p| p[0]).collect();
+            }
             path
         }
         None => {
@@ -422,32 +491,10 @@ pub fn map_question(
                     .map(|(i, _)| i)
                     .collect()
             };
-            let kin = |word: usize, slot: usize| {
-                terms[slot]
-                    .iter()
-                    .flat_map(|term| term.split(' '))
-                    .any(|own| kin_by_form(&words[word].text, own))
-            };
-            let found = match (&entity, &similar) {
-                (Some(_), Some(similar)) if !tokens.iter().any(|t| t == "about") => {
-                    guess(similar, &asked_words, &own, kin)
-                }
-                _ => None,
-            };
-            let Some(found) = found else {
+            let Some(found) = guess_among(&asked_words, &own) else {
                 return Err(Unmapped::NoPredicate);
             };
-            // The word is explained by the slot, as far as a guess explains anything.
-            fits[found.word][found.slot] = found.similarity;
-            guessed = Some(format!(
-                "no word of the question names a relation of the ontology; {:?} was read as {}, \
-                 the closest by meaning (similarity {:.2}, the next slot {:.2}{})",
-                words[found.word].text,
-                slots[found.slot].name,
-                found.similarity,
-                found.next,
-                if found.kin { ", and kin by form" } else { "" }
-            ));
+            guessed = Some(found);
             vec![found.slot]
         }
     };
@@ -464,10 +511,35 @@ pub fn map_question(
     let asks_a_kind = asked
         .iter()
         .any(|t| t == "number" || t == "person" || type_nouns.contains(t));
-    let chose_nothing = tied && words.is_empty();
-    if !explained && !asks_a_kind && (chose_nothing || tokens.iter().any(|t| t == "about")) {
+    // Tied paths and no word of the question explaining the one taken ("When is X due?" where
+    // every slot is a date): the ontology's order chose it, not the question, whatever kind it
+    // asks for. A word of the question close enough in meaning to one of the tied slots
+    // ("What is PEP 8 *called*?": the title) chooses it as a guess; else none is chosen.
+    if !explained && tied {
+        let every: Vec<usize> = (0..words.len()).collect();
+        let Some(found) = guess_among(&every, &tied_slots) else {
+            return Err(Unmapped::NoPredicate);
+        };
+        guessed = Some(found);
+        path = vec![found.slot];
+    } else if !explained && !asks_a_kind && about {
         return Err(Unmapped::NoPredicate);
     }
+    // The word is explained by the slot, as far as a guess explains anything.
+    if let Some(found) = guessed {
+        fits[found.word][found.slot] = found.similarity;
+    }
+    let guessed = guessed.map(|found| {
+        format!(
+            "no word of the question names a relation of the ontology; {:?} was read as {}, \
+             the closest by meaning (similarity {:.2}, the next slot {:.2}{})",
+            words[found.word].text,
+            slots[found.slot].name,
+            found.similarity,
+            found.next,
+            if found.kin { ", and kin by form" } else { "" }
+        )
+    });
     let target = slots[path[path.len() - 1]];
     let entity = match (entity, &target.fixed_subject) {
         (_, Some(fixed)) => fixed.clone(),
@@ -632,6 +704,7 @@ fn with_name_words(
     question: &str,
     tokens: &[String],
     mut named: BTreeSet<usize>,
+    acronyms: &BTreeSet<String>,
 ) -> BTreeSet<usize> {
     let capitalised: BTreeSet<String> = question
         .split_whitespace()
@@ -645,6 +718,8 @@ fn with_name_words(
                 !named.contains(at)
                     && *at > 0
                     && capitalised.contains(&tokens[*at])
+                    // "When is Node 16 *EOL*?": a relation's initials are no part of a name.
+                    && !acronyms.contains(&tokens[*at])
                     && (named.contains(&(at + 1)) || named.contains(&(at - 1)))
             })
             .collect();

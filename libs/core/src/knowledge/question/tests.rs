@@ -440,3 +440,85 @@ fn says_when_it_cannot() {
         Err(Unmapped::NoEntity)
     );
 }
+
+/// A schedule of our own: four dates of one release line, each its own relation.
+fn schedule() -> (Ontology, Graph) {
+    let ontology = Ontology::from_json(
+        r#"{"predicates": [
+            {"name": "initial_release", "subject_type": "release_line", "object_type": "date",
+             "patterns": ["{s} was first released on {o}."]},
+            {"name": "lts_start", "subject_type": "release_line", "object_type": "date",
+             "patterns": ["{s} enters long-term support on {o}."]},
+            {"name": "maintenance_start", "subject_type": "release_line", "object_type": "date",
+             "patterns": ["{s} moves to maintenance on {o}."]},
+            {"name": "end_of_life", "subject_type": "release_line", "object_type": "date",
+             "patterns": ["{s} reaches end of life on {o}."]}],
+          "authority": {"default": 1}}"#,
+    )
+    .expect("ontology");
+    let mut graph = Graph::new(&ontology);
+    let page = PageVersion {
+        source_id: "schedule".into(),
+        version: 1,
+        title: "schedule".into(),
+        origin: "wiki".into(),
+        body: "Kestrel was first released on 2020-01-07. Kestrel enters long-term support on \
+               2020-10-20. Kestrel moves to maintenance on 2021-10-19. Kestrel reaches end of \
+               life on 2023-04-30."
+            .into(),
+        updated_at: Utc::now(),
+        acl: Vec::new(),
+        confidence: 1.0,
+        deleted: false,
+        effective_from: None,
+    };
+    graph.apply_page(&ontology, &page, Utc::now());
+    (ontology, graph)
+}
+
+#[test]
+fn a_relations_initials_written_after_a_name_are_the_relation() {
+    let (ontology, graph) = schedule();
+    let m = map_question("When is Kestrel EOL?", &graph, &ontology, &[]).expect("maps");
+    assert_eq!(
+        (m.entity.as_str(), m.path),
+        ("Kestrel", vec!["end_of_life".to_owned()])
+    );
+}
+
+#[test]
+fn among_paths_explained_alike_the_one_the_question_calls_by_name_is_taken() {
+    let (ontology, graph) = schedule();
+    // "enter" is a word of lts_start's pattern, "maintenance" of maintenance_start's name.
+    let m = map_question(
+        "When does Kestrel enter its maintenance phase?",
+        &graph,
+        &ontology,
+        &[],
+    )
+    .expect("maps");
+    assert_eq!(m.path, ["maintenance_start"]);
+    assert_eq!(m.unexplained, ["enter"]);
+}
+
+#[test]
+fn slots_tied_on_the_kind_asked_alone_name_none() {
+    let (ontology, graph) = schedule();
+    // Every slot is a date and no word of the question explains one: the ontology's order
+    // would choose, not the question.
+    assert_eq!(
+        map_question("When is Kestrel due?", &graph, &ontology, &[]),
+        Err(Unmapped::NoPredicate)
+    );
+}
+
+#[test]
+fn a_number_stands_alone_only_outside_a_longer_or_dotted_one() {
+    assert!(stands_alone("When is Node 8 EOL?", "8"));
+    assert!(stands_alone("When does v8 come out?", "8"));
+    assert!(stands_alone("Is 8.", "8"));
+    assert!(!stands_alone("When does v0.8 come out?", "8"));
+    assert!(!stands_alone("When does 8.1 come out?", "8"));
+    assert!(!stands_alone("When does Node 18 come out?", "8"));
+    assert!(!stands_alone("Is Python 3.14.0 final?", "14"));
+}
