@@ -4,24 +4,29 @@ use crate::knowledge::ontology::tests::sample;
 use crate::knowledge::scope::Scope;
 use chrono::Utc;
 
-fn graph() -> (Ontology, Graph) {
-    let ontology = sample();
-    let mut graph = Graph::new(&ontology);
-    let body = "The Pro plan costs €49 per user per month. Tessaly Dock is included in the Pro plan. \
-                Payments service is owned by the Atlas team. The Atlas team is led by Derya Kaya. \
-                Tessaly Dock is our warehouse slotting tool. Customers can request a refund within 30 days of purchase.";
-    let page = PageVersion {
-        source_id: "p".into(),
+/// Version 1 of page `id` from `origin`, saying `body`, readable by all.
+fn page(id: &str, origin: &str, body: &str) -> PageVersion {
+    PageVersion {
+        source_id: id.into(),
         version: 1,
-        title: "p".into(),
-        origin: "faq".into(),
+        title: id.into(),
+        origin: origin.into(),
         body: body.into(),
         updated_at: Utc::now(),
         acl: Vec::new(),
         confidence: 1.0,
         deleted: false,
         effective_from: None,
-    };
+    }
+}
+
+fn graph() -> (Ontology, Graph) {
+    let ontology = sample();
+    let mut graph = Graph::new(&ontology);
+    let body = "The Pro plan costs €49 per user per month. Tessaly Dock is included in the Pro plan. \
+                Payments service is owned by the Atlas team. The Atlas team is led by Derya Kaya. \
+                Tessaly Dock is our warehouse slotting tool. Customers can request a refund within 30 days of purchase.";
+    let page = page("p", "faq", body);
     graph.apply_page(&ontology, &page, Utc::now());
     (ontology, graph)
 }
@@ -59,18 +64,7 @@ fn maps_direct_questions() {
 #[test]
 fn a_name_found_only_by_the_type_noun_asked_for_is_not_the_subject() {
     let (ontology, mut graph) = graph();
-    let page = PageVersion {
-        source_id: "q".into(),
-        version: 1,
-        title: "q".into(),
-        origin: "faq".into(),
-        body: "Kite is owned by the Atlas team.".into(),
-        updated_at: Utc::now(),
-        acl: Vec::new(),
-        confidence: 1.0,
-        deleted: false,
-        effective_from: None,
-    };
+    let page = page("q", "faq", "Kite is owned by the Atlas team.");
     graph.apply_page(&ontology, &page, Utc::now());
     // A record names a plan in full; "Team plan" is then found by its key, "team", the noun
     // "Which team" asks for, and is longer than "Kite".
@@ -153,21 +147,13 @@ fn systems() -> (Ontology, Graph) {
     )
     .expect("ontology");
     let mut graph = Graph::new(&ontology);
-    let page = PageVersion {
-        source_id: "systems".into(),
-        version: 1,
-        title: "systems".into(),
-        origin: "wiki".into(),
-        body: "Kite depends on Ledger. Ledger is maintained by the Quartz team. \
+    let page = page(
+        "systems",
+        "wiki",
+        "Kite depends on Ledger. Ledger is maintained by the Quartz team. \
                Kite is maintained by the Opal team. The Quartz team is led by Ana Ruiz. \
-               The Opal team is led by Ben Okafor. Kite is hosted in the North region."
-            .into(),
-        updated_at: Utc::now(),
-        acl: Vec::new(),
-        confidence: 1.0,
-        deleted: false,
-        effective_from: None,
-    };
+               The Opal team is led by Ben Okafor. Kite is hosted in the North region.",
+    );
     graph.apply_page(&ontology, &page, Utc::now());
     (ontology, graph)
 }
@@ -217,19 +203,11 @@ fn a_relation_the_path_skips_is_named() {
     )
     .expect("ontology");
     let mut graph = Graph::new(&ontology);
-    let page = PageVersion {
-        source_id: "crews".into(),
-        version: 1,
-        title: "crews".into(),
-        origin: "wiki".into(),
-        body: "The Heron mission is flown by crew Lyra. Crew Lyra is commanded by Ines Moreau."
-            .into(),
-        updated_at: Utc::now(),
-        acl: Vec::new(),
-        confidence: 1.0,
-        deleted: false,
-        effective_from: None,
-    };
+    let page = page(
+        "crews",
+        "wiki",
+        "The Heron mission is flown by crew Lyra. Crew Lyra is commanded by Ines Moreau.",
+    );
     graph.apply_page(&ontology, &page, Utc::now());
     let m = map_question(
         "Who audits the crew that is flown on the Heron mission?",
@@ -297,18 +275,11 @@ fn documents(encoder: Option<Toy>) -> (Ontology, Graph) {
     )
     .expect("ontology");
     let mut graph = Graph::new(&ontology);
-    let page = PageVersion {
-        source_id: "pep-8".into(),
-        version: 1,
-        title: "pep-8".into(),
-        origin: "pep".into(),
-        body: "The status of PEP 8 is Active. The title of PEP 8 is Style Guide.".into(),
-        updated_at: Utc::now(),
-        acl: Vec::new(),
-        confidence: 1.0,
-        deleted: false,
-        effective_from: None,
-    };
+    let page = page(
+        "pep-8",
+        "pep",
+        "The status of PEP 8 is Active. The title of PEP 8 is Style Guide.",
+    );
     graph.apply_page(&ontology, &page, Utc::now());
     let ontology = match encoder {
         Some(toy) => ontology.with_extraction(
@@ -457,21 +428,13 @@ fn schedule() -> (Ontology, Graph) {
     )
     .expect("ontology");
     let mut graph = Graph::new(&ontology);
-    let page = PageVersion {
-        source_id: "schedule".into(),
-        version: 1,
-        title: "schedule".into(),
-        origin: "wiki".into(),
-        body: "Kestrel was first released on 2020-01-07. Kestrel enters long-term support on \
+    let page = page(
+        "schedule",
+        "wiki",
+        "Kestrel was first released on 2020-01-07. Kestrel enters long-term support on \
                2020-10-20. Kestrel moves to maintenance on 2021-10-19. Kestrel reaches end of \
-               life on 2023-04-30."
-            .into(),
-        updated_at: Utc::now(),
-        acl: Vec::new(),
-        confidence: 1.0,
-        deleted: false,
-        effective_from: None,
-    };
+               life on 2023-04-30.",
+    );
     graph.apply_page(&ontology, &page, Utc::now());
     (ontology, graph)
 }
