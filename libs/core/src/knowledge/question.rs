@@ -867,7 +867,8 @@ fn composes(other: &Predicate, path: &[&Predicate], start: Option<&str>) -> bool
 }
 
 /// Where the noun phrase a question asks for stands: the words right after an opening "what" or
-/// "which" (or "in which"), up to the first auxiliary, small word or name.
+/// "which" (or "in which"), or after "what is the", up to the first auxiliary, small word or
+/// name.
 fn asked_phrase(tokens: &[String], named: &BTreeSet<usize>) -> BTreeSet<usize> {
     let mut at = match tokens
         .iter()
@@ -877,6 +878,13 @@ fn asked_phrase(tokens: &[String], named: &BTreeSet<usize>) -> BTreeSet<usize> {
         Some(opens) => opens + 1,
         None => return BTreeSet::new(),
     };
+    // "What is *the* LTS codename of X?": the noun phrase after the copula's article.
+    let word = |i: usize| tokens.get(i).map(String::as_str);
+    if matches!(word(at), Some("is" | "are" | "was" | "were"))
+        && matches!(word(at + 1), Some("the" | "a" | "an"))
+    {
+        at += 2;
+    }
     let mut phrase = BTreeSet::new();
     while let Some(t) = tokens.get(at) {
         if named.contains(&at)

@@ -485,3 +485,28 @@ fn a_number_stands_alone_only_outside_a_longer_or_dotted_one() {
     assert!(!stands_alone("When does Node 18 come out?", "8"));
     assert!(!stands_alone("Is Python 3.14.0 final?", "14"));
 }
+
+#[test]
+fn a_word_of_the_noun_phrase_asked_for_after_what_is_the_names_no_other_relation() {
+    let ontology = Ontology::from_json(
+        r#"{"predicates": [
+            {"name": "lts_start", "subject_type": "release_line", "object_type": "date",
+             "patterns": ["{s} enters long-term support on {o}."]},
+            {"name": "codename", "subject_type": "release_line", "object_type": "text",
+             "patterns": ["The codename of {s} is {o}."]}],
+          "authority": {"default": 1}}"#,
+    )
+    .expect("ontology");
+    let mut graph = Graph::new(&ontology);
+    let body = "Kestrel enters long-term support on 2020-10-20. The codename of Kestrel is Erbium.";
+    graph.apply_page(&ontology, &page("schedule", "wiki", body), Utc::now());
+    let m = map_question(
+        "What is the LTS codename of Kestrel?",
+        &graph,
+        &ontology,
+        &[],
+    )
+    .expect("maps");
+    assert_eq!(m.path, ["codename"]);
+    assert!(m.unexplained.is_empty(), "{:?}", m.unexplained);
+}
