@@ -513,8 +513,9 @@ pub fn map_question(
         .any(|t| t == "number" || t == "person" || type_nouns.contains(t));
     // Tied paths and no word of the question explaining the one taken ("When is X due?" where
     // every slot is a date): the ontology's order chose it, not the question, whatever kind it
-    // asks for. A word of the question close enough in meaning to one of the tied slots
-    // ("What is PEP 8 *called*?": the title) chooses it as a guess; else none is chosen.
+    // asks for. A word of the question close enough in meaning to one of the tied slots, by a
+    // clear lead, chooses it as a guess; else none is ("What is PEP 8 *called*?" of a title, a
+    // status, a type and a discussion: "called" is close to none).
     if !explained && tied {
         let every: Vec<usize> = (0..words.len()).collect();
         let Some(found) = guess_among(&every, &tied_slots) else {
