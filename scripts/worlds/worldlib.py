@@ -1,0 +1,79 @@
+"""What the world builders in this folder share: the records of the `ontoloop.world/v1` format
+they all write (a question and its asks, a timeline with its checkpoints, the world itself) and
+the writing out. The format check stays in `make_pypi_world.py`, whose metadata reader is its
+default.
+
+Python 3 standard library only; the builders import this module from their own folder.
+"""
+
+import json
+import sys
+from datetime import datetime, timezone
+
+
+def parse_time(text):
+    """An RFC 3339 UTC time (`2020-07-01T12:00:00Z`), as Unix seconds."""
+    return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=timezone.utc).timestamp())
+
+
+def rfc3339(t):
+    """Unix seconds, as the timeline writes a time."""
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_question(qid, hops, text, entity, values):
+    """A slot question asked at each `(step, value)`: a value of None expects an abstention,
+    and an ask has drifted where its value is not the first ask's."""
+    first = values[0][1]
+    asks = []
+    for step, value in values:
+        ask = {"step": step, "text": text, "entity": entity}
+        if value is None:
+            ask["expect"] = "abstain"
+        else:
+            ask["expected"] = value
+        ask["drifted"] = value != first
+        asks.append(ask)
+    return {"id": qid, "hops": hops, "asks": asks}
+
+
+def timeline(upserts, checkpoints, times):
+    """The page versions and a checkpoint at each of `checkpoints`, in time order. An upsert is
+    `(time, tie, entry)`, and `times` are the checkpoints' times in the upserts' unit. At the
+    same time a checkpoint comes first (a page written then is not yet in effect), and upserts
+    of the same time are ordered by `tie`."""
+    keyed = [((when, 1, tie), entry) for when, tie, entry in upserts]
+    for step, (when, at) in enumerate(zip(times, checkpoints)):
+        keyed.append(((when, 0), {"type": "checkpoint", "at": at, "step": step}))
+    return [entry for _, entry in sorted(keyed, key=lambda t: t[0])]
+
+
+def world(name, about, ontology, pages, timeline, questions):
+    """The world file: one timeline played in both scenarios, once with the graph patched for
+    every changed page and once with no graph at all."""
+    return {
+        "format": "ontoloop.world/v1",
+        "name": name,
+        "about": about,
+        "ontology": ontology,
+        "scenarios": {
+            "Fresh": {"pages": pages, "graph": "patch-changed-pages", "timeline": timeline},
+            "StaleGraph": {"pages": pages, "graph": "none", "timeline": timeline},
+        },
+        "questions": questions,
+    }
+
+
+def dump(world):
+    return json.dumps(world, indent=1, ensure_ascii=False) + "\n"
+
+
+def write(world, out):
+    """Writes a world to the file `out`, or to standard output when `out` is None."""
+    text = dump(world)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
