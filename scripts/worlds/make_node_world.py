@@ -17,7 +17,6 @@ Python 3 standard library and the git CLI only; the output is byte-for-byte the 
 same commit.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -25,7 +24,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_pypi_world as pypi  # noqa: E402  (the format check is shared)
-from worldlib import make_question, parse_time, rfc3339, timeline, world, write  # noqa: E402
+from worldlib import (  # noqa: E402
+    arguments, make_question, parse_time, rfc3339, timeline, world, write)
 
 COMMIT = "e4bf922d83b877a116763e2f83d2d9b6701871f9"  # main, 2026-07-02
 PATH = "schedule.json"
@@ -233,13 +233,10 @@ def reread(ask, hops, pages):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = arguments(__doc__)
     ap.add_argument("--repo", default=os.environ.get("NODE_RELEASE_REPO"),
                     help="a clone of nodejs/Release holding the pinned commit "
                          "($NODE_RELEASE_REPO)")
-    ap.add_argument("--small", action="store_true", help="a small cut for make test")
-    ap.add_argument("--out", help="write the world here (default: standard output)")
-    ap.add_argument("--check", metavar="FILE", help="check a world file and exit")
     args = ap.parse_args()
     if args.check:
         return pypi.check(args.check, reread=reread)

@@ -17,7 +17,6 @@ Python 3 standard library and the git CLI only; the output is byte-for-byte the 
 same commit.
 """
 
-import argparse
 import json
 import os
 import re
@@ -26,7 +25,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_pypi_world as pypi  # noqa: E402  (the format check is shared)
-from worldlib import make_question, parse_time, rfc3339, timeline, world, write  # noqa: E402
+from worldlib import (  # noqa: E402
+    arguments, make_question, parse_time, rfc3339, timeline, world, write)
 
 COMMIT = "ba4deeb7969588d937da609008d05bb83a47b1ab"  # main, 2026-08-22
 
@@ -438,12 +438,9 @@ def reread(ask, hops, pages):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = arguments(__doc__)
     ap.add_argument("--repo", default=os.environ.get("PEPS_REPO"),
                     help="a clone of python/peps holding the pinned commit ($PEPS_REPO)")
-    ap.add_argument("--small", action="store_true", help="a small cut for make test")
-    ap.add_argument("--out", help="write the world here (default: standard output)")
-    ap.add_argument("--check", metavar="FILE", help="check a world file and exit")
     args = ap.parse_args()
     if args.check:
         pypi.PASSAGE_WORDS = PASSAGE_WORDS

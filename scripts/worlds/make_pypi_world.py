@@ -16,7 +16,6 @@ metadata file of each chosen release) is kept under --cache, so a re-run downloa
 the output is byte-for-byte the same.
 """
 
-import argparse
 import concurrent.futures
 import email.parser
 import email.policy
@@ -857,13 +856,10 @@ def default_cache():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = worldlib.arguments(
+        __doc__, f"{len(SMALL_PACKAGES)} packages, {len(SMALL_CHECKPOINTS)} checkpoints")
     ap.add_argument("--cache", default=default_cache(),
                     help="where fetched files are kept (default: %(default)s)")
-    ap.add_argument("--small", action="store_true",
-                    help=f"{len(SMALL_PACKAGES)} packages, {len(SMALL_CHECKPOINTS)} checkpoints")
-    ap.add_argument("--out", help="write the world here (default: standard output)")
-    ap.add_argument("--check", metavar="FILE", help="check a world file and exit")
     ap.add_argument("--licenses", action="store_true",
                     help="print each package's license values (Markdown table) and exit")
     args = ap.parse_args()

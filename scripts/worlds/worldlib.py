@@ -1,14 +1,25 @@
 """What the world builders in this folder share: the records of the `ontoloop.world/v1` format
-they all write (a question and its asks, a timeline with its checkpoints, the world itself) and
-the writing out. The format check stays in `make_pypi_world.py`, whose metadata reader is its
-default.
+they all write (a question and its asks, a timeline with its checkpoints, the world itself), the
+options every builder takes, and the writing out. The format check stays in
+`make_pypi_world.py`, whose metadata reader is its default.
 
 Python 3 standard library only; the builders import this module from their own folder.
 """
 
+import argparse
 import json
 import sys
 from datetime import datetime, timezone
+
+
+def arguments(doc, small_help="a small cut for make test"):
+    """The command line every builder takes (its own options added after): `--small`, `--out`
+    and `--check`, described by the first paragraph of the builder's `doc`."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--small", action="store_true", help=small_help)
+    ap.add_argument("--out", help="write the world here (default: standard output)")
+    ap.add_argument("--check", metavar="FILE", help="check a world file and exit")
+    return ap
 
 
 def parse_time(text):
