@@ -54,9 +54,13 @@ pub trait Dimension {
     /// Its name in counts and reasons.
     fn name(&self) -> DimensionName;
 
-    /// Whether it is one of the admission dimensions (counts are cumulative over those).
+    /// Whether it is one of the admission dimensions, hierarchy, ownership and dependency
+    /// (counts are cumulative over those).
     fn admits(&self) -> bool {
-        false
+        matches!(
+            self.name(),
+            DimensionName::Hierarchy | DimensionName::Ownership | DimensionName::Dependency
+        )
     }
 
     /// Drops candidates, records admission reasons, or sets weights.
@@ -116,10 +120,6 @@ impl Dimension for ByHierarchy {
         DimensionName::Hierarchy
     }
 
-    fn admits(&self) -> bool {
-        true
-    }
-
     fn apply(&self, context: &PlateContext<'_>, candidates: &mut Vec<Candidate<'_>>) {
         let severities = &context.settings.report_severities;
         for candidate in candidates {
@@ -141,10 +141,6 @@ impl Dimension for ByOwnership {
         DimensionName::Ownership
     }
 
-    fn admits(&self) -> bool {
-        true
-    }
-
     fn apply(&self, context: &PlateContext<'_>, candidates: &mut Vec<Candidate<'_>>) {
         for candidate in candidates {
             if let Some(service) = candidate.item.service.as_deref()
@@ -159,10 +155,6 @@ impl Dimension for ByOwnership {
 impl Dimension for ByDependency {
     fn name(&self) -> DimensionName {
         DimensionName::Dependency
-    }
-
-    fn admits(&self) -> bool {
-        true
     }
 
     fn apply(&self, context: &PlateContext<'_>, candidates: &mut Vec<Candidate<'_>>) {
