@@ -1,7 +1,8 @@
 """What the world builders in this folder share: the records of the `ontoloop.world/v1` format
-they all write (a question and its asks, a timeline with its checkpoints, the world itself), the
-options every builder takes, and the writing out. The format check stays in
-`make_pypi_world.py`, whose metadata reader is its default.
+they all write (a slot or passage question and its asks, a timeline with its checkpoints, the
+world itself and the count of its asks in `about`), the options every builder takes, and the
+writing out. The format check stays in `make_pypi_world.py`, whose metadata reader is its
+default.
 
 Python 3 standard library only; the builders import this module from their own folder.
 """
@@ -58,6 +59,30 @@ def timeline(upserts, checkpoints, times):
     for step, (when, at) in enumerate(zip(times, checkpoints)):
         keyed.append(((when, 0), {"type": "checkpoint", "at": at, "step": step}))
     return [entry for _, entry in sorted(keyed, key=lambda t: t[0])]
+
+
+def passage_question(qid, text, doc_id, openings):
+    """A passage question asked at each `(step, words, body)` of `openings` where the page's
+    `body` holds the opening `words` (the grading looks for them there); None when no step has
+    such words."""
+    asks = [{"step": step, "text": text, "passage": {"doc_id": doc_id, "contains": words}}
+            for step, words, body in openings if words and normalise(words) in normalise(body)]
+    return {"id": qid, "hops": [], "asks": asks} if asks else None
+
+
+def tally(questions):
+    """The sentence of a world's `about` that counts its questions and asks, and among the slot
+    asks (those without a passage) the drifted ones and those expecting an abstention."""
+    asks = [a for q in questions for a in q["asks"]]
+    slot = [a for a in asks if "passage" not in a]
+    return (f"{len(questions)} questions, {len(asks)} asks, "
+            f"{sum(1 for a in slot if a['drifted'])} drifted, "
+            f"{sum(1 for a in slot if a.get('expect') == 'abstain')} expecting an abstention.")
+
+
+def normalise(text):
+    """Text as passages are compared: whitespace runs made one space, lower case."""
+    return " ".join(text.split()).lower()
 
 
 def world(name, about, ontology, pages, timeline, questions):
