@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 
 use ontoloop_core::knowledge::PageVersion;
 use ontoloop_core::knowledge::encoder::{EncodeError, SentenceEncoder};
@@ -33,6 +33,13 @@ pub struct DenseIndex {
     /// While a graph is built in the background: the passages changed since its input was
     /// taken (stale in it when installed).
     changed: Option<Vec<PassageKey>>,
+    /// New versions whose old passages have left and whose new ones wait for the patcher.
+    waiting: BTreeMap<String, PageVersion>,
+    /// Versions the patcher is encoding, by page: a page written again or deleted meanwhile
+    /// leaves here, and its encoded passages are dropped.
+    in_flight: HashMap<String, u64>,
+    /// Whether a patcher thread is running.
+    patching: bool,
 }
 
 /// The next [`DenseIndex::generation`].
@@ -65,6 +72,9 @@ impl DenseIndex {
             chunks: HashMap::new(),
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             changed: None,
+            waiting: BTreeMap::new(),
+            in_flight: HashMap::new(),
+            patching: false,
         };
         index.update(pages.into_iter().map(|page| (None, page)))?;
         // Above the exact size, questions rank the candidates of an approximate graph.
@@ -74,45 +84,55 @@ impl DenseIndex {
 
     /// Every passage of each `old` version leaves and every passage of the new one comes in
     /// (a deleted page only leaves), as [`PassageIndex::update`](crate::PassageIndex::update).
+    /// Encodes here: a read model patches through [`LazyDense::update`], which encodes in the
+    /// background.
     pub fn update<'a>(
         &mut self,
         pages: impl IntoIterator<Item = (Option<&'a PageVersion>, &'a PageVersion)>,
     ) -> Result<(), DenseError> {
         let mut pending: Vec<(PassageKey, String)> = Vec::new();
         for (_, page) in pages {
-            for n in 0..self.chunks.remove(&page.source_id).unwrap_or(0) {
-                let key = (page.source_id.clone(), n);
-                self.vectors.remove(&key);
-                if let Some(changed) = &mut self.changed {
-                    changed.push(key);
-                }
+            self.leave(&page.source_id);
+            if !page.deleted {
+                let texts = passage_texts(page);
+                self.chunks.insert(page.source_id.clone(), texts.len());
+                pending.extend(texts);
             }
-            if page.deleted {
-                continue;
-            }
-            let texts: Vec<String> = chunk_page(&page.source_id, page.version, &page.body)
-                .iter()
-                .map(|chunk| chunk.indexed_text(&page.title))
-                .collect();
-            self.chunks.insert(page.source_id.clone(), texts.len());
-            pending.extend(
-                texts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(n, text)| ((page.source_id.clone(), n), text)),
-            );
         }
-        for batch in pending.chunks(BATCH) {
-            let texts: Vec<&str> = batch.iter().map(|(_, text)| text.as_str()).collect();
-            let vectors = self.encoder.encode(&texts)?;
-            for ((key, _), vector) in batch.iter().zip(vectors) {
-                self.vectors.insert(key.clone(), &vector)?;
-                if let Some(changed) = &mut self.changed {
-                    changed.push(key.clone());
-                }
+        let vectors = encode_all(self.encoder.as_ref(), &pending)?;
+        self.insert(pending.into_iter().map(|(key, _)| key).zip(vectors))
+    }
+
+    /// Takes every passage of page `id` out.
+    fn leave(&mut self, id: &str) {
+        self.in_flight.remove(id);
+        self.waiting.remove(id);
+        for n in 0..self.chunks.remove(id).unwrap_or(0) {
+            let key = (id.to_owned(), n);
+            self.vectors.remove(&key);
+            if let Some(changed) = &mut self.changed {
+                changed.push(key);
+            }
+        }
+    }
+
+    /// Puts encoded passages in.
+    fn insert(
+        &mut self,
+        encoded: impl IntoIterator<Item = (PassageKey, Vec<f32>)>,
+    ) -> Result<(), DenseError> {
+        for (key, vector) in encoded {
+            self.vectors.insert(key.clone(), &vector)?;
+            if let Some(changed) = &mut self.changed {
+                changed.push(key);
             }
         }
         Ok(())
+    }
+
+    /// Pages whose new passages wait for the background patcher ([`LazyDense::update`]).
+    pub fn outstanding(&self) -> usize {
+        self.waiting.len() + self.in_flight.len()
     }
 
     /// The `limit` passages nearest in meaning to `vector` (a query's, from
@@ -175,6 +195,20 @@ pub const MAX_DENSE_PASSAGES: usize = 200_000;
 /// question nor the tenant's updates wait for the model.
 pub const INLINE_DENSE_PASSAGES: usize = 256;
 
+/// Niceness of the threads that encode passages in the background (the lowest priority): the
+/// dense half waits for the callers and for the analyst, BM25 ranks meanwhile.
+const BACKGROUND_NICENESS: i32 = 19;
+
+/// Pages a patcher takes from the waiting ones at a time (a few model calls of [`BATCH`]).
+const PATCH_PAGES: usize = 16;
+
+/// A question waits for the patcher when at most this many pages wait for it
+/// ([`LazyDense::with`]): a few model calls.
+pub const HELD_FOR_PAGES: usize = 32;
+
+/// How long a question waits for the patcher at the most.
+pub const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Dense indexes (or their approximate graphs) being built in the background at once,
 /// process-wide; a tenant whose build finds none free starts it at a later question (a graph,
 /// at a later patch).
@@ -189,6 +223,8 @@ static BUILDERS: AtomicUsize = AtomicUsize::new(0);
 pub struct LazyDense {
     encoder: Option<Arc<dyn SentenceEncoder>>,
     state: Arc<RwLock<State>>,
+    /// Notified when a patch is done, for the questions [`LazyDense::with`] holds for one.
+    patched: Arc<(Mutex<()>, Condvar)>,
 }
 
 enum State {
@@ -212,12 +248,15 @@ impl LazyDense {
         Self {
             encoder,
             state: Arc::new(RwLock::new(state)),
+            patched: Arc::new((Mutex::new(()), Condvar::new())),
         }
     }
 
     /// Runs `f` with the index of `pages` (a tenant's current versions) when it is ready, else
     /// with `None`. The first call starts the build: inline up to [`INLINE_DENSE_PASSAGES`],
-    /// else in the background (`None` until it is done).
+    /// else in the background (`None` until it is done). When at most [`HELD_FOR_PAGES`] pages
+    /// wait for the patcher, the call waits for them (up to [`HELD_FOR`]), so a small tenant's
+    /// questions see its writes; a larger catch-up is not waited for.
     pub fn with<R>(
         &self,
         pages: &Arc<BTreeMap<String, PageVersion>>,
@@ -226,6 +265,7 @@ impl LazyDense {
         if matches!(*read(&self.state), State::Idle) {
             self.start(pages);
         }
+        self.hold_for_patch();
         match &*read(&self.state) {
             State::Ready(index) => f(Some(index.as_ref())),
             _ => f(None),
@@ -272,6 +312,7 @@ impl LazyDense {
         let spawned = std::thread::Builder::new()
             .name("dense-index".into())
             .spawn(move || {
+                crate::search::lower_priority(BACKGROUND_NICENESS);
                 tracing::info!(passages, "building the dense passage index");
                 let result = DenseIndex::build(encoder, pages.values());
                 let mut state = write(&shared);
@@ -292,69 +333,91 @@ impl LazyDense {
         }
     }
 
-    /// Brings the index to the new versions of `pages`: patched when ready, kept for the
-    /// builder when building. A failed patch leaves it to be built again at the next question.
+    /// Brings the index to the new versions of `pages`: when ready, their old passages leave at
+    /// once and their new ones are encoded by a patcher thread of their own, never under the
+    /// caller (the read model's write lock); when building, kept for the builder. A failed
+    /// patch leaves the index to be built again at the next question.
     pub fn update<'a>(&self, pages: impl IntoIterator<Item = &'a PageVersion>) {
         let mut state = write(&self.state);
         match &mut *state {
             State::Ready(index) => {
-                if let Err(err) = index.update(pages.into_iter().map(|page| (None, page))) {
-                    tracing::warn!(error = %err, "cannot patch the dense passage index; built again at the next question");
-                    *state = State::Idle;
-                } else if index.len() > MAX_DENSE_PASSAGES {
+                for page in pages {
+                    index.leave(&page.source_id);
+                    if !page.deleted {
+                        index.waiting.insert(page.source_id.clone(), page.clone());
+                    }
+                }
+                // A page holds a passage at least.
+                if index.len() + index.waiting.len() > MAX_DENSE_PASSAGES {
                     tracing::warn!(
-                        passages = index.len(),
+                        passages = index.len() + index.waiting.len(),
                         limit = MAX_DENSE_PASSAGES,
                         "the tenant outgrew the exact dense index: BM25 alone ranks its passages"
                     );
                     *state = State::Off;
-                } else if index.vectors.wants_graph() {
-                    self.rebuild_graph(index);
+                    return;
+                }
+                if index.patching || index.waiting.is_empty() {
+                    return;
+                }
+                let Some(encoder) = self.encoder.clone() else {
+                    return;
+                };
+                let (shared, generation) = (Arc::clone(&self.state), index.generation);
+                let patched = Arc::clone(&self.patched);
+                let spawned = std::thread::Builder::new()
+                    .name("dense-patch".into())
+                    .spawn(move || {
+                        crate::search::lower_priority(BACKGROUND_NICENESS);
+                        while patch_some(&shared, encoder.as_ref(), generation) {
+                            notify(&patched);
+                        }
+                        notify(&patched);
+                    });
+                match spawned {
+                    Ok(_) => index.patching = true,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cannot start the dense index's patcher; built again at the next question");
+                        *state = State::Idle;
+                    }
                 }
             }
             State::Building(pending) => pending.extend(pages.into_iter().cloned()),
             State::Idle | State::Off => {}
         }
+        drop(state);
+        self.settled();
     }
 
-    /// Builds `index`'s approximate graph again, by a thread of its own, when the patches since
-    /// the last one call for it ([`VectorIndex::wants_graph`]: the tenant grew past the exact
-    /// size, or a tenth of the graph changed); questions meanwhile use the graph there is,
-    /// with the passages changed since scored exactly.
-    fn rebuild_graph(&self, index: &mut DenseIndex) {
-        if index.changed.is_some() {
-            return;
-        }
-        let Some(input) = index.vectors.graph_input() else {
-            // Back within the exact size: the graph is dropped.
-            index.vectors.build_approx();
-            return;
+    /// Waits while a few pages (at most [`HELD_FOR_PAGES`]) wait for the patcher, up to
+    /// [`HELD_FOR`].
+    fn hold_for_patch(&self) {
+        let outstanding = || match &*read(&self.state) {
+            State::Ready(index) => index.outstanding(),
+            _ => 0,
         };
-        // Graphs share the background builders' bound; a tenant that finds none free builds
-        // at a later patch (it still wants one).
-        if BUILDERS.fetch_add(1, Ordering::SeqCst) >= MAX_BUILDERS {
-            BUILDERS.fetch_sub(1, Ordering::SeqCst);
+        if outstanding() == 0 {
             return;
         }
-        index.changed = Some(Vec::new());
-        let (shared, generation) = (Arc::clone(&self.state), index.generation);
-        let spawned = std::thread::Builder::new()
-            .name("dense-graph".into())
-            .spawn(move || {
-                let graph = input.build();
-                if let State::Ready(index) = &mut *write(&shared)
-                    && index.generation == generation
-                {
-                    let changed = index.changed.take().unwrap_or_default();
-                    index.vectors.install_graph(graph, changed);
-                }
-                BUILDERS.fetch_sub(1, Ordering::SeqCst);
-            });
-        if let Err(err) = spawned {
-            BUILDERS.fetch_sub(1, Ordering::SeqCst);
-            index.changed = None;
-            tracing::warn!(error = %err, "cannot start the dense graph's builder");
+        let deadline = std::time::Instant::now() + HELD_FOR;
+        let (lock, settled) = &*self.patched;
+        let mut held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let waiting = outstanding();
+            let now = std::time::Instant::now();
+            if waiting == 0 || waiting > HELD_FOR_PAGES || now >= deadline {
+                return;
+            }
+            held = settled
+                .wait_timeout(held, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
+    }
+
+    /// Wakes the questions waiting in [`LazyDense::with`] for a patch.
+    fn settled(&self) {
+        notify(&self.patched);
     }
 
     /// Whether the index is ready.
@@ -371,6 +434,149 @@ impl LazyDense {
     }
 }
 
+/// Builds `index`'s approximate graph again, by a thread of its own, when the patches since
+/// the last one call for it ([`VectorIndex::wants_graph`]: the tenant grew past the exact
+/// size, or a tenth of the graph changed); questions meanwhile use the graph there is,
+/// with the passages changed since scored exactly.
+fn rebuild_graph(state: &Arc<RwLock<State>>, index: &mut DenseIndex) {
+    if index.changed.is_some() {
+        return;
+    }
+    let Some(input) = index.vectors.graph_input() else {
+        // Back within the exact size: the graph is dropped.
+        index.vectors.build_approx();
+        return;
+    };
+    // Graphs share the background builders' bound; a tenant that finds none free builds
+    // at a later patch (it still wants one).
+    if BUILDERS.fetch_add(1, Ordering::SeqCst) >= MAX_BUILDERS {
+        BUILDERS.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    index.changed = Some(Vec::new());
+    let (shared, generation) = (Arc::clone(state), index.generation);
+    let spawned = std::thread::Builder::new()
+        .name("dense-graph".into())
+        .spawn(move || {
+            let graph = input.build();
+            if let State::Ready(index) = &mut *write(&shared)
+                && index.generation == generation
+            {
+                let changed = index.changed.take().unwrap_or_default();
+                index.vectors.install_graph(graph, changed);
+            }
+            BUILDERS.fetch_sub(1, Ordering::SeqCst);
+        });
+    if let Err(err) = spawned {
+        BUILDERS.fetch_sub(1, Ordering::SeqCst);
+        index.changed = None;
+        tracing::warn!(error = %err, "cannot start the dense graph's builder");
+    }
+}
+
+/// One step of the patcher of a ready index (generation `generation`): encodes a few of the
+/// pages waiting outside the index's lock, and puts in the passages of those no later version
+/// or deletion overtook meanwhile. False when none wait (the patcher ends), or when the index
+/// it patches is gone. Questions meanwhile rank those pages by BM25 alone.
+fn patch_some(shared: &Arc<RwLock<State>>, encoder: &dyn SentenceEncoder, generation: u64) -> bool {
+    let taken: Vec<PageVersion> = {
+        let mut state = write(shared);
+        let State::Ready(index) = &mut *state else {
+            return false;
+        };
+        if index.generation != generation {
+            return false;
+        }
+        if index.waiting.is_empty() {
+            index.patching = false;
+            return false;
+        }
+        let mut taken = Vec::new();
+        while taken.len() < PATCH_PAGES
+            && let Some((id, page)) = index.waiting.pop_first()
+        {
+            index.in_flight.insert(id, page.version);
+            taken.push(page);
+        }
+        taken
+    };
+    let texts: Vec<(PassageKey, String)> = taken.iter().flat_map(passage_texts).collect();
+    let encoded = encode_all(encoder, &texts);
+    let mut state = write(shared);
+    let State::Ready(index) = &mut *state else {
+        return false;
+    };
+    if index.generation != generation {
+        return false;
+    }
+    let mut keep = Vec::new();
+    for page in &taken {
+        if index.in_flight.get(&page.source_id) == Some(&page.version) {
+            index.in_flight.remove(&page.source_id);
+            keep.push(page.source_id.as_str());
+        }
+    }
+    let inserted = encoded.and_then(|vectors| {
+        let passages = texts.into_iter().map(|(key, _)| key).zip(vectors);
+        let kept: Vec<(PassageKey, Vec<f32>)> = passages
+            .filter(|((id, _), _)| keep.contains(&id.as_str()))
+            .collect();
+        for ((id, n), _) in &kept {
+            let count = index.chunks.entry(id.clone()).or_default();
+            *count = (*count).max(n + 1);
+        }
+        index.insert(kept)
+    });
+    if let Err(err) = inserted {
+        tracing::warn!(error = %err, "cannot patch the dense passage index; built again at the next question");
+        *state = State::Idle;
+        return false;
+    }
+    if index.len() > MAX_DENSE_PASSAGES {
+        tracing::warn!(
+            passages = index.len(),
+            limit = MAX_DENSE_PASSAGES,
+            "the tenant outgrew the exact dense index: BM25 alone ranks its passages"
+        );
+        *state = State::Off;
+        return false;
+    }
+    if index.vectors.wants_graph() {
+        rebuild_graph(shared, index);
+    }
+    true
+}
+
+/// The passages of `page` as the dense index encodes them, keyed.
+fn passage_texts(page: &PageVersion) -> Vec<(PassageKey, String)> {
+    chunk_page(&page.source_id, page.version, &page.body)
+        .iter()
+        .enumerate()
+        .map(|(n, chunk)| ((page.source_id.clone(), n), chunk.indexed_text(&page.title)))
+        .collect()
+}
+
+/// The vectors of `texts`, in their order, encoded [`BATCH`] at a time.
+fn encode_all(
+    encoder: &dyn SentenceEncoder,
+    texts: &[(PassageKey, String)],
+) -> Result<Vec<Vec<f32>>, DenseError> {
+    let mut vectors = Vec::with_capacity(texts.len());
+    for batch in texts.chunks(BATCH) {
+        let batch: Vec<&str> = batch.iter().map(|(_, text)| text.as_str()).collect();
+        let encoded = encoder.encode(&batch)?;
+        if encoded.len() != batch.len() {
+            return Err(DenseError::Encode(EncodeError(format!(
+                "{} vectors for {} texts",
+                encoded.len(),
+                batch.len()
+            ))));
+        }
+        vectors.extend(encoded);
+    }
+    Ok(vectors)
+}
+
 /// The state a build ends in.
 fn built(result: Result<DenseIndex, DenseError>) -> State {
     match result {
@@ -380,6 +586,13 @@ fn built(result: Result<DenseIndex, DenseError>) -> State {
             State::Off
         }
     }
+}
+
+/// Wakes the questions waiting for a patch.
+fn notify(patched: &(Mutex<()>, Condvar)) {
+    let (lock, settled) = patched;
+    let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    settled.notify_all();
 }
 
 fn read(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
@@ -557,6 +770,40 @@ mod tests {
         });
         assert_eq!(found, [("late".to_owned(), 0)]);
         assert!(lazy.approx_bytes() > 0);
+    }
+
+    #[test]
+    fn a_ready_index_is_patched_beside_its_callers_and_drops_what_was_overtaken() {
+        let gate = Arc::new((Mutex::new(true), Condvar::new()));
+        let lazy = LazyDense::new(Some(Arc::new(Gated(Arc::clone(&gate)))));
+        let current = pages(3);
+        assert_eq!(lazy.with(&current, |d| d.map(DenseIndex::len)), Some(3));
+        // The model is held: the update returns without it (encoding under the caller would
+        // never return), and the old version's passage has left at once.
+        *gate.0.lock().expect("gate") = false;
+        let revised = PageVersion {
+            version: 2,
+            ..page("p0", "The harbour crane lifts forty tonnes.", &[])
+        };
+        lazy.update([&revised]);
+        // A question waits for a small patch a while, then answers without it.
+        let held = lazy.with(&current, |d| {
+            let d = d.expect("ready");
+            (d.len(), d.outstanding())
+        });
+        assert_eq!(held, (2, 1));
+        // Deleted while it waits or is encoded: its passages never come in.
+        lazy.update([&PageVersion::tombstone(&revised, Utc::now())]);
+        let late = page("late", "The harbour crane lifts forty tonnes.", &[]);
+        lazy.update([&late]);
+        *gate.0.lock().expect("gate") = true;
+        gate.1.notify_all();
+        let found = lazy.with(&current, |d| {
+            let d = d.expect("ready");
+            assert_eq!((d.len(), d.outstanding()), (3, 0));
+            nearest(d, "harbour crane tonnes", &["p0", "late"])
+        });
+        assert_eq!(found, [("late".to_owned(), 0)]);
     }
 
     #[test]

@@ -230,7 +230,7 @@ const WRITER_NICENESS: i32 = 10;
 /// Lowers the calling thread's priority to `niceness` (Linux: niceness is per thread, and a
 /// thread it starts inherits it). Lowering needs no privilege; a failure leaves the priority as
 /// it was, which costs latency, never correctness.
-fn lower_priority(niceness: i32) {
+pub(crate) fn lower_priority(niceness: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: gettid and setpriority only read their arguments; the thread id is this
@@ -242,7 +242,7 @@ fn lower_priority(niceness: i32) {
         if lowered != 0 {
             tracing::debug!(
                 error = %std::io::Error::last_os_error(),
-                "cannot lower an index writer's priority"
+                "cannot lower a background thread's priority"
             );
         }
     }
