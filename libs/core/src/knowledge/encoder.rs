@@ -23,6 +23,12 @@ pub trait SentenceEncoder: Send + Sync {
 
     /// One L2-normalised vector per text, in order. Every vector has the same length.
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError>;
+
+    /// Whether a text encoded once is kept ([`CachedEncoder`]), so encoding texts ahead in a
+    /// batch saves the calls that ask for them one by one after.
+    fn keeps_vectors(&self) -> bool {
+        false
+    }
 }
 
 /// Dot product of two vectors of the same length (cosine similarity for unit vectors).
@@ -85,6 +91,10 @@ impl CachedEncoder {
 impl SentenceEncoder for CachedEncoder {
     fn id(&self) -> &str {
         self.inner.id()
+    }
+
+    fn keeps_vectors(&self) -> bool {
+        true
     }
 
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {

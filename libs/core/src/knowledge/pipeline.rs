@@ -570,10 +570,15 @@ impl Extraction {
                     self.learn_names(ontology, &claims, &mut lexicon);
                     let id = self.semantic_id();
                     let scorer = self.scorer();
+                    let read = |claimed: &BTreeSet<String>, sentence: &str| {
+                        !claimed.contains(sentence)
+                            && sentence.len() <= super::extract::MAX_SENTENCE_CHARS
+                    };
+                    self.encode_ahead(ontology, &scorer, &lexicon, &rest, |sentence| {
+                        read(&claimed, sentence)
+                    });
                     for sentence in split_sentences(&rest) {
-                        if claimed.contains(sentence)
-                            || sentence.len() > super::extract::MAX_SENTENCE_CHARS
-                        {
+                        if !read(&claimed, sentence) {
                             continue;
                         }
                         let found = semantic::claims_by_meaning(
@@ -730,6 +735,46 @@ impl Extraction {
                     Some(&predicate.object_type),
                 );
             }
+        }
+    }
+
+    /// Encodes, in one call, the texts of every sentence of `text` that `unclaimed` admits and
+    /// some predicate could take ([`semantic::reading`]): the model runs on batches of like
+    /// length, and the sentence-by-sentence reading after finds them in the encoder's cache.
+    /// A sentence read differently by then (a name it learned earlier in the page) is encoded
+    /// on its own; a failure here is left to that reading.
+    fn encode_ahead(
+        &self,
+        ontology: &Ontology,
+        scorer: &Scorer<'_>,
+        lexicon: &Lexicon,
+        text: &str,
+        unclaimed: impl Fn(&str) -> bool,
+    ) {
+        let Scorer::Encoder { encoder, .. } = scorer else {
+            return;
+        };
+        if !encoder.keeps_vectors() {
+            return;
+        }
+        let texts: Vec<String> = split_sentences(text)
+            .into_iter()
+            .filter(|sentence| unclaimed(sentence))
+            .filter_map(|sentence| {
+                semantic::reading(
+                    ontology,
+                    &self.profiles,
+                    scorer,
+                    lexicon,
+                    &self.normaliser,
+                    sentence,
+                )
+            })
+            .flat_map(|read| read.encoded_texts())
+            .collect();
+        if texts.len() > 2 {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let _warmed = encoder.encode(&texts);
         }
     }
 
@@ -918,6 +963,63 @@ pub(crate) mod tests {
                 })
                 .collect())
         }
+    }
+
+    /// [`Fixed`], recording the texts of each call that reaches it.
+    struct Recorded(Arc<std::sync::Mutex<Vec<Vec<String>>>>);
+
+    impl SentenceEncoder for Recorded {
+        fn id(&self) -> &str {
+            "fixed"
+        }
+
+        fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+            if let Ok(mut calls) = self.0.lock() {
+                calls.push(texts.iter().map(|t| (*t).to_owned()).collect());
+            }
+            Fixed.encode(texts)
+        }
+    }
+
+    #[test]
+    fn only_sentences_a_predicate_could_take_are_encoded_and_a_page_in_one_call() {
+        let ontology = sample();
+        let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let encoder = Arc::new(CachedEncoder::new(Box::new(Recorded(Arc::clone(&calls)))));
+        let extraction = Extraction::new(&ontology, ExtractSettings::default(), Some(encoder));
+        // The predicates' prototypes are encoded at the first page.
+        extraction.claims(&ontology, "", &Lexicon::default());
+        let before = calls.lock().expect("calls").len();
+        extraction.claims(
+            &ontology,
+            "Deployments go out during working hours after a review. Tessaly Dock is run by \
+             the Atlas team. Questions go to Derya Kaya first. Payments service is looked after \
+             by the Helix team.",
+            &Lexicon::default(),
+        );
+        let calls = calls.lock().expect("calls");
+        let page: Vec<&Vec<String>> = calls[before..].iter().collect();
+        // Sentences no predicate could take (nothing named, or a name and no object of any
+        // predicate's type) never reach the model; the two that could are encoded together,
+        // once.
+        assert!(
+            page.iter()
+                .flat_map(|call| call.iter())
+                .all(|t| !t.contains("Deployments") && !t.contains("Questions")),
+            "{page:?}"
+        );
+        let first = page.first().expect("a call");
+        assert!(
+            first.iter().any(|t| t.contains("run by"))
+                && first.iter().any(|t| t.contains("looked after")),
+            "{page:?}"
+        );
+        let run_by = page
+            .iter()
+            .flat_map(|call| call.iter())
+            .filter(|t| t.contains("run by"))
+            .count();
+        assert_eq!(run_by, 2, "{page:?}");
     }
 
     #[test]

@@ -689,6 +689,92 @@ const MIN_COSINE_UNTYPED: f64 = 0.65;
 /// known type, a number, a description or a fixed subject (2 each).
 const FULL_FIT: f64 = 4.0;
 
+/// A sentence read up to its scoring: what it names, its content words, and the predicates it
+/// could state (not refused, with a subject and an object of their types).
+pub(crate) struct Reading<'s> {
+    toks: Vec<Token<'s>>,
+    found: Vec<Mention>,
+    content: BTreeSet<String>,
+    candidates: Vec<(usize, f64, Claim)>,
+}
+
+impl Reading<'_> {
+    /// The texts an encoder scores the sentence by: unknown names kept, and unknown names as
+    /// "someone".
+    pub(crate) fn encoded_texts(&self) -> [String; 2] {
+        [
+            masked(&self.toks, &self.found, false),
+            masked(&self.toks, &self.found, true),
+        ]
+    }
+}
+
+/// Reads `sentence` up to its scoring; `None` when no predicate could take it, so it costs no
+/// model call.
+pub(crate) fn reading<'s>(
+    ontology: &Ontology,
+    profiles: &[Profile],
+    scorer: &Scorer<'_>,
+    lexicon: &Lexicon,
+    normaliser: &NameNormaliser,
+    sentence: &'s str,
+) -> Option<Reading<'s>> {
+    let toks = tokens(sentence);
+    let type_nouns = ontology.type_nouns();
+    let predicate_words: BTreeSet<String> = profiles
+        .iter()
+        .flat_map(|p| p.words.keys().cloned())
+        .collect();
+    let found = mentions(&toks, lexicon, normaliser, &type_nouns, &predicate_words);
+    let numbers = values(&toks);
+    if found.is_empty() && numbers.is_empty() {
+        return None;
+    }
+    let content: BTreeSet<String> = toks
+        .iter()
+        .enumerate()
+        .filter(|(i, t)| is_word(t) && !found.iter().any(|m| (m.from..m.to).contains(i)))
+        .map(|(_, t)| stem(&t.lower))
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect();
+    // Whether the sentence asserts a current fact, asked once for every predicate.
+    let refused_outright = refusal(sentence, false).is_some();
+    let refused_allowing_past = refusal(sentence, true).is_some();
+    let past_tense = past_tense_after_subject(&toks, &found);
+    let candidates: Vec<(usize, f64, Claim)> = ontology
+        .predicates()
+        .iter()
+        .zip(profiles)
+        .enumerate()
+        .filter_map(|(i, (predicate, profile))| {
+            let rename = predicate.kind == PredicateKind::Rename;
+            let refused = if rename {
+                refused_allowing_past
+            } else {
+                refused_outright || past_tense
+            };
+            if refused {
+                return None;
+            }
+            // A rename must use the predicate's own words; any other predicate needs either
+            // its words or an encoder's judgement, and in both cases enough similarity.
+            let words_hit = profile.words.keys().any(|w| content.contains(w));
+            let descriptive = predicate.object_type == "text";
+            if (rename || matches!(scorer, Scorer::Lexical)) && !words_hit && !descriptive {
+                return None;
+            }
+            let (fit, claim) = fill(predicate, profile, &toks, &found, &numbers, sentence)?;
+            Some((i, fit, claim))
+        })
+        .collect();
+    (!candidates.is_empty()).then_some(Reading {
+        toks,
+        found,
+        content,
+        candidates,
+    })
+}
+
 /// Claims one sentence states, read by meaning, each with whether every slot was filled by
 /// something of its type (a name of known type, a number, a description or a fixed subject).
 /// Empty when it states nothing or is refused.
@@ -700,32 +786,16 @@ pub(crate) fn claims_by_meaning(
     normaliser: &NameNormaliser,
     sentence: &str,
 ) -> Vec<(Claim, bool)> {
-    let toks = tokens(sentence);
-    let type_nouns = ontology.type_nouns();
-    let predicate_words: BTreeSet<String> = profiles
-        .iter()
-        .flat_map(|p| p.words.keys().cloned())
-        .collect();
-    let found = mentions(&toks, lexicon, normaliser, &type_nouns, &predicate_words);
-    let numbers = values(&toks);
-    if found.is_empty() && numbers.is_empty() {
+    let Some(read) = reading(ontology, profiles, scorer, lexicon, normaliser, sentence) else {
         return Vec::new();
-    }
-    let content: BTreeSet<String> = toks
-        .iter()
-        .enumerate()
-        .filter(|(i, t)| is_word(t) && !found.iter().any(|m| (m.from..m.to).contains(i)))
-        .map(|(_, t)| stem(&t.lower))
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .collect();
+    };
     let similarity: Vec<f64> = match scorer {
-        Scorer::Lexical => profiles.iter().map(|p| lexical(p, &content)).collect(),
+        Scorer::Lexical => profiles.iter().map(|p| lexical(p, &read.content)).collect(),
         Scorer::Encoder {
             encoder,
             prototypes,
         } => {
-            // Two readings: unknown names kept, and unknown names as "someone".
-            let texts = [masked(&toks, &found, false), masked(&toks, &found, true)];
+            let texts = read.encoded_texts();
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             match encoder.encode(&texts) {
                 Ok(vectors) if vectors.len() == texts.len() => prototypes
@@ -737,7 +807,7 @@ pub(crate) fn claims_by_meaning(
                             .fold(f64::MIN, f64::max)
                     })
                     .collect(),
-                _ => profiles.iter().map(|p| lexical(p, &content)).collect(),
+                _ => profiles.iter().map(|p| lexical(p, &read.content)).collect(),
             }
         }
     };
@@ -745,32 +815,13 @@ pub(crate) fn claims_by_meaning(
         Scorer::Lexical => MIN_LEXICAL,
         Scorer::Encoder { .. } => MIN_COSINE,
     };
-    // Whether the sentence asserts a current fact, asked once for every predicate.
-    let refused_outright = refusal(sentence, false).is_some();
-    let refused_allowing_past = refusal(sentence, true).is_some();
-    let past_tense = past_tense_after_subject(&toks, &found);
+    let predicates = ontology.predicates();
     let mut best: Option<(f64, Claim, bool)> = None;
-    for ((predicate, profile), score) in ontology.predicates().iter().zip(profiles).zip(similarity)
-    {
+    for (i, fit, claim) in read.candidates {
+        let predicate = &predicates[i];
+        let score = similarity[i];
         let rename = predicate.kind == PredicateKind::Rename;
-        let words_hit = profile.words.keys().any(|w| content.contains(w));
-        let refused = if rename {
-            refused_allowing_past
-        } else {
-            refused_outright || past_tense
-        };
-        if refused {
-            continue;
-        }
-        // A rename must use the predicate's own words; any other predicate needs either its
-        // words or an encoder's judgement, and in both cases enough similarity.
         let descriptive = predicate.object_type == "text";
-        if (rename || matches!(scorer, Scorer::Lexical)) && !words_hit && !descriptive {
-            continue;
-        }
-        let Some((fit, claim)) = fill(predicate, profile, &toks, &found, &numbers, sentence) else {
-            continue;
-        };
         // A descriptive object is found by the sentence's shape ("X is our Y", "Meet X, a Y"),
         // which `fill` checked; any other predicate needs enough similarity, and more when a
         // name of unknown type fills a slot (weaker evidence).
