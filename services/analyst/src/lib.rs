@@ -186,6 +186,17 @@ struct Analyst {
     writer: knowledge::KnowledgeWriter,
 }
 
+impl Analyst {
+    /// Waits until the tenant's event `min_sequence` is applied (read-your-writes; 0: none).
+    async fn settled(&self, tenant: &str, min_sequence: u64) -> Result<(), Status> {
+        let timeout =
+            Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
+        ontoloop_runtime::wait_for_sequence(&self.ctx.store, tenant, min_sequence, timeout)
+            .await
+            .map_err(status_from)
+    }
+}
+
 #[tonic::async_trait]
 impl AnalystService for Analyst {
     async fn next_review(
@@ -236,16 +247,7 @@ impl AnalystService for Analyst {
     ) -> Result<Response<ListMaintenanceRunsResponse>, Status> {
         let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let timeout =
-            Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        ontoloop_runtime::wait_for_sequence(
-            &self.ctx.store,
-            caller.tenant(),
-            request.min_sequence,
-            timeout,
-        )
-        .await
-        .map_err(status_from)?;
+        self.settled(caller.tenant(), request.min_sequence).await?;
         let runs = self
             .ctx
             .store
@@ -263,16 +265,7 @@ impl AnalystService for Analyst {
     ) -> Result<Response<TenantSummaryResponse>, Status> {
         let caller = caller_from(&request)?;
         let request = request.into_inner();
-        let timeout =
-            Duration::from_millis(self.ctx.settings.retrieval.read_your_writes_timeout_ms);
-        ontoloop_runtime::wait_for_sequence(
-            &self.ctx.store,
-            caller.tenant(),
-            request.min_sequence,
-            timeout,
-        )
-        .await
-        .map_err(status_from)?;
+        self.settled(caller.tenant(), request.min_sequence).await?;
         let summary = summary::summary(
             &self.ctx.store,
             &self.writer,
