@@ -12,6 +12,7 @@ pub mod knowledge;
 pub mod model_cache;
 pub mod org;
 pub mod outbox;
+mod reach;
 pub mod retention;
 pub mod review;
 mod rows;
@@ -77,6 +78,15 @@ pub enum StoreError {
         /// The tenant.
         tenant: String,
     },
+    /// A write found the database unreachable a moment ago ([`reach::HOLD_OFF`]): refused
+    /// without trying, so the caller hears of the outage at once and retries.
+    #[error("the database is unreachable (for {for_ms} ms so far): {reason}; retry shortly")]
+    Away {
+        /// How long since a write first found it away.
+        for_ms: u64,
+        /// The last failure.
+        reason: String,
+    },
     /// A query or migration failed.
     #[error("database operation failed: {0}")]
     Db(#[from] DbErr),
@@ -87,6 +97,7 @@ impl ontoloop_core::ServiceError for StoreError {
         match self {
             // A concurrent writer won: reloading and retrying succeeds, like an outage passing.
             StoreError::Unreachable { .. }
+            | StoreError::Away { .. }
             | StoreError::DataDir { .. }
             | StoreError::Conflict { .. }
             | StoreError::Db(_) => ontoloop_core::ErrorCode::Unavailable,
@@ -160,6 +171,8 @@ pub struct Store {
     feed: std::sync::Arc<feed::Feed>,
     /// The writer of published outbox rows' stamps (group commit), shared by every clone.
     stamps: std::sync::Arc<outbox::Stamps>,
+    /// Whether PostgreSQL answered the last write, shared by every clone.
+    reach: std::sync::Arc<reach::Reach>,
 }
 
 impl Store {
@@ -201,6 +214,7 @@ impl Store {
                         writer,
                         feed,
                         stamps,
+                        reach: std::sync::Arc::default(),
                     });
                 }
                 Err(err) => match backoff.delay_after(attempt) {
@@ -460,6 +474,28 @@ impl Store {
         Ok(())
     }
 
+    /// A transaction on the writer, whether PostgreSQL answered noted for [`reach`].
+    pub(crate) async fn begin_noted(&self) -> Result<sea_orm::DatabaseTransaction, DbErr> {
+        use sea_orm::TransactionTrait;
+        self.noted(self.writer.begin().await)
+    }
+
+    /// `result`, whether PostgreSQL answered noted for [`reach`].
+    pub(crate) fn noted<T>(&self, result: Result<T, DbErr>) -> Result<T, DbErr> {
+        if self.backend() == Backend::Postgres {
+            self.reach.note(&result);
+        }
+        result
+    }
+
+    /// Refused at once while a call found PostgreSQL away a moment ago ([`reach::HOLD_OFF`]);
+    /// what acknowledges a push (an intake append, a signal) asks this first, and so does the
+    /// knowledge version a read model is checked against (its caller answers from the model as
+    /// it stands).
+    pub(crate) fn refuse_while_away(&self) -> Result<(), StoreError> {
+        self.reach.check()
+    }
+
     /// A transaction that will write after it reads. On SQLite it takes the write lock up front
     /// (a write that changes nothing, as `BEGIN IMMEDIATE` would): a transaction that reads
     /// first and writes later cannot wait for the lock (in WAL mode its snapshot may be stale by
@@ -468,8 +504,8 @@ impl Store {
     /// consumer dead-lettered it. Taken first, the lock is waited for (the busy timeout).
     /// PostgreSQL needs nothing: its row locks and constraints already serialise the writers.
     pub(crate) async fn begin_write(&self) -> Result<sea_orm::DatabaseTransaction, StoreError> {
-        use sea_orm::{ConnectionTrait, TransactionTrait};
-        let txn = self.writer.begin().await?;
+        use sea_orm::ConnectionTrait;
+        let txn = self.begin_noted().await?;
         if self.backend() == Backend::Sqlite {
             txn.execute_unprepared(
                 "UPDATE tenant_state SET knowledge_version = knowledge_version WHERE 0",

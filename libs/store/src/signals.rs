@@ -84,7 +84,8 @@ impl Store {
         lease_until: Option<DateTime<Utc>>,
         body: impl FnOnce(Frequency) -> String,
     ) -> Result<SignalAccepted, StoreError> {
-        let txn = self.writer.begin().await?;
+        self.refuse_while_away()?;
+        let txn = self.begin_noted().await?;
         let row = signal_intake::ActiveModel {
             body: Set(None),
             published_at: Set(None),

@@ -138,7 +138,8 @@ impl Snapshots {
     /// read: an answer that must hold a given event waits for it first and then calls `get`.
     /// The tenant's knowledge version it reads is one read at most [`KNOWN_VERSION_TTL`] ago
     /// and, unless the [follower](Snapshots::follow) runs, since the store's last word of a
-    /// commit; else it is read again. With the follower, a commit's word is its to act on: it
+    /// commit; else it is read again — and while the store cannot be read, the one last read
+    /// stands, so reads go on answering through a store outage. With the follower, a commit's word is its to act on: it
     /// reads the versions and brings forward the models read, so until it has (milliseconds) the
     /// caller answers from the model as it stands, as it does while that catch-up is under way,
     /// instead of every caller who comes first after a commit reading the store itself (under
@@ -163,7 +164,19 @@ impl Snapshots {
                 return Ok(held.version);
             }
         }
-        let version = self.store.knowledge_version(tenant).await?;
+        let version = match self.store.knowledge_version(tenant).await {
+            Ok(version) => version,
+            Err(err) => {
+                // The store is away: the version last known answers, so the caller reads the
+                // model as it stands until the store is back (a tenant never read has none).
+                let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(held) = known.get(tenant) else {
+                    return Err(err.into());
+                };
+                tracing::debug!(tenant, error = %err, "knowledge version unread; answering from the model held");
+                return Ok(held.version);
+            }
+        };
         self.know(tenant, version, word, now);
         Ok(version)
     }

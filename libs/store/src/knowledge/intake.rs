@@ -142,6 +142,7 @@ impl Store {
         &self,
         request: &IntakeRequest,
     ) -> Result<Intake, StoreError> {
+        self.refuse_while_away()?;
         let (tenant, idempotency_key) =
             (request.tenant.as_str(), request.idempotency_key.as_deref());
         // The next number is one above the tenant's highest, read and taken in one transaction
@@ -198,6 +199,7 @@ impl Store {
         &self,
         requests: &[IntakeRequest],
     ) -> Result<Vec<Intake>, StoreError> {
+        self.refuse_while_away()?;
         let txn = self.begin_write().await?;
         if self.backend() == crate::Backend::Postgres {
             use sea_orm::ConnectionTrait;

@@ -121,10 +121,11 @@ pub struct KnowledgeCommit {
 impl Store {
     /// The tenant's knowledge version (0 when it has none).
     pub async fn knowledge_version(&self, tenant: &str) -> Result<i64, StoreError> {
-        Ok(tenant_state::Entity::find_by_id(tenant.to_owned())
+        self.refuse_while_away()?;
+        let read = tenant_state::Entity::find_by_id(tenant.to_owned())
             .one(&self.db)
-            .await?
-            .map_or(0, |row| row.knowledge_version))
+            .await;
+        Ok(self.noted(read)?.map_or(0, |row| row.knowledge_version))
     }
 
     /// The knowledge version of each of `tenants` (0 for one that never committed), read a few

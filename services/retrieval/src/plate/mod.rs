@@ -149,16 +149,12 @@ impl OrgViews {
     }
 
     /// The tenant's current graphs, loading them from the store on first use. A tenant without
-    /// organisation data gets empty graphs (and is not held).
+    /// organisation data gets empty graphs, held like any other: its next question needs no
+    /// store (which may be away) and the watcher loads its data when its version moves.
     pub async fn get(&self, tenant: &str) -> Result<Arc<TenantView>, ViewError> {
         let slot = match self.slot(tenant) {
             Some(slot) => slot,
-            None => {
-                if self.store.org_version(tenant).await? == 0 {
-                    return Ok(Arc::new(TenantView::empty()));
-                }
-                self.insert_slot(tenant)
-            }
+            None => self.insert_slot(tenant),
         };
         {
             let mut sources = slot.sources.lock().await;
