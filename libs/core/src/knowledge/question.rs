@@ -333,6 +333,18 @@ const AUXILIARIES: &[&str] = &[
     "still",
 ];
 
+/// Verbs of passing into a state or phase, whose meaning is the phrase after them: "enter its
+/// maintenance phase", "reach end of life", "move into maintenance", "go to general
+/// availability".
+const LIGHT_VERBS: &[&str] = &[
+    "enter", "reach", "move", "go", "goes", "get", "become", "turn",
+];
+
+/// Words between a light verb and the phrase it passes into.
+const BEFORE_PHRASE: &[&str] = &[
+    "its", "their", "the", "a", "an", "into", "to", "in", "on", "his", "her",
+];
+
 /// Prepositions that end a verb phrase ("X depends on", "X reports to").
 const PREPOSITIONS: &[&str] = &[
     "on", "to", "with", "for", "from", "in", "into", "by", "under", "over", "at", "upon",
@@ -818,6 +830,21 @@ fn unexplained(
             .zip(fits)
             .any(|(w, row)| w.at != skip && path.iter().any(|&p| row[p] > 0.0))
     };
+    let explained_at = |at: usize| {
+        words
+            .iter()
+            .zip(fits)
+            .any(|(w, row)| w.at == at && path.iter().any(|&p| row[p] > 0.0))
+    };
+    // The first word after `at` past articles and the like is one the path explains.
+    let explained_after = |at: usize| {
+        tokens
+            .iter()
+            .enumerate()
+            .skip(at + 1)
+            .find(|(_, t)| !BEFORE_PHRASE.contains(&t.as_str()))
+            .is_some_and(|(next, _)| explained_at(next))
+    };
     for (word, row) in words.iter().zip(fits) {
         if path.iter().any(|&p| row[p] > 0.0)
             || type_nouns.contains(&word.text)
@@ -842,6 +869,11 @@ fn unexplained(
             .all(|(q, _)| apart.get(q).copied().unwrap_or(false))
             && row.iter().any(|fit| *fit > 0.0);
         if names_apart_only && path_explains(word.at) {
+            continue;
+        }
+        // A light verb names what it passes into: once the path explains that phrase, the
+        // verb names no other relation ("enter its maintenance phase" is the maintenance).
+        if LIGHT_VERBS.iter().any(|verb| stem(verb) == word.stem) && explained_after(word.at) {
             continue;
         }
         if names_another || relation_position(tokens, word.at, named) || verb == Some(word.at) {
