@@ -89,6 +89,22 @@ pub struct ScaleReport {
     pub pages: usize,
     /// Pages per second from the first push until every page answered.
     pub ingest_pages_per_s: f64,
+    /// Sentences of the pages the semantic stage scored through the encoder during the ingest
+    /// (the ones some predicate could take; 0 without a model).
+    pub ingest_sentences_scored: u64,
+    /// Texts the process's sentence encoder sent to its model during the ingest: those
+    /// sentences' readings not in its cache, passages the read models embedded, and what the
+    /// analyst encodes of the signals the bench's own questions raised (none without a model).
+    pub ingest_texts_encoded: Option<u64>,
+    /// Those texts per second of the ingest.
+    pub encoded_texts_per_s: Option<f64>,
+    /// Pushing the same pages again until the last answered, seconds.
+    pub reingest_secs: f64,
+    /// Sentences scored through the encoder for the same pages again (an unchanged page is not
+    /// read again: 0).
+    pub reingest_sentences_scored: u64,
+    /// Texts the encoder sent to its model meanwhile.
+    pub reingest_texts_encoded: Option<u64>,
     /// Push of a single-page event to the first Ask answering its value.
     pub event_to_visible_ms: Quantiles,
     /// Push of a single-page event to the intake's acknowledgement.
@@ -128,7 +144,9 @@ impl ScaleReport {
     pub fn to_text(&self) -> String {
         format!(
             "scale: one tenant of {} generated pages, every service in this process\n\
-             ingest            {:>9.0} pages/s\n\
+             ingest            {:>9.0} pages/s   ({} sentences scored by the encoder; {} texts \
+             encoded, {} a second)\n\
+             same pages again  {:>9.1} s         ({} sentences scored; {} texts encoded)\n\
              event -> visible  p50 {:>8.1} ms   p99 {:>8.1} ms   ({} events, {} not visible)\n\
                accepted        p50 {:>8.1} ms   p99 {:>8.1} ms\n\
                applied         p50 {:>8.1} ms   p99 {:>8.1} ms\n\
@@ -138,6 +156,13 @@ impl ScaleReport {
              rss {:.1} MB (peak {:.1} MB), store {:.1} MB, {} calls failed\n",
             self.pages,
             self.ingest_pages_per_s,
+            self.ingest_sentences_scored,
+            shown(self.ingest_texts_encoded),
+            self.encoded_texts_per_s
+                .map_or_else(|| "none".to_owned(), |r| format!("{r:.0}")),
+            self.reingest_secs,
+            self.reingest_sentences_scored,
+            shown(self.reingest_texts_encoded),
             self.event_to_visible_ms.p50,
             self.event_to_visible_ms.p99,
             self.events,
@@ -282,14 +307,55 @@ async fn push(clients: &Clients, caller: &Caller, event: &Event) -> anyhow::Resu
         .sequence)
 }
 
+/// Pushes the load's pages, `in_flight` at a time, reporting every 10,000; the highest
+/// sequence number acknowledged.
+async fn push_pages(
+    clients: &Clients,
+    caller: &Caller,
+    load: &Load,
+    started: Instant,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<u64> {
+    let mut last = 0u64;
+    let mut done = 0usize;
+    let mut pushes = futures::stream::iter(0..load.pages)
+        .map(|k| {
+            let caller = caller.clone();
+            async move { push(clients, &caller, &catalog_page(k, k)).await }
+        })
+        .buffer_unordered(load.in_flight.max(1));
+    while let Some(seq) = pushes.next().await {
+        last = last.max(seq?);
+        done += 1;
+        if done.is_multiple_of(10_000) {
+            progress(&format!(
+                "{done} pages pushed, {:.0} s",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    Ok(last)
+}
+
+/// How many texts the encoder took between two readings of its count (none without one).
+fn since(before: Option<u64>, after: Option<u64>) -> Option<u64> {
+    Some(after?.saturating_sub(before?))
+}
+
+/// A count, or "not counted".
+fn shown(count: Option<u64>) -> String {
+    count.map_or_else(|| "not counted".to_owned(), |n| n.to_string())
+}
+
 /// Runs the load through `clients` (a system in this process), reporting progress lines;
-/// `store` (the system's) tells when each event under load was applied, and `store_mb` measures
-/// it at the end.
+/// `store` (the system's) tells when each event under load was applied, `store_mb` measures it
+/// at the end, and `encoded` reads how many texts the process's sentence encoder has taken.
 pub async fn run(
     clients: &Clients,
     store: Option<&Store>,
     load: Load,
     store_mb: impl Fn() -> f64,
+    encoded: impl Fn() -> Option<u64>,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<ScaleReport> {
     anyhow::ensure!(load.pages > 0, "--pages must be at least 1");
@@ -311,26 +377,10 @@ pub async fn run(
         .context("wait for the ontology")?;
 
     progress(&format!("ingesting {} pages", load.pages));
+    let scored = ontoloop_core::knowledge::semantic::sentences_scored_by_encoder;
+    let (encoded_before, scored_before) = (encoded(), scored());
     let started = Instant::now();
-    let mut last = 0u64;
-    let mut done = 0usize;
-    let mut pushes = futures::stream::iter(0..load.pages)
-        .map(|k| {
-            let caller = caller.clone();
-            async move { push(clients, &caller, &catalog_page(k, k)).await }
-        })
-        .buffer_unordered(load.in_flight.max(1));
-    while let Some(seq) = pushes.next().await {
-        last = last.max(seq?);
-        done += 1;
-        if done.is_multiple_of(10_000) {
-            progress(&format!(
-                "{done} pages pushed, {:.0} s",
-                started.elapsed().as_secs_f64()
-            ));
-        }
-    }
-    drop(pushes);
+    let last = push_pages(clients, &caller, &load, started, progress).await?;
     let pushed_secs = started.elapsed().as_secs_f64();
     progress(&format!(
         "{} pages pushed in {pushed_secs:.1} s; waiting for the analyst to apply them",
@@ -348,9 +398,30 @@ pub async fn run(
     ));
     let ingest_secs = started.elapsed().as_secs_f64();
     let ingest_pages_per_s = load.pages as f64 / ingest_secs.max(1e-9);
+    let ingest_texts_encoded = since(encoded_before, encoded());
+    let ingest_sentences_scored = scored() - scored_before;
     progress(&format!(
         "ingested: pushed in {pushed_secs:.1} s, visible after {ingest_secs:.1} s \
-         ({ingest_pages_per_s:.0} pages/s)"
+         ({ingest_pages_per_s:.0} pages/s); sentences scored by the encoder: \
+         {ingest_sentences_scored}; texts sent to it: {}",
+        shown(ingest_texts_encoded)
+    ));
+
+    // The same pages again: an unchanged page is not read again, so nothing is encoded.
+    progress(&format!("ingesting the same {} pages again", load.pages));
+    let (encoded_before, scored_before) = (encoded(), scored());
+    let again = Instant::now();
+    let last = push_pages(clients, &caller, &load, again, progress).await?;
+    visible(clients, ask(load.pages - 1, last), INGEST_WAIT)
+        .await
+        .context("wait for the same pages again")?;
+    let reingest_secs = again.elapsed().as_secs_f64();
+    let reingest_texts_encoded = since(encoded_before, encoded());
+    let reingest_sentences_scored = scored() - scored_before;
+    progress(&format!(
+        "ingested again in {reingest_secs:.1} s; sentences scored by the encoder: \
+         {reingest_sentences_scored}; texts sent to it: {}",
+        shown(reingest_texts_encoded)
     ));
 
     let first = Instant::now();
@@ -382,6 +453,12 @@ pub async fn run(
     Ok(ScaleReport {
         pages: load.pages,
         ingest_pages_per_s,
+        ingest_sentences_scored,
+        ingest_texts_encoded,
+        encoded_texts_per_s: ingest_texts_encoded.map(|n| n as f64 / ingest_secs.max(1e-9)),
+        reingest_secs,
+        reingest_sentences_scored,
+        reingest_texts_encoded,
         events: visible.len(),
         events_not_visible: not_visible,
         event_to_visible_ms: Quantiles::of(visible),

@@ -29,6 +29,11 @@ pub trait SentenceEncoder: Send + Sync {
     fn keeps_vectors(&self) -> bool {
         false
     }
+
+    /// Texts sent to the model so far, where counted ([`CachedEncoder`]: its cache misses).
+    fn texts_encoded(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Dot product of two vectors of the same length (cosine similarity for unit vectors).
@@ -95,6 +100,10 @@ impl SentenceEncoder for CachedEncoder {
 
     fn keeps_vectors(&self) -> bool {
         true
+    }
+
+    fn texts_encoded(&self) -> Option<u64> {
+        Some(self.model_texts())
     }
 
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {

@@ -689,6 +689,16 @@ const MIN_COSINE_UNTYPED: f64 = 0.65;
 /// known type, a number, a description or a fixed subject (2 each).
 const FULL_FIT: f64 = 4.0;
 
+/// Sentences scored through an encoder in this process (read from the cache or sent to the
+/// model): the ones some predicate could take, which only meaning decides.
+static SCORED_BY_ENCODER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many sentences this process has scored through an encoder so far (see
+/// [`claims_by_meaning`]); the scale benchmark reads it around an ingest.
+pub fn sentences_scored_by_encoder() -> u64 {
+    SCORED_BY_ENCODER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A sentence read up to its scoring: what it names, its content words, and the predicates it
 /// could state (not refused, with a subject and an object of their types).
 pub(crate) struct Reading<'s> {
@@ -795,6 +805,7 @@ pub(crate) fn claims_by_meaning(
             encoder,
             prototypes,
         } => {
+            SCORED_BY_ENCODER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let texts = read.encoded_texts();
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             match encoder.encode(&texts) {
