@@ -154,7 +154,7 @@ impl Retrieval {
         let held = if applied > 0 {
             self.snapshots.get(caller.tenant()).await
         } else {
-            self.snapshots.recent(caller.tenant()).await
+            self.snapshots.recent_or_standing(caller.tenant()).await
         };
         held.map_err(status_from)
     }

@@ -86,6 +86,15 @@ impl Drop for Snapshots {
     }
 }
 
+/// What a read of the tenant's knowledge version does while the store cannot be read.
+#[derive(Debug, Clone, Copy)]
+enum Outage {
+    /// Fails: the caller must not answer from a model it cannot check (the firewall).
+    Fails,
+    /// The version last read stands.
+    Stands,
+}
+
 /// Whether a caller that finds its tenant's model behind waits for it to be brought forward.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Wait {
@@ -138,19 +147,29 @@ impl Snapshots {
     /// read: an answer that must hold a given event waits for it first and then calls `get`.
     /// The tenant's knowledge version it reads is one read at most [`KNOWN_VERSION_TTL`] ago
     /// and, unless the [follower](Snapshots::follow) runs, since the store's last word of a
-    /// commit; else it is read again — and while the store cannot be read, the one last read
-    /// stands, so reads go on answering through a store outage. With the follower, a commit's word is its to act on: it
+    /// commit; else it is read again (a store that cannot be read is an error: see
+    /// [`Snapshots::recent_or_standing`]). With the follower, a commit's word is its to act on: it
     /// reads the versions and brings forward the models read, so until it has (milliseconds) the
     /// caller answers from the model as it stands, as it does while that catch-up is under way,
     /// instead of every caller who comes first after a commit reading the store itself (under
     /// 50 events/s, about one Validate in a hundred did, and those made its p99).
     pub async fn recent(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
-        let version = self.known_version(tenant).await?;
+        let version = self.known_version(tenant, Outage::Fails).await?;
         self.held(tenant, version, Wait::UnlessUnderWay).await
     }
 
-    /// The tenant's knowledge version as [`Snapshots::recent`] reads it.
-    async fn known_version(&self, tenant: &str) -> Result<i64, SnapshotError> {
+    /// As [`Snapshots::recent`], and while the store cannot be read, the model as it stands at
+    /// the version last read (a tenant never read has none): reads go on answering through a
+    /// store outage. For answers that may be that stale (Ask), never for a check that must
+    /// fail closed (Validate).
+    pub async fn recent_or_standing(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
+        let version = self.known_version(tenant, Outage::Stands).await?;
+        self.held(tenant, version, Wait::UnlessUnderWay).await
+    }
+
+    /// The tenant's knowledge version as [`Snapshots::recent`] reads it; with
+    /// [`Outage::Stands`], the one last read while the store cannot be read.
+    async fn known_version(&self, tenant: &str, outage: Outage) -> Result<i64, SnapshotError> {
         // The word is read before the version: a commit while it is read moves the word, and the
         // next call reads again.
         let word = *self.commits.borrow();
@@ -170,7 +189,7 @@ impl Snapshots {
                 // The store is away: the version last known answers, so the caller reads the
                 // model as it stands until the store is back (a tenant never read has none).
                 let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-                let Some(held) = known.get(tenant) else {
+                let (Outage::Stands, Some(held)) = (outage, known.get(tenant)) else {
                     return Err(err.into());
                 };
                 tracing::debug!(tenant, error = %err, "knowledge version unread; answering from the model held");
