@@ -338,6 +338,13 @@ impl LazyDense {
     /// caller (the read model's write lock); when building, kept for the builder. A failed
     /// patch leaves the index to be built again at the next question.
     pub fn update<'a>(&self, pages: impl IntoIterator<Item = &'a PageVersion>) {
+        self.queue(pages);
+        // A question held for a patch looks again: the index may have gone off or idle.
+        self.settled();
+    }
+
+    /// [`LazyDense::update`]'s work, under the state's lock.
+    fn queue<'a>(&self, pages: impl IntoIterator<Item = &'a PageVersion>) {
         let mut state = write(&self.state);
         match &mut *state {
             State::Ready(index) => {
@@ -385,8 +392,6 @@ impl LazyDense {
             State::Building(pending) => pending.extend(pages.into_iter().cloned()),
             State::Idle | State::Off => {}
         }
-        drop(state);
-        self.settled();
     }
 
     /// Waits while a few pages (at most [`HELD_FOR_PAGES`]) wait for the patcher, up to
