@@ -433,7 +433,7 @@ mod tests {
     use crate::Caller;
     use crate::knowledge::Access;
     use crate::knowledge::extract::Extract;
-    use crate::knowledge::ontology::tests::sample;
+    use crate::knowledge::ontology::tests::{sample, scoped_sample};
 
     fn page(id: &str, body: &str) -> PageVersion {
         PageVersion {
@@ -447,6 +447,50 @@ mod tests {
             confidence: 1.0,
             deleted: false,
             effective_from: None,
+        }
+    }
+
+    /// An ontology's graph with one page read into it, as an agent sees it: the state the
+    /// questions below are asked of.
+    struct Stated {
+        ontology: Ontology,
+        graph: Graph,
+        current: BTreeMap<String, PageVersion>,
+        log: BTreeMap<String, u64>,
+        agent: Caller,
+        scope: Scope,
+    }
+
+    impl Stated {
+        fn new(ontology: Ontology, stated: PageVersion) -> Self {
+            let mut graph = Graph::new(&ontology);
+            graph.apply_page(&ontology, &stated, Utc::now());
+            let log = BTreeMap::from([(stated.source_id.clone(), stated.version)]);
+            let current = BTreeMap::from([(stated.source_id.clone(), stated)]);
+            Self {
+                ontology,
+                graph,
+                current,
+                log,
+                agent: Caller::new("t", "agent").expect("caller"),
+                scope: Scope::everywhere(),
+            }
+        }
+
+        fn view<'a>(&'a self, search: &'a dyn Fn(&str, usize) -> Vec<String>) -> KnowledgeView<'a> {
+            KnowledgeView {
+                ontology: &self.ontology,
+                graph: &self.graph,
+                current: &self.current,
+                log: &self.log,
+                search,
+                access: Access::new(&self.agent, &self.current),
+                as_of: Utc::now(),
+                hedge_below_authority: 0,
+                top_k: 5,
+                scope: &self.scope,
+                claims: &Extract,
+            }
         }
     }
 
@@ -486,33 +530,19 @@ mod tests {
 
     #[test]
     fn a_question_that_names_a_scope_is_answered_in_it() {
-        let ontology = crate::knowledge::ontology::tests::scoped_sample();
-        let mut graph = Graph::new(&ontology);
-        let stated = page(
-            "refunds",
-            "Customers can request a refund within 30 days of purchase. In the EU, customers \
+        let stated = Stated::new(
+            scoped_sample(),
+            page(
+                "refunds",
+                "Customers can request a refund within 30 days of purchase. In the EU, customers \
              can request a refund within 14 days of purchase.",
+            ),
         );
-        graph.apply_page(&ontology, &stated, Utc::now());
-        let current = BTreeMap::from([("refunds".to_owned(), stated)]);
-        let log = BTreeMap::from([("refunds".to_owned(), 1)]);
-        let agent = Caller::new("t", "agent").expect("caller");
+        let (ontology, graph) = (&stated.ontology, &stated.graph);
         let search = |_: &str, _: usize| vec!["refunds".to_owned()];
-        let view = KnowledgeView {
-            ontology: &ontology,
-            graph: &graph,
-            current: &current,
-            log: &log,
-            search: &search,
-            access: Access::new(&agent, &current),
-            as_of: Utc::now(),
-            hedge_below_authority: 0,
-            top_k: 5,
-            scope: &Scope::everywhere(),
-            claims: &Extract,
-        };
+        let view = stated.view(&search);
         let asked = |text: &str| {
-            let question = link(text, &ontology, &graph, &[], &Extract).expect("links");
+            let question = link(text, ontology, graph, &[], &Extract).expect("links");
             (
                 question.scope.to_string(),
                 answer(&view, Design::Ontoloop, question, None).answer,
@@ -532,35 +562,21 @@ mod tests {
 
     #[test]
     fn the_first_hop_reuses_the_search_already_run() {
-        let ontology = sample();
-        let mut graph = Graph::new(&ontology);
-        let stated = page("p", "The Pro plan costs €49 per user per month.");
-        graph.apply_page(&ontology, &stated, Utc::now());
-        let current = BTreeMap::from([("p".to_owned(), stated)]);
-        let log = BTreeMap::from([("p".to_owned(), 1)]);
-        let agent = Caller::new("t", "agent").expect("caller");
+        let stated = Stated::new(
+            sample(),
+            page("p", "The Pro plan costs €49 per user per month."),
+        );
+        let (ontology, graph) = (&stated.ontology, &stated.graph);
         let queries = RefCell::new(Vec::new());
         let search = |query: &str, _k: usize| {
             queries.borrow_mut().push(query.to_owned());
             vec!["p".to_owned()]
         };
-        let view = KnowledgeView {
-            ontology: &ontology,
-            graph: &graph,
-            current: &current,
-            log: &log,
-            search: &search,
-            access: Access::new(&agent, &current),
-            as_of: Utc::now(),
-            hedge_below_authority: 0,
-            top_k: 5,
-            scope: &Scope::everywhere(),
-            claims: &Extract,
-        };
+        let view = stated.view(&search);
         let question = link(
             "How much does the Pro plan cost?",
-            &ontology,
-            &graph,
+            ontology,
+            graph,
             &[],
             &Extract,
         )
@@ -582,35 +598,21 @@ mod tests {
 
     #[test]
     fn a_question_only_partly_understood_is_answered_with_a_hedge_naming_its_words() {
-        let ontology = sample();
-        let mut graph = Graph::new(&ontology);
-        let stated = page(
-            "p",
-            "Payments service is owned by the Atlas team. The Atlas team is led by Derya Kaya.",
+        let stated = Stated::new(
+            sample(),
+            page(
+                "p",
+                "Payments service is owned by the Atlas team. The Atlas team is led by Derya Kaya.",
+            ),
         );
-        graph.apply_page(&ontology, &stated, Utc::now());
-        let current = BTreeMap::from([("p".to_owned(), stated)]);
-        let log = BTreeMap::from([("p".to_owned(), 1)]);
-        let agent = Caller::new("t", "agent").expect("caller");
+        let (ontology, graph) = (&stated.ontology, &stated.graph);
         let search = |_: &str, _k: usize| vec!["p".to_owned()];
-        let view = KnowledgeView {
-            ontology: &ontology,
-            graph: &graph,
-            current: &current,
-            log: &log,
-            search: &search,
-            access: Access::new(&agent, &current),
-            as_of: Utc::now(),
-            hedge_below_authority: 0,
-            top_k: 5,
-            scope: &Scope::everywhere(),
-            claims: &Extract,
-        };
+        let view = stated.view(&search);
         // Understood: owned_by then led_by, no hedge.
         let question = link(
             "Who leads the team that owns the Payments service?",
-            &ontology,
-            &graph,
+            ontology,
+            graph,
             &[],
             &Extract,
         )
@@ -621,8 +623,8 @@ mod tests {
         // "audits" names a relation the ontology does not know: the value is hedged, naming it.
         let question = link(
             "Who leads the team that audits the Payments service?",
-            &ontology,
-            &graph,
+            ontology,
+            graph,
             &[],
             &Extract,
         )
@@ -637,27 +639,12 @@ mod tests {
 
     #[test]
     fn a_value_on_a_guessed_relation_is_hedged_as_weak_evidence_saying_why() {
-        let ontology = sample();
-        let mut graph = Graph::new(&ontology);
-        let stated = page("p", "The Pro plan costs €49 per user per month.");
-        graph.apply_page(&ontology, &stated, Utc::now());
-        let current = BTreeMap::from([("p".to_owned(), stated)]);
-        let log = BTreeMap::from([("p".to_owned(), 1)]);
-        let agent = Caller::new("t", "agent").expect("caller");
+        let stated = Stated::new(
+            sample(),
+            page("p", "The Pro plan costs €49 per user per month."),
+        );
         let search = |_: &str, _k: usize| vec!["p".to_owned()];
-        let view = KnowledgeView {
-            ontology: &ontology,
-            graph: &graph,
-            current: &current,
-            log: &log,
-            search: &search,
-            access: Access::new(&agent, &current),
-            as_of: Utc::now(),
-            hedge_below_authority: 0,
-            top_k: 5,
-            scope: &Scope::everywhere(),
-            claims: &Extract,
-        };
+        let view = stated.view(&search);
         let question = Question {
             guessed: Some("\"toll\" was read as price by meaning alone".into()),
             ..Question::lookup(
