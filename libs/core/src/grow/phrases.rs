@@ -435,19 +435,28 @@ fn wh_noun(q: &str) -> Option<String> {
 /// The noun most names of a side of the cluster carry (in the first group's orientation).
 fn side_noun(groups: &[Vec<Cut>], cluster: &[(usize, bool)], first: bool) -> Option<String> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for &(g, flipped) in cluster {
-        for cut in &groups[g] {
-            let noun = if first != flipped {
+    for n in side_nouns(groups, cluster, first).flatten() {
+        *counts.entry(n.clone()).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|(_, c)| *c).map(|(n, _)| n)
+}
+
+/// The noun (if any) after the name on one side of every cut of the cluster, in the first
+/// group's orientation: `first` is that group's first slot.
+fn side_nouns<'a>(
+    groups: &'a [Vec<Cut>],
+    cluster: &'a [(usize, bool)],
+    first: bool,
+) -> impl Iterator<Item = &'a Option<String>> + 'a {
+    cluster.iter().flat_map(move |&(g, flipped)| {
+        groups[g].iter().map(move |cut| {
+            if first != flipped {
                 &cut.a_noun
             } else {
                 &cut.b_noun
-            };
-            if let Some(n) = noun {
-                *counts.entry(n.clone()).or_default() += 1;
             }
-        }
-    }
-    counts.into_iter().max_by_key(|(_, c)| *c).map(|(n, _)| n)
+        })
+    })
 }
 
 /// Whether question `q` (lower case) names `name` (lower case) as whole words.
@@ -533,15 +542,8 @@ fn predicate(
     // A side's type: the noun every name of it carries, else none.
     let noun_of = |first: bool| -> Option<String> {
         let mut counts: BTreeMap<Option<String>, usize> = BTreeMap::new();
-        for &(g, flipped) in cluster {
-            for cut in &groups[g] {
-                let noun = if first != flipped {
-                    &cut.a_noun
-                } else {
-                    &cut.b_noun
-                };
-                *counts.entry(noun.clone()).or_default() += 1;
-            }
+        for noun in side_nouns(groups, cluster, first) {
+            *counts.entry(noun.clone()).or_default() += 1;
         }
         let (noun, count) = counts.into_iter().max_by_key(|(_, c)| *c)?;
         (count * 4 >= facts.len() * 3).then_some(noun).flatten()
