@@ -163,6 +163,22 @@ pub struct SlotDecision {
     pub scoped: Vec<ScopedValue>,
 }
 
+impl SlotDecision {
+    /// An abstention: no candidate holds a value, the analyst is told `findings`.
+    pub fn abstained(findings: Vec<Finding>) -> Self {
+        SlotDecision {
+            status: AnswerStatus::Abstained,
+            value: String::new(),
+            values: Vec::new(),
+            evidence: Vec::new(),
+            hedges: Vec::new(),
+            findings,
+            upcoming: Vec::new(),
+            scoped: Vec::new(),
+        }
+    }
+}
+
 /// What the policy is told besides the candidates.
 #[derive(Debug, Clone, Default)]
 pub struct SlotContext {
@@ -202,16 +218,7 @@ pub fn decide(candidates: Vec<Candidate>, ctx: &SlotContext) -> SlotDecision {
     }
     dedup_findings(&mut findings);
     let Some(top_authority) = kept.iter().map(|c| c.authority).max() else {
-        return SlotDecision {
-            status: AnswerStatus::Abstained,
-            value: String::new(),
-            values: Vec::new(),
-            evidence: Vec::new(),
-            hedges: Vec::new(),
-            findings,
-            upcoming: Vec::new(),
-            scoped: Vec::new(),
-        };
+        return SlotDecision::abstained(findings);
     };
     let (top, lower): (Vec<Candidate>, Vec<Candidate>) =
         kept.into_iter().partition(|c| c.authority == top_authority);

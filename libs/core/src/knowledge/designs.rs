@@ -744,16 +744,7 @@ fn read_baseline(
         excerpt: claim.sentence.clone(),
     };
     if candidates.is_empty() {
-        return SlotDecision {
-            status: AnswerStatus::Abstained,
-            value: String::new(),
-            values: Vec::new(),
-            evidence: Vec::new(),
-            hedges: Vec::new(),
-            findings: Vec::new(),
-            upcoming: Vec::new(),
-            scoped: Vec::new(),
-        };
+        return SlotDecision::abstained(Vec::new());
     }
     let (winner, hedged) = if design == Design::HybridVersioned {
         let mut sorted = candidates.clone();
