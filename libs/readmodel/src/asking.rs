@@ -105,23 +105,24 @@ pub fn ask_text(
     let about_id = (ontoloop && whole)
         .then(|| about::asked_about(asking.text, &graph, &snapshot.ontology))
         .flatten();
-    let asked = match linked {
-        Ok(mut question) if about_id.is_none() => {
-            // A scope the caller gives is the one asked about, whatever the words say.
-            if !asking.scope.is_everywhere() {
-                question.scope = asking.scope;
-            }
-            answer(
-                snapshot,
-                answering,
-                caller,
-                &graph,
-                question,
-                asking.design,
-                asking.as_of,
-                Some(&found),
-            )
+    let answer_linked = |mut question: Question| {
+        // A scope the caller gives is the one asked about, whatever the words say.
+        if !asking.scope.is_everywhere() {
+            question.scope = asking.scope.clone();
         }
+        answer(
+            snapshot,
+            answering,
+            caller,
+            &graph,
+            question,
+            asking.design,
+            asking.as_of,
+            Some(&found),
+        )
+    };
+    let asked = match linked {
+        Ok(question) if about_id.is_none() => answer_linked(question),
         linked => {
             let offered = if ontoloop {
                 passages(snapshot, asking.text, caller, asking.ranking, asking.as_of)?
@@ -156,21 +157,7 @@ pub fn ask_text(
                     ask::unlinked(asking.text.to_owned(), &why, asking.design, offered)
                 }
                 // Linked, asked about as a whole, and nothing known of it: answered as linked.
-                (None, Ok(mut question)) => {
-                    if !asking.scope.is_everywhere() {
-                        question.scope = asking.scope;
-                    }
-                    answer(
-                        snapshot,
-                        answering,
-                        caller,
-                        &graph,
-                        question,
-                        asking.design,
-                        asking.as_of,
-                        Some(&found),
-                    )
-                }
+                (None, Ok(question)) => answer_linked(question),
             }
         }
     };
