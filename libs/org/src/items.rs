@@ -234,19 +234,13 @@ impl ItemIndex {
                     id: item.id,
                 });
             }
-            if let Some(assignee) = &item.assignee {
-                partition
-                    .by_assignee
-                    .entry(assignee.clone())
-                    .or_default()
-                    .push(position);
-            }
-            if let Some(service) = &item.service {
-                partition
-                    .by_service
-                    .entry(service.clone())
-                    .or_default()
-                    .push(position);
+            for (key, by) in [
+                (&item.assignee, &mut partition.by_assignee),
+                (&item.service, &mut partition.by_service),
+            ] {
+                if let Some(key) = key {
+                    by.entry(key.clone()).or_default().push(position);
+                }
             }
             partition.items.push(item);
             index.len += 1;
