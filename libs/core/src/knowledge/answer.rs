@@ -164,10 +164,11 @@ pub struct SlotDecision {
 }
 
 impl SlotDecision {
-    /// An abstention: no candidate holds a value, the analyst is told `findings`.
-    pub fn abstained(findings: Vec<Finding>) -> Self {
+    /// A decision of `status` that states no value (an abstention, say), telling the analyst
+    /// `findings`.
+    pub fn valueless(status: AnswerStatus, findings: Vec<Finding>) -> Self {
         SlotDecision {
-            status: AnswerStatus::Abstained,
+            status,
             value: String::new(),
             values: Vec::new(),
             evidence: Vec::new(),
@@ -218,7 +219,7 @@ pub fn decide(candidates: Vec<Candidate>, ctx: &SlotContext) -> SlotDecision {
     }
     dedup_findings(&mut findings);
     let Some(top_authority) = kept.iter().map(|c| c.authority).max() else {
-        return SlotDecision::abstained(findings);
+        return SlotDecision::valueless(AnswerStatus::Abstained, findings);
     };
     let (top, lower): (Vec<Candidate>, Vec<Candidate>) =
         kept.into_iter().partition(|c| c.authority == top_authority);

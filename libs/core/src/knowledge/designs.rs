@@ -309,13 +309,6 @@ fn ontoloop_slot(
                 .flat_map(|(_, d)| d.findings.iter().cloned())
                 .collect();
             SlotDecision {
-                status: AnswerStatus::NeedsScope,
-                value: String::new(),
-                values: Vec::new(),
-                evidence: Vec::new(),
-                hedges: Vec::new(),
-                findings,
-                upcoming: Vec::new(),
                 scoped: split
                     .into_iter()
                     .map(|(scope, d)| ScopedValue {
@@ -324,6 +317,7 @@ fn ontoloop_slot(
                         evidence: d.evidence,
                     })
                     .collect(),
+                ..SlotDecision::valueless(AnswerStatus::NeedsScope, findings)
             }
         }
     };
@@ -744,7 +738,7 @@ fn read_baseline(
         excerpt: claim.sentence.clone(),
     };
     if candidates.is_empty() {
-        return SlotDecision::abstained(Vec::new());
+        return SlotDecision::valueless(AnswerStatus::Abstained, Vec::new());
     }
     let (winner, hedged) = if design == Design::HybridVersioned {
         let mut sorted = candidates.clone();
