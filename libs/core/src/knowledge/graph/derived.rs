@@ -47,24 +47,14 @@ impl Derived {
             return;
         };
         let names = || entity.aliases.iter().chain([&entity.name]);
-        if let Some((_, lexicon)) = self
-            .lexicon
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_mut()
-        {
+        if let Some((_, lexicon)) = held(&mut self.lexicon) {
             let lexicon = Arc::make_mut(lexicon);
             for name in names() {
                 lexicon.insert_types(normaliser, name, [own].into_iter());
             }
             lexicon.settle();
         }
-        if let Some(needles) = self
-            .needles
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_mut()
-        {
+        if let Some(needles) = held(&mut self.needles) {
             let needles = Arc::make_mut(needles);
             for name in names() {
                 needles.insert(normaliser, name);
@@ -74,14 +64,8 @@ impl Derived {
 
     /// Forgets everything derived: the graph changed.
     pub(super) fn clear(&mut self) {
-        *self
-            .lexicon
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-        *self
-            .needles
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *held(&mut self.lexicon) = None;
+        *held(&mut self.needles) = None;
     }
 }
 
@@ -108,4 +92,11 @@ impl std::fmt::Debug for Derived {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Derived")
     }
+}
+
+/// What a cache slot holds, reached through `&mut` without locking; a poisoned slot's value is
+/// taken as it is (every write to a slot is a whole value).
+fn held<T>(slot: &mut std::sync::Mutex<T>) -> &mut T {
+    slot.get_mut()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
