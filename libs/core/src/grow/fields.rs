@@ -179,11 +179,7 @@ fn subject_of(
         return Some((kind.clone(), id.clone(), None));
     }
     for wanted in SUBJECT_KEYS {
-        if let Some((i, field)) = record
-            .fields
-            .iter()
-            .enumerate()
-            .find(|(_, f)| f.key.trim().eq_ignore_ascii_case(wanted))
+        if let Some((i, field)) = record.field(wanted)
             && let Some(value) = field.values.first().map(|v| clean(v))
             && !value.is_empty()
             && value.split_whitespace().count() <= 12

@@ -56,6 +56,16 @@ pub struct Record {
     pub subject: Option<String>,
 }
 
+impl Record {
+    /// The first field whose key is `key`, case and surrounding space aside, with its position.
+    pub fn field(&self, key: &str) -> Option<(usize, &Field)> {
+        self.fields
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.key.trim().eq_ignore_ascii_case(key))
+    }
+}
+
 /// Where a record came from, which says how its subject is found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Layout {

@@ -12,7 +12,9 @@ use super::document::{self, Field, Layout, Record};
 use super::extract::{Claim, ClaimSubject};
 use super::names::NameNormaliser;
 use super::ontology::{Ontology, Predicate, PredicateKind};
-use super::semantic::{Lexicon, Profile, mentions, refusal, tokens, values, without_type_noun};
+use super::semantic::{
+    Lexicon, Mention, Profile, Token, mentions, refusal, tokens, values, without_type_noun,
+};
 use super::words::{STOPWORDS, stem};
 
 mod fields;
@@ -536,11 +538,7 @@ impl Ctx<'_> {
             return Some((value.to_owned(), i, Some(noun.as_str())));
         }
         for wanted in SUBJECT_KEYS {
-            if let Some((i, field)) = record
-                .fields
-                .iter()
-                .enumerate()
-                .find(|(_, f)| f.key.trim().eq_ignore_ascii_case(wanted))
+            if let Some((i, field)) = record.field(wanted)
                 && let Some(value) = field.values.first()
                 && value.split_whitespace().count() <= 12
             {
@@ -727,14 +725,7 @@ impl Ctx<'_> {
             "number" => values(&tokens(value)).first()?.text.clone(),
             "text" | "any" => value.to_owned(),
             _ => {
-                let value_tokens = tokens(value);
-                let found = mentions(
-                    &value_tokens,
-                    self.lexicon,
-                    self.normaliser,
-                    &self.type_nouns,
-                    &self.predicate_words,
-                );
+                let found = self.mentions(&tokens(value));
                 let short = value.split_whitespace().count() <= 4;
                 let name = match found.as_slice() {
                     // A short value its names are parts of is one name ("Hugo van Kemenade").
@@ -761,17 +752,22 @@ impl Ctx<'_> {
         })
     }
 
-    /// What the key names besides the predicate's words: "Owner of Routing engine" names
-    /// "Routing engine".
-    fn subject_in_key(&self, profile: &Profile, key: &str) -> Option<String> {
-        let key_tokens = tokens(key);
-        let found = mentions(
-            &key_tokens,
+    /// The known names `tokens` mention, read with this ontology's lexicon and words.
+    fn mentions(&self, tokens: &[Token<'_>]) -> Vec<Mention> {
+        mentions(
+            tokens,
             self.lexicon,
             self.normaliser,
             &self.type_nouns,
             &self.predicate_words,
-        );
+        )
+    }
+
+    /// What the key names besides the predicate's words: "Owner of Routing engine" names
+    /// "Routing engine".
+    fn subject_in_key(&self, profile: &Profile, key: &str) -> Option<String> {
+        let key_tokens = tokens(key);
+        let found = self.mentions(&key_tokens);
         if let Some(m) = found
             .iter()
             .find(|m| !profile.words.contains_key(&stem(&m.name.to_lowercase())))
