@@ -508,6 +508,13 @@ mod tests {
         unit(&v)
     }
 
+    /// Inserts a random unit vector of 8 dimensions under each of `keys`.
+    fn insert_random(index: &mut VectorIndex<u32>, rng: &mut StdRng, keys: std::ops::Range<u32>) {
+        for key in keys {
+            index.insert(key, &random_unit(rng, 8)).unwrap();
+        }
+    }
+
     #[test]
     fn above_its_exact_size_the_index_is_approximate_and_finds_nearly_what_exact_finds() {
         let mut rng = StdRng::seed_from_u64(11);
@@ -543,9 +550,7 @@ mod tests {
     fn the_approximate_index_filters_before_ranking_and_follows_changes() {
         let mut rng = StdRng::seed_from_u64(12);
         let mut index = VectorIndex::exact_up_to(8, 100);
-        for key in 0..1_000u32 {
-            index.insert(key, &random_unit(&mut rng, 8)).unwrap();
-        }
+        insert_random(&mut index, &mut rng, 0..1_000);
         index.build_approx();
         let query = random_unit(&mut rng, 8);
         // Only what the caller may read, and as many as asked.
@@ -580,14 +585,10 @@ mod tests {
     fn the_graph_is_built_again_off_the_index_once_it_grew_or_enough_changed() {
         let mut rng = StdRng::seed_from_u64(13);
         let mut index = VectorIndex::exact_up_to(8, 100);
-        for key in 0..50u32 {
-            index.insert(key, &random_unit(&mut rng, 8)).unwrap();
-        }
+        insert_random(&mut index, &mut rng, 0..50);
         assert!(!index.wants_graph(), "within the exact size");
         assert!(index.graph_input().is_none());
-        for key in 50..1_000u32 {
-            index.insert(key, &random_unit(&mut rng, 8)).unwrap();
-        }
+        insert_random(&mut index, &mut rng, 50..1_000);
         assert!(
             index.wants_graph(),
             "grown past the exact size, no graph yet"
