@@ -17,7 +17,7 @@ use ontoloop_readmodel::asking::Answering;
 use ontoloop_store::LoggedQuestion;
 use serde::Serialize;
 
-use super::scale::{catalog_body, catalog_id, ontology, service};
+use super::scale::{catalog_body, catalog_version, ontology, service};
 
 /// The bench's tenant.
 const TENANT: &str = "gate";
@@ -87,18 +87,7 @@ pub fn run(
     let ontology = Arc::new(setup.compile_for(TENANT, Ontology::from_value(ontology())?));
     let written = Utc::now() - Duration::hours(1);
     let versions: Vec<PageVersion> = (0..pages)
-        .map(|k| PageVersion {
-            source_id: catalog_id(k),
-            version: 1,
-            title: service(k),
-            origin: "catalog".to_owned(),
-            body: catalog_body(k, (k * 7) % pages.max(1)),
-            updated_at: written,
-            acl: Vec::new(),
-            confidence: 1.0,
-            deleted: false,
-            effective_from: None,
-        })
+        .map(|k| catalog_version(k, catalog_body(k, (k * 7) % pages.max(1)), written))
         .collect();
     progress(&format!("reading {pages} pages into the live graph"));
     let mut live = Graph::new(&ontology);

@@ -23,7 +23,7 @@ use ontoloop_readmodel::asking::{Answering, Asking, ask_text};
 use rand::{Rng as _, SeedableRng as _};
 use serde::Serialize;
 
-use super::scale::{Quantiles, service};
+use super::scale::{Quantiles, catalog_version, service};
 
 /// The bench's tenant.
 const TENANT: &str = "overview";
@@ -123,18 +123,7 @@ pub fn run(
     let ontology = Arc::new(setup.compile_for(TENANT, Ontology::from_value(ontology())?));
     let written = Utc::now() - chrono::Duration::hours(1);
     let versions: Vec<PageVersion> = (0..pages)
-        .map(|k| PageVersion {
-            source_id: format!("svc-{k}"),
-            version: 1,
-            title: service(k),
-            origin: "catalog".to_owned(),
-            body: body(k, pages),
-            updated_at: written,
-            acl: Vec::new(),
-            confidence: 1.0,
-            deleted: false,
-            effective_from: None,
-        })
+        .map(|k| catalog_version(k, body(k, pages), written))
         .collect();
     progress(&format!("reading {pages} pages into a graph"));
     let mut graph = Graph::new(&ontology);

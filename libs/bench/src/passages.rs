@@ -16,7 +16,7 @@ use ontoloop_readmodel::{DenseIndex, Hybrid, PassageIndex, Ranking};
 use rand::{Rng as _, SeedableRng as _};
 use serde::Serialize;
 
-use super::scale::{Quantiles, catalog_body, catalog_id, service};
+use super::scale::{Quantiles, catalog_body, catalog_version, service};
 
 /// Candidates each search returns (as retrieval asks for).
 const CANDIDATES: usize = 20;
@@ -179,18 +179,7 @@ fn question(k: usize, n: usize) -> String {
 
 /// The scale benchmark's page `k` as a page version.
 fn page_version(k: usize) -> PageVersion {
-    PageVersion {
-        source_id: catalog_id(k),
-        version: 1,
-        title: service(k),
-        origin: "catalog".to_owned(),
-        body: catalog_body(k, k),
-        updated_at: chrono::Utc::now(),
-        acl: Vec::new(),
-        confidence: 1.0,
-        deleted: false,
-        effective_from: None,
-    }
+    catalog_version(k, catalog_body(k, k), chrono::Utc::now())
 }
 
 /// Generates `pages` pages, indexes and embeds them with `encoder`, then times `questions`

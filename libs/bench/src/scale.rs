@@ -20,6 +20,7 @@ use anyhow::Context as _;
 use futures::StreamExt as _;
 use ontoloop_core::Caller;
 use ontoloop_core::events::Event;
+use ontoloop_core::knowledge::PageVersion;
 use ontoloop_proto::v1;
 use serde::Serialize;
 
@@ -227,6 +228,27 @@ fn catalog_page(k: usize, owner: usize) -> Event {
 /// Page `k`'s id.
 pub(crate) fn catalog_id(k: usize) -> String {
     format!("svc-{k}")
+}
+
+/// Version 1 of page `k` ([`catalog_id`], titled by its [`service`]) reading `body`, written at
+/// `written`, for the benchmarks that build a graph in process.
+pub(crate) fn catalog_version(
+    k: usize,
+    body: String,
+    written: chrono::DateTime<chrono::Utc>,
+) -> PageVersion {
+    PageVersion {
+        source_id: catalog_id(k),
+        version: 1,
+        title: service(k),
+        origin: "catalog".to_owned(),
+        body,
+        updated_at: written,
+        acl: Vec::new(),
+        confidence: 1.0,
+        deleted: false,
+        effective_from: None,
+    }
 }
 
 /// Page `k`'s text (see [`catalog_page`]).
