@@ -346,16 +346,16 @@ impl Runner<'_> {
             }
             for ask in question.asks.iter().filter(|a| a.step == step) {
                 self.scope = ask.scope.clone().unwrap_or_default();
+                let asked = Asked {
+                    scenario: &scenario.name,
+                    step,
+                    question: &question.id,
+                    deleted,
+                };
                 if let Some(expected) = &ask.passage {
                     let answer = self
                         .ask(caller, Design::Ontoloop, "", &[], &ask.text, min_sequence)
                         .await?;
-                    let asked = Asked {
-                        scenario: &scenario.name,
-                        step,
-                        question: &question.id,
-                        deleted,
-                    };
                     record_passage(report, &asked, ask, expected, &answer);
                     let mut by_ranking = Vec::new();
                     for ranking in [
@@ -383,16 +383,27 @@ impl Runner<'_> {
                             min_sequence,
                         )
                         .await?;
-                    let asked = Asked {
-                        scenario: &scenario.name,
-                        step,
-                        question: &question.id,
-                        deleted,
-                    };
                     record(report, design.name(), &asked, ask, &answer);
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Replays `scenario` for `caller` as [`Runner::replay`] does, then records what the
+    /// maintenance it triggered cost, labelled `approach (scenario)`.
+    async fn replay_costed(
+        &mut self,
+        scenario: &Scenario,
+        caller: &Caller,
+        maintain: Option<&str>,
+        ask: bool,
+        approach: &str,
+        report: &mut Report,
+    ) -> anyhow::Result<()> {
+        let (interval_of, _) = self.replay(scenario, caller, maintain, ask, report).await?;
+        let label = format!("{approach} ({})", scenario.name);
+        self.costs(caller, &label, &interval_of, report).await?;
         Ok(())
     }
 
@@ -762,21 +773,13 @@ pub async fn run(
             scenario.timeline.len()
         ));
         let caller = runner.caller(&scenario.name, "")?;
-        let (interval_of, _) = runner
-            .replay(scenario, &caller, None, true, &mut report)
-            .await?;
         let approach = match scenario.graph.as_str() {
             "patch-changed-pages" => "patch",
             "system-of-record" => "record-patch",
             _ => "none",
         };
         runner
-            .costs(
-                &caller,
-                &format!("{approach} ({})", scenario.name),
-                &interval_of,
-                &mut report,
-            )
+            .replay_costed(scenario, &caller, None, true, approach, &mut report)
             .await?;
         if scenario.graph == "patch-changed-pages" {
             progress(&format!(
@@ -784,14 +787,13 @@ pub async fn run(
                 scenario.name
             ));
             let shadow = runner.caller(&scenario.name, "-rebuild")?;
-            let (intervals, _) = runner
-                .replay(scenario, &shadow, Some("rebuild"), false, &mut report)
-                .await?;
             runner
-                .costs(
+                .replay_costed(
+                    scenario,
                     &shadow,
-                    &format!("rebuild ({})", scenario.name),
-                    &intervals,
+                    Some("rebuild"),
+                    false,
+                    "rebuild",
                     &mut report,
                 )
                 .await?;
