@@ -275,26 +275,20 @@ mod tests {
             proposal.predicates[0].facts
         );
         // On request, everything the ontology lacks; the same draft twice is one update.
-        let all = draft(
-            "acme",
-            &corpus,
-            &failed,
-            &Trigger::Request,
-            None,
-            Utc::now(),
-        )
-        .expect("a proposal");
+        let on_request = || {
+            draft(
+                "acme",
+                &corpus,
+                &failed,
+                &Trigger::Request,
+                None,
+                Utc::now(),
+            )
+            .expect("a proposal")
+        };
+        let all = on_request();
         assert!(all.predicate.contains("keeper"), "{}", all.predicate);
-        let again = draft(
-            "acme",
-            &corpus,
-            &failed,
-            &Trigger::Request,
-            None,
-            Utc::now(),
-        )
-        .expect("a proposal");
-        assert_eq!(all.id, again.id);
+        assert_eq!(all.id, on_request().id);
         // What the ontology has already is not proposed again.
         let known: BTreeSet<String> = ["firmware".to_owned()].into();
         let corpus = Corpus {

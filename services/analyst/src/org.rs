@@ -18,7 +18,6 @@
 use std::sync::Arc;
 
 use ontoloop_core::events::{Event, EventEnvelope};
-use ontoloop_core::topics;
 use ontoloop_core::{CacheBudget, Lru};
 use ontoloop_org::docs::facts_from_doc;
 use ontoloop_org::hr::{self, OrgRecords};
@@ -27,7 +26,7 @@ use ontoloop_runtime::Handled;
 use ontoloop_store::{OrgCommit, OrgHead, Store, StoreError, change_kind};
 use tokio::sync::Mutex;
 
-use crate::refusal::{Refusal, already_settled, settle};
+use crate::refusal::{Refusal, already_applied, settle};
 
 /// HR records by tenant, with the head they are current at (module docs), under
 /// `[cache.hr_records]`: the records are the store's, so an evicted tenant's are read again on
@@ -128,14 +127,7 @@ impl OrgWriter {
     ) -> Result<(), Refusal> {
         let store = &self.store;
         let tenant = envelope.tenant.as_str();
-        if already_settled(store, tenant, envelope.seq).await? {
-            return Ok(());
-        }
-        if let Some(message) = message
-            && store
-                .inbox_contains(topics::EVENTS, &crate::inbox::inbox_id(tenant, message))
-                .await?
-        {
+        if already_applied(store, tenant, envelope.seq, message).await? {
             return Ok(());
         }
         let mut commit = OrgCommit::default();

@@ -7,8 +7,12 @@
 //! event's own tenant (forged or misrouted in an AMQP body) is refused to the dead-letter queue
 //! and settles nothing, and every settlement is scoped to the event's tenant in the store.
 
+use ontoloop_core::topics;
+use ontoloop_queue::Message;
 use ontoloop_runtime::Handled;
 use ontoloop_store::{Store, StoreError};
+
+use crate::inbox::inbox_id;
 
 /// Why an event could not be applied (or a tenant's knowledge read); it displays as the reason.
 #[derive(Debug, thiserror::Error)]
@@ -42,11 +46,7 @@ impl From<StoreError> for Refusal {
 /// Whether the event's intake entry is settled already (a redelivery, which must have no second
 /// effect). A `seq` that is not an intake event of `tenant` — another tenant's, or none at all —
 /// is refused: it never settles, skips or reveals another tenant's event.
-pub(crate) async fn already_settled(
-    store: &Store,
-    tenant: &str,
-    seq: Option<i64>,
-) -> Result<bool, Refusal> {
+async fn already_settled(store: &Store, tenant: &str, seq: Option<i64>) -> Result<bool, Refusal> {
     let Some(seq) = seq else {
         return Ok(false);
     };
@@ -55,6 +55,27 @@ pub(crate) async fn already_settled(
         None => Err(Refusal::Invalid(format!(
             "sequence number {seq} is not an intake event of tenant {tenant}"
         ))),
+    }
+}
+
+/// Whether the event was applied already, so that a redelivery has no second effect: its intake
+/// entry is settled ([`already_settled`]), or `message` (one that came straight from an
+/// integration, without a sequence number) was recorded in the inbox by the commit that applied
+/// it.
+pub(crate) async fn already_applied(
+    store: &Store,
+    tenant: &str,
+    seq: Option<i64>,
+    message: Option<&Message>,
+) -> Result<bool, Refusal> {
+    if already_settled(store, tenant, seq).await? {
+        return Ok(true);
+    }
+    match message {
+        Some(message) => Ok(store
+            .inbox_contains(topics::EVENTS, &inbox_id(tenant, message))
+            .await?),
+        None => Ok(false),
     }
 }
 

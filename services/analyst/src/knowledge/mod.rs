@@ -31,7 +31,7 @@ use tracing::Instrument as _;
 use crate::gate;
 use crate::inbox::{inbox_id, inbox_record};
 use crate::org::OrgWriter;
-use crate::refusal::{Refusal, already_settled, settle};
+use crate::refusal::{Refusal, already_applied, settle};
 use crate::supervise::Supervision;
 
 pub(crate) use gated::Approval;
@@ -709,18 +709,8 @@ impl KnowledgeWriter {
         // One writer per tenant inside this process; the store's version check covers others.
         let mut tenants = self.tenants.lock().await;
         let tenant = envelope.tenant.as_str();
-        if already_settled(&self.store, tenant, envelope.seq).await? {
-            // A redelivery of an event already settled has no second effect.
-            return Ok(());
-        }
-        if let Some(message) = message
-            && self
-                .store
-                .inbox_contains(topics::EVENTS, &inbox_id(tenant, message))
-                .await?
-        {
-            // The same for a message that came straight from an integration, without a sequence
-            // number: its id was recorded in the commit that applied it.
+        if already_applied(&self.store, tenant, envelope.seq, message).await? {
+            // A redelivery of an event already applied has no second effect.
             return Ok(());
         }
         let mut knowledge = self.take_out(&mut tenants, tenant).await?;
@@ -755,13 +745,7 @@ impl KnowledgeWriter {
         for run in &mut commit.runs {
             run.report.model = model;
         }
-        if let Some(seq) = envelope.seq {
-            commit.settled.push((seq, None));
-        }
-        commit.messages = message
-            .map(|message| inbox_record(tenant, message))
-            .into_iter()
-            .collect();
+        settled_in(&mut commit, envelope, message);
         // A concurrent writer's commit is a passing refusal: the event is tried again.
         self.commit(&mut tenants, tenant, knowledge, commit).await
     }
@@ -827,4 +811,16 @@ fn owner_of(body: &[u8]) -> Option<(String, i64)> {
     let value = serde_json::from_slice::<serde_json::Value>(body).ok()?;
     let tenant = value.get("tenant")?.as_str()?.to_owned();
     Some((tenant, value.get("seq")?.as_i64()?))
+}
+
+/// Records in `commit` that `envelope` is settled: its intake entry, and the message that
+/// carried it (for one without a sequence number), so that a redelivery is known as applied.
+fn settled_in(commit: &mut KnowledgeCommit, envelope: &EventEnvelope, message: Option<&Message>) {
+    if let Some(seq) = envelope.seq {
+        commit.settled.push((seq, None));
+    }
+    commit.messages = message
+        .map(|message| inbox_record(&envelope.tenant, message))
+        .into_iter()
+        .collect();
 }

@@ -8,13 +8,11 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{MaintenanceMode, MaintenanceReport};
-use ontoloop_core::topics;
 use ontoloop_queue::Message;
 use ontoloop_store::{KnowledgeCommit, RunRecord, UpdateRecord};
 
 use crate::grow::{self, Corpus, Trigger};
-use crate::inbox::{inbox_id, inbox_record};
-use crate::refusal::{Refusal, already_settled};
+use crate::refusal::{Refusal, already_applied};
 use crate::routing::route_and_store;
 
 use super::KnowledgeWriter;
@@ -121,15 +119,7 @@ impl KnowledgeWriter {
         message: Option<&Message>,
     ) -> Result<(), Refusal> {
         let tenant = envelope.tenant.as_str();
-        if already_settled(&self.store, tenant, envelope.seq).await? {
-            return Ok(());
-        }
-        if let Some(message) = message
-            && self
-                .store
-                .inbox_contains(topics::EVENTS, &inbox_id(tenant, message))
-                .await?
-        {
+        if already_applied(&self.store, tenant, envelope.seq, message).await? {
             return Ok(());
         }
         let failed = self.failed_questions(tenant).await?;
@@ -150,13 +140,7 @@ impl KnowledgeWriter {
             },
             at: envelope.at,
         });
-        if let Some(seq) = envelope.seq {
-            commit.settled.push((seq, None));
-        }
-        commit.messages = message
-            .map(|message| inbox_record(tenant, message))
-            .into_iter()
-            .collect();
+        super::settled_in(&mut commit, envelope, message);
         match &proposed {
             Some(p) => {
                 tracing::info!(tenant, update = %p.update.id, fresh = p.fresh, "ontology proposal asked for")
