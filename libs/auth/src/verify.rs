@@ -303,6 +303,15 @@ mod tests {
         Verifier::new(settings, None).expect("verifier")
     }
 
+    /// What the test settings' verifier makes of an hour's token for [`agent`], issued with
+    /// those settings as `change` leaves them.
+    fn verify_issued_with(change: impl FnOnce(&mut AuthSettings)) -> Result<Identity, AuthError> {
+        let mut other = jwt_settings();
+        change(&mut other);
+        let token = issue(&other, &agent(), now(), 3600).expect("issue");
+        verifier(&jwt_settings()).verify(&token)
+    }
+
     /// A token with exactly these claims, HS256 with `secret`.
     fn raw_hs256(claims: Value, secret: &str) -> String {
         jsonwebtoken::encode(
@@ -338,15 +347,17 @@ mod tests {
 
     #[test]
     fn a_token_signed_with_another_secret_is_refused() {
-        let settings = jwt_settings();
-        let mut other = jwt_settings();
-        other.hs256_secret = "another-secret-another-secret-xx".to_owned();
-        let token = issue(&other, &agent(), now(), 3600).expect("issue");
+        let other_secret = |other: &mut AuthSettings| {
+            other.hs256_secret = "another-secret-another-secret-xx".to_owned();
+        };
         assert_eq!(
-            verifier(&settings).verify(&token),
+            verify_issued_with(other_secret),
             Err(AuthError::BadSignature)
         );
         // A tampered payload fails the same way.
+        let settings = jwt_settings();
+        let mut other = jwt_settings();
+        other_secret(&mut other);
         let good = issue(&settings, &agent(), now(), 3600).expect("issue");
         let mut parts: Vec<&str> = good.split('.').collect();
         let forged = issue(
@@ -369,19 +380,12 @@ mod tests {
 
     #[test]
     fn wrong_issuer_or_audience_is_refused() {
-        let settings = jwt_settings();
-        let mut other = jwt_settings();
-        other.audience = "someone-else".to_owned();
-        let token = issue(&other, &agent(), now(), 3600).expect("issue");
         assert_eq!(
-            verifier(&settings).verify(&token),
+            verify_issued_with(|other| other.audience = "someone-else".to_owned()),
             Err(AuthError::WrongAudience)
         );
-        let mut other = jwt_settings();
-        other.issuer = "https://evil.test".to_owned();
-        let token = issue(&other, &agent(), now(), 3600).expect("issue");
         assert_eq!(
-            verifier(&settings).verify(&token),
+            verify_issued_with(|other| other.issuer = "https://evil.test".to_owned()),
             Err(AuthError::WrongIssuer)
         );
     }
