@@ -43,15 +43,7 @@ impl TryFrom<pb::AskRequest> for AskCall {
     type Error = Status;
 
     fn try_from(request: pb::AskRequest) -> Result<Self, Status> {
-        if request.text.trim().is_empty() {
-            return Err(status_from(DomainError::missing("text")));
-        }
-        if request.text.len() > MAX_QUESTION_BYTES {
-            return Err(status_from(DomainError::invalid(
-                "text",
-                format!("a question is at most {MAX_QUESTION_BYTES} bytes"),
-            )));
-        }
+        asked_in_words("text", "question", &request.text)?;
         Ok(AskCall {
             design: design(&request.design)?,
             ranking: ranking(request.passage_ranking)?,
@@ -92,15 +84,7 @@ impl TryFrom<pb::SearchRequest> for SearchCall {
     type Error = Status;
 
     fn try_from(request: pb::SearchRequest) -> Result<Self, Status> {
-        if request.query.trim().is_empty() {
-            return Err(status_from(DomainError::missing("query")));
-        }
-        if request.query.len() > MAX_QUESTION_BYTES {
-            return Err(status_from(DomainError::invalid(
-                "query",
-                format!("a query is at most {MAX_QUESTION_BYTES} bytes"),
-            )));
-        }
+        asked_in_words("query", "query", &request.query)?;
         let k = match usize::try_from(request.k) {
             Ok(0) => DEFAULT_SEARCH_K,
             Ok(k) if k <= MAX_SEARCH_K => k,
@@ -203,6 +187,21 @@ pub fn ranking(value: i32) -> Result<Option<Ranking>, Status> {
             format!("{value} is not a PassageRanking"),
         ))),
     }
+}
+
+/// Checks the words of `field`, a `what` ("question", "query"): not blank, at most
+/// [`MAX_QUESTION_BYTES`].
+fn asked_in_words(field: &str, what: &str, text: &str) -> Result<(), Status> {
+    if text.trim().is_empty() {
+        return Err(status_from(DomainError::missing(field)));
+    }
+    if text.len() > MAX_QUESTION_BYTES {
+        return Err(status_from(DomainError::invalid(
+            field,
+            format!("a {what} is at most {MAX_QUESTION_BYTES} bytes"),
+        )));
+    }
+    Ok(())
 }
 
 /// An answered question on the wire. The entity is the graph's id for the name asked about, or
