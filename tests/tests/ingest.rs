@@ -371,6 +371,34 @@ async fn a_folder_of_every_format_is_answered_and_a_deleted_file_leaves_the_answ
         .is_some(),
         "the other pages stay"
     );
+
+    // The store, not the state file, says what is pushed: without the state file a re-run reads
+    // every file again, compares it with what the store holds, and pushes only the edit.
+    std::fs::remove_dir_all(docs.join(".ontoloop")).expect("drop the state file");
+    write(
+        &docs.join("handbook/pricing.md"),
+        "# Pricing\n\nThe Pro plan costs €69 per month.\n",
+    );
+    let (_, relisted) = ingest(&sandbox, &docs, &["--max-file-bytes", "4096"]).await;
+    assert_eq!(
+        (
+            &relisted["pushed"],
+            &relisted["unchanged"],
+            &relisted["deleted"],
+            &relisted["compared_with"]
+        ),
+        (
+            &Value::from(1),
+            &Value::from(4),
+            &Value::from(0),
+            &Value::from("store")
+        ),
+        "{relisted}"
+    );
+    assert_eq!(
+        price(&c, sequence(&relisted), None).await,
+        ("69".to_owned(), "handbook/pricing.md@3".to_owned())
+    );
     sandbox.shutdown().await.expect("shutdown");
 }
 

@@ -61,9 +61,10 @@ enum Rpc {
     ListPatterns,
     ListMaintenanceRuns,
     TenantSummary,
+    ListPages,
 }
 
-const ALL: [Rpc; 14] = [
+const ALL: [Rpc; 15] = [
     Rpc::Ask,
     Rpc::Lookup,
     Rpc::Plate,
@@ -78,13 +79,14 @@ const ALL: [Rpc; 14] = [
     Rpc::ListPatterns,
     Rpc::ListMaintenanceRuns,
     Rpc::TenantSummary,
+    Rpc::ListPages,
 ];
 
 impl Rpc {
     /// The role the RPC needs, and one it does not accept.
     fn roles(self) -> (Role, Role) {
         match self {
-            Rpc::PushEvent => (Role::Integration, Role::Agent),
+            Rpc::PushEvent | Rpc::ListPages => (Role::Integration, Role::Agent),
             Rpc::NextReview
             | Rpc::Decide
             | Rpc::ListPatterns
@@ -266,6 +268,16 @@ async fn call(
         Rpc::TenantSummary => analyst
             .tenant_summary(request(
                 v1::TenantSummaryRequest {
+                    caller: who,
+                    ..Default::default()
+                },
+                token,
+            ))
+            .await
+            .map(drop),
+        Rpc::ListPages => analyst
+            .list_pages(request(
+                v1::ListPagesRequest {
                     caller: who,
                     ..Default::default()
                 },

@@ -110,6 +110,9 @@ const RPC_ROLES: &[(&str, Role)] = &[
         Role::Reviewer,
     ),
     ("/ontoloop.v1.AnalystService/TenantSummary", Role::Reviewer),
+    // Names pages and their hashes, not what they say: what a pushing system needs to push
+    // only what changed.
+    ("/ontoloop.v1.AnalystService/ListPages", Role::Integration),
 ];
 
 /// The role the table lists for an ontoloop RPC, `None` for a path it does not list.

@@ -248,6 +248,7 @@ pub async fn run(
     let intake = Intake::new(
         clients.telemetry.clone(),
         clients.retrieval.clone(),
+        clients.analyst.clone(),
         caller.clone(),
     );
     let opts = Options {

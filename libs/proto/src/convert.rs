@@ -93,6 +93,7 @@ with_caller!(
     ListPatternsRequest,
     ListMaintenanceRunsRequest,
     TenantSummaryRequest,
+    ListPagesRequest,
 );
 
 /// The caller of a request: the one way every service learns who asks. With authentication on,

@@ -14,6 +14,7 @@ pub mod grow;
 pub mod heal;
 mod inbox;
 pub mod knowledge;
+pub mod listing;
 mod metrics;
 mod org;
 mod patterns;
@@ -36,8 +37,8 @@ use ontoloop_core::{During, ServiceKind, topics};
 use ontoloop_proto::v1::analyst_service_server::{AnalystService, AnalystServiceServer};
 use ontoloop_proto::v1::{
     DecideRequest, DecideResponse, ListMaintenanceRunsRequest, ListMaintenanceRunsResponse,
-    ListPatternsRequest, ListPatternsResponse, NextReviewRequest, NextReviewResponse,
-    TenantSummaryRequest, TenantSummaryResponse,
+    ListPagesRequest, ListPagesResponse, ListPatternsRequest, ListPatternsResponse,
+    NextReviewRequest, NextReviewResponse, TenantSummaryRequest, TenantSummaryResponse,
 };
 use ontoloop_proto::{caller_from, status_from};
 use ontoloop_runtime::{CancellationToken, Context, Parts};
@@ -275,6 +276,46 @@ impl AnalystService for Analyst {
         .await
         .map_err(status_from)?;
         Ok(Response::new(wire::summary(summary)))
+    }
+
+    async fn list_pages(
+        &self,
+        request: Request<ListPagesRequest>,
+    ) -> Result<Response<ListPagesResponse>, Status> {
+        let caller = caller_from(&request)?;
+        let request = request.into_inner();
+        let limit = match request.limit as usize {
+            0 => listing::MAX_LISTED,
+            n if n <= listing::MAX_LISTED => n,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "limit {n} is more than {}",
+                    listing::MAX_LISTED
+                )));
+            }
+        };
+        if request.origins.len() > listing::MAX_ORIGINS {
+            return Err(Status::invalid_argument(format!(
+                "{} origins, more than {}",
+                request.origins.len(),
+                listing::MAX_ORIGINS
+            )));
+        }
+        if request.after.len() > ontoloop_core::events::MAX_NAME_BYTES {
+            return Err(Status::invalid_argument(format!(
+                "after is longer than a page id may be ({} bytes)",
+                ontoloop_core::events::MAX_NAME_BYTES
+            )));
+        }
+        self.settled(caller.tenant(), request.min_sequence).await?;
+        let slice = self
+            .writer
+            .read(caller.tenant(), |_, _, pages| {
+                listing::slice(pages, &request.origins, &request.after, limit)
+            })
+            .await
+            .map_err(|err| status_from(summary::SummaryError::from(err)))?;
+        Ok(Response::new(wire::listing(slice.unwrap_or_default())))
     }
 
     async fn list_patterns(

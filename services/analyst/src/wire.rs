@@ -115,3 +115,21 @@ pub fn summary(summary: Summary) -> v1::TenantSummaryResponse {
         knowledge_version,
     }
 }
+
+/// A slice of a tenant's pages.
+pub fn listing(slice: crate::listing::Slice) -> v1::ListPagesResponse {
+    v1::ListPagesResponse {
+        pages: slice
+            .pages
+            .into_iter()
+            .map(|p| v1::ListedPage {
+                page_id: p.page_id,
+                origin: p.origin,
+                version: p.version,
+                content_hash: p.content_hash,
+                title_hash: p.title_hash,
+            })
+            .collect(),
+        next_after: slice.next_after.unwrap_or_default(),
+    }
+}

@@ -570,6 +570,12 @@ pub fn ingested(summary: &ontoloop::ingest::Summary, json: bool) -> anyhow::Resu
             summary.hidden
         );
     }
+    if let Some(why) = &summary.store_unlisted {
+        println!(
+            "compared with the state file only: the store could not be listed ({why}); a \
+             lost state file means pushing every file again"
+        );
+    }
     if let Some(seconds) = summary.applied_seconds {
         println!(
             "all applied {seconds:.1}s after the start (last sequence number {})",

@@ -141,7 +141,12 @@ impl Args {
             root,
         };
         let clients = session.clients().await?;
-        let intake = Intake::new(clients.telemetry.clone(), clients.retrieval.clone(), caller);
+        let intake = Intake::new(
+            clients.telemetry.clone(),
+            clients.retrieval.clone(),
+            clients.analyst.clone(),
+            caller,
+        );
         if self.git {
             let summary = ingest::git(&intake, &opts).await?;
             print::ingested(&summary, self.json)?;

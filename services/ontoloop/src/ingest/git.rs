@@ -1,19 +1,20 @@
-//! A local git repository's history through the `git` command (no git library in the build):
-//! `git log --first-parent` lists the commits that changed files under the folder, oldest first,
-//! with each file's new blob, and one `git cat-file --batch` process reads the blobs. Merges
-//! count as the change they brought to the first-parent line, at the merge's time.
+//! A local git repository's history, read in process with libgit2 (the `git2` crate; no git
+//! command needed): the first-parent line from HEAD lists the commits that changed files under
+//! the folder, oldest first, each with its files' new blobs, read from the object database.
+//! Merges count as the change they brought to the first-parent line, at the merge's time.
+//! Renames are a deletion and an addition, as pages are named by their path.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
+use git2::{Delta, DiffOptions, FileMode, ObjectType, Oid, Repository, Sort};
 
 /// A folder inside a git work tree.
-#[derive(Debug, Clone)]
 pub struct Repo {
-    dir: PathBuf,
+    repo: Repository,
+    /// The folder, relative to the work tree's top (empty: the top).
+    prefix: PathBuf,
 }
 
 /// A commit and the files it changed under the folder.
@@ -50,201 +51,128 @@ pub enum Change {
 }
 
 impl Repo {
-    /// The repository `dir` is in; an error saying so when it is in none or git is missing.
+    /// The repository `dir` is in; an error saying so when it is in none.
     pub fn open(dir: &Path) -> anyhow::Result<Self> {
-        let repo = Self {
-            dir: dir.to_path_buf(),
-        };
-        repo.git(&["rev-parse", "--show-toplevel"])
-            .with_context(|| format!("--git: {} is not in a git work tree", dir.display()))?;
-        Ok(repo)
+        let not_in = || format!("--git: {} is not in a git work tree", dir.display());
+        let repo = Repository::discover(dir).with_context(not_in)?;
+        let top = repo.workdir().with_context(not_in)?;
+        let (top, dir) = (
+            top.canonicalize().with_context(not_in)?,
+            dir.canonicalize().with_context(not_in)?,
+        );
+        let prefix = dir.strip_prefix(&top).with_context(not_in)?.to_path_buf();
+        Ok(Self { repo, prefix })
     }
 
     /// The commit `HEAD` names.
     pub fn head(&self) -> anyhow::Result<String> {
-        let out = self
-            .git(&["rev-parse", "--verify", "HEAD^{commit}"])
+        let head = self
+            .repo
+            .head()
+            .and_then(|head| head.peel_to_commit())
             .context("--git: the repository has no commit")?;
-        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+        Ok(head.id().to_string())
     }
 
     /// Whether `commit` is `head` or one of its ancestors.
     pub fn is_ancestor(&self, commit: &str, head: &str) -> bool {
-        self.command(&["merge-base", "--is-ancestor", commit, head])
-            .status()
-            .is_ok_and(|s| s.success())
+        match (Oid::from_str(commit), Oid::from_str(head)) {
+            (Ok(commit), Ok(head)) => {
+                commit == head || self.repo.graph_descendant_of(head, commit).unwrap_or(false)
+            }
+            _ => false,
+        }
     }
 
     /// The commits after `since` (all when none) up to `head` that changed files under the
     /// folder, oldest first.
     pub fn commits(&self, since: Option<&str>, head: &str) -> anyhow::Result<Vec<Commit>> {
-        let range = match since {
-            Some(since) => format!("{since}..{head}"),
-            None => head.to_owned(),
-        };
-        let out = self.git(&[
-            "-c",
-            "log.showSignature=false",
-            "log",
-            "--reverse",
-            "--first-parent",
-            "-m",
-            "--no-renames",
-            "--relative",
-            "--raw",
-            "--no-abbrev",
-            "-z",
-            "--format=%x01%H %ct",
-            &range,
-            "--",
-            ".",
-        ])?;
-        parse_log(&out)
-    }
-
-    /// A reader of blobs: one `git cat-file --batch` process.
-    pub fn blobs(&self) -> anyhow::Result<Blobs> {
-        let mut child = self
-            .command(&["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("start git cat-file")?;
-        let stdin = child.stdin.take().context("git cat-file's stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("git cat-file's stdout")?);
-        Ok(Blobs {
-            child,
-            stdin,
-            stdout,
-        })
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("git");
-        command
-            .arg("-C")
-            .arg(&self.dir)
-            .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0");
-        command
-    }
-
-    /// Runs git; its stdout, or an error with its stderr.
-    fn git(&self, args: &[&str]) -> anyhow::Result<Vec<u8>> {
-        let out = self
-            .command(args)
-            .stdin(Stdio::null())
-            .output()
-            .context("run git (--git reads history with the git command)")?;
-        anyhow::ensure!(
-            out.status.success(),
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        Ok(out.stdout)
-    }
-}
-
-/// Parses `git log -z --raw --format=%x01%H %ct`.
-fn parse_log(out: &[u8]) -> anyhow::Result<Vec<Commit>> {
-    let text = String::from_utf8_lossy(out);
-    let mut commits = Vec::new();
-    for chunk in text.split('\u{1}').filter(|c| !c.trim().is_empty()) {
-        let mut fields = chunk.split('\0');
-        let header = fields.next().unwrap_or_default();
-        let (id, seconds) = header
-            .trim()
-            .split_once(' ')
-            .with_context(|| format!("a git log header: {header:?}"))?;
-        let seconds: i64 = seconds
-            .parse()
-            .with_context(|| format!("a commit time: {seconds:?}"))?;
-        let time = DateTime::from_timestamp(seconds, 0)
-            .with_context(|| format!("a commit time: {seconds}"))?;
-        let mut changes = Vec::new();
-        while let Some(meta) = fields.next() {
-            let meta = meta.trim_start_matches('\n');
-            if meta.is_empty() {
+        let mut walk = self.repo.revwalk().context("--git: walk the history")?;
+        walk.set_sorting(Sort::TOPOLOGICAL)?;
+        walk.simplify_first_parent()?;
+        walk.push(Oid::from_str(head).context("--git: HEAD")?)?;
+        if let Some(since) = since {
+            walk.hide(Oid::from_str(since).context("--git: the last commit pushed")?)?;
+        }
+        let mut commits = Vec::new();
+        for id in walk {
+            let id = id.context("--git: walk the history")?;
+            let commit = self.repo.find_commit(id)?;
+            let changes = self.changes(&commit)?;
+            if changes.is_empty() {
                 continue;
             }
-            let path = fields
-                .next()
-                .with_context(|| format!("a path after {meta:?}"))?
-                .to_owned();
-            // `:old_mode new_mode old_blob new_blob status`
-            let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-            let [_, new_mode, _, new_blob, status] = parts[..] else {
-                anyhow::bail!("a git log --raw line: {meta:?}");
+            let time = DateTime::from_timestamp(commit.time().seconds(), 0)
+                .with_context(|| format!("commit {id}: its time"))?;
+            commits.push(Commit {
+                id: id.to_string(),
+                time,
+                changes,
+            });
+        }
+        commits.reverse();
+        Ok(commits)
+    }
+
+    /// What `commit` changed under the folder against its first parent (everything, for a root
+    /// commit), paths relative to the folder.
+    fn changes(&self, commit: &git2::Commit<'_>) -> anyhow::Result<Vec<Change>> {
+        let tree = commit.tree()?;
+        let parent = match commit.parents().next() {
+            Some(parent) => Some(parent.tree()?),
+            None => None,
+        };
+        let mut opts = DiffOptions::new();
+        if !self.prefix.as_os_str().is_empty() {
+            opts.pathspec(&self.prefix);
+        }
+        let diff = self
+            .repo
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut opts))
+            .with_context(|| format!("commit {}: its changes", commit.id()))?;
+        let mut changes = Vec::new();
+        for delta in diff.deltas() {
+            let file = match delta.status() {
+                Delta::Deleted => delta.old_file(),
+                _ => delta.new_file(),
             };
-            changes.push(match status.chars().next() {
-                Some('D') => Change::Delete { path },
-                _ if new_mode.starts_with("100") => Change::Write {
+            let Some(path) = file.path() else { continue };
+            // The pathspec matches by prefix of the path's text; keep what is inside the folder.
+            let Ok(path) = path.strip_prefix(&self.prefix) else {
+                continue;
+            };
+            let path = path.to_string_lossy().into_owned();
+            changes.push(match (delta.status(), file.mode()) {
+                (Delta::Deleted, _) => Change::Delete { path },
+                (_, FileMode::Blob | FileMode::BlobExecutable) => Change::Write {
                     path,
-                    blob: new_blob.to_owned(),
+                    blob: file.id().to_string(),
                 },
                 _ => Change::NotAFile { path },
             });
         }
-        commits.push(Commit {
-            id: id.to_owned(),
-            time,
-            changes,
-        });
+        Ok(changes)
     }
-    Ok(commits)
-}
 
-/// Blobs read through one `git cat-file --batch`.
-pub struct Blobs {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Blobs {
     /// The content of `blob`: the reason it is not read when it is larger than `max_bytes`, an
-    /// error when git fails.
-    pub fn read(&mut self, blob: &str, max_bytes: u64) -> anyhow::Result<Result<Vec<u8>, String>> {
-        writeln!(self.stdin, "{blob}").context("ask git cat-file")?;
-        self.stdin.flush().context("ask git cat-file")?;
-        let mut header = String::new();
-        self.stdout
-            .read_line(&mut header)
-            .context("read git cat-file")?;
-        let parts: Vec<&str> = header.split_whitespace().collect();
-        let [_, "blob", size] = parts[..] else {
-            anyhow::bail!("git cat-file {blob}: {}", header.trim());
-        };
-        let size: u64 = size
-            .parse()
-            .with_context(|| format!("git cat-file size {size:?}"))?;
-        if size > max_bytes {
-            // Read past it (and its newline) unkept.
-            std::io::copy(&mut (&mut self.stdout).take(size + 1), &mut std::io::sink())
-                .context("read git cat-file")?;
+    /// error when the object database cannot give it.
+    pub fn blob(&self, blob: &str, max_bytes: u64) -> anyhow::Result<Result<Vec<u8>, String>> {
+        let id = Oid::from_str(blob).with_context(|| format!("blob id {blob:?}"))?;
+        let odb = self.repo.odb().context("open the object database")?;
+        let (size, kind) = odb
+            .read_header(id)
+            .with_context(|| format!("read blob {blob}"))?;
+        anyhow::ensure!(kind == ObjectType::Blob, "{blob} is a {kind}, not a blob");
+        if size as u64 > max_bytes {
             return Ok(Err(format!(
                 "{size} bytes, more than --max-file-bytes ({max_bytes})"
             )));
         }
-        let mut content = vec![0; usize::try_from(size).context("blob size")?];
-        self.stdout
-            .read_exact(&mut content)
-            .context("read git cat-file")?;
-        let mut newline = [0u8; 1];
-        self.stdout
-            .read_exact(&mut newline)
-            .context("read git cat-file")?;
-        Ok(Ok(content))
-    }
-}
-
-impl Drop for Blobs {
-    fn drop(&mut self) {
-        // Closing its stdin ends cat-file; reap it so no zombie is left.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let content = self
+            .repo
+            .find_blob(id)
+            .with_context(|| format!("read blob {blob}"))?;
+        Ok(Ok(content.content().to_vec()))
     }
 }
 
@@ -252,45 +180,92 @@ impl Drop for Blobs {
 mod tests {
     use super::*;
 
+    /// Commits the files of `files` (path, content; `None` deletes) on HEAD at `seconds`.
+    fn commit(repo: &Repository, files: &[(&str, Option<&str>)], seconds: i64) -> Oid {
+        let top = repo.workdir().expect("a work tree").to_path_buf();
+        let mut index = repo.index().expect("the index");
+        for (path, content) in files {
+            let file = top.join(path);
+            match content {
+                Some(text) => {
+                    std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
+                    std::fs::write(&file, text).expect("write");
+                    index.add_path(Path::new(path)).expect("add");
+                }
+                None => {
+                    std::fs::remove_file(&file).expect("remove");
+                    index.remove_path(Path::new(path)).expect("remove");
+                }
+            }
+        }
+        index.write().expect("write the index");
+        let tree = repo
+            .find_tree(index.write_tree().expect("a tree"))
+            .expect("the tree");
+        let who = git2::Signature::new("t", "t@example.com", &git2::Time::new(seconds, 0))
+            .expect("a signature");
+        let parents: Vec<git2::Commit<'_>> = repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .into_iter()
+            .collect();
+        let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        repo.commit(Some("HEAD"), &who, &who, "c", &tree, &parents)
+            .expect("a commit")
+    }
+
     #[test]
-    fn a_raw_log_is_read_commit_by_commit() {
-        let zero = "0".repeat(40);
-        let (a, b) = ("a".repeat(40), "b".repeat(40));
-        let log = format!(
-            "\u{1}{c1} 1704880800\0\n:000000 100644 {zero} {a} A\0docs/a b.md\0\
-             :000000 120000 {zero} {b} A\0link.md\0\
-             \u{1}{c2} 1704967200\0\n:100644 100644 {a} {b} M\0docs/a b.md\0\
-             :100644 000000 {a} {zero} D\0old.md\0",
-            c1 = "1".repeat(40),
-            c2 = "2".repeat(40),
+    fn the_history_under_a_folder_comes_oldest_first_with_its_blobs() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let first = commit(
+            &repo,
+            &[("docs/a b.md", Some("# A\none")), ("top.md", Some("top"))],
+            1_704_880_800,
         );
-        let commits = parse_log(log.as_bytes()).expect("parsed");
-        assert_eq!(commits.len(), 2);
+        commit(&repo, &[("top.md", Some("top, changed"))], 1_704_900_000);
+        let last = commit(
+            &repo,
+            &[
+                ("docs/a b.md", Some("# A\ntwo")),
+                ("docs/old.md", Some("x")),
+            ],
+            1_704_967_200,
+        );
+        commit(&repo, &[("docs/old.md", None)], 1_705_000_000);
+        let docs = Repo::open(&dir.path().join("docs")).expect("open");
+        let head = docs.head().expect("a head");
+        let commits = docs.commits(None, &head).expect("the history");
+        // The commit that changed only top.md is not under the folder.
+        assert_eq!(commits.len(), 3);
+        assert_eq!(commits[0].id, first.to_string());
         assert_eq!(commits[0].time.to_rfc3339(), "2024-01-10T10:00:00+00:00");
+        let Change::Write { path, blob } = &commits[0].changes[0] else {
+            panic!("a write: {:?}", commits[0].changes);
+        };
+        assert_eq!((path.as_str(), commits[0].changes.len()), ("a b.md", 1));
         assert_eq!(
-            commits[0].changes,
-            [
-                Change::Write {
-                    path: "docs/a b.md".into(),
-                    blob: a.clone()
-                },
-                Change::NotAFile {
-                    path: "link.md".into()
-                }
-            ]
+            docs.blob(blob, 100).expect("read"),
+            Ok(b"# A\none".to_vec())
         );
+        assert!(docs.blob(blob, 3).expect("read").is_err());
         assert_eq!(
-            commits[1].changes,
-            [
-                Change::Write {
-                    path: "docs/a b.md".into(),
-                    blob: b
-                },
-                Change::Delete {
-                    path: "old.md".into()
-                }
-            ]
+            commits[2].changes,
+            [Change::Delete {
+                path: "old.md".into()
+            }]
         );
-        assert!(parse_log(b"").expect("empty").is_empty());
+        // After the last commit pushed, only what came later.
+        let later = docs
+            .commits(Some(&last.to_string()), &head)
+            .expect("the history");
+        assert_eq!(later.len(), 1);
+        assert!(docs.is_ancestor(&first.to_string(), &head));
+        assert!(!docs.is_ancestor(&head, &first.to_string()));
+        let whole = Repo::open(dir.path()).expect("open");
+        assert_eq!(whole.commits(None, &head).expect("the history").len(), 4);
+        let elsewhere = tempfile::tempdir().expect("temp dir");
+        assert!(Repo::open(elsewhere.path()).is_err());
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! One page per file: its id the path relative to the folder, its title the first heading (else
 //! the file name), its origin the one configured for its folder ([`Origins`]). A run pushes only
-//! what changed since the last one ([`state`]); pages whose files are gone are deleted, by one
+//! what differs from what the store holds (the analyst's `ListPages`; [`state`] only spares
+//! re-reading files unchanged since); pages whose files are gone are deleted, by one
 //! `source.listing` per origin (the folder is the whole of its origins) or, without the listing,
 //! a `doc.delete` each. With `--git` each commit that changed a file pushes that file's page
 //! version at the commit's time, so questions as of an old commit see what it said then; with
@@ -33,6 +34,7 @@ use futures::stream::FuturesUnordered;
 use ontoloop_core::Caller;
 use ontoloop_core::events::{Event, MAX_LISTED_DOCS};
 use ontoloop_proto::v1;
+use ontoloop_proto::v1::analyst_service_client::AnalystServiceClient;
 use ontoloop_proto::v1::retrieval_service_client::RetrievalServiceClient;
 use ontoloop_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use prost::Message as _;
@@ -74,14 +76,19 @@ pub struct Options {
     pub wait: Option<Duration>,
 }
 
-/// The telemetry intake, pushed to as one caller, and retrieval, which says when what was
-/// pushed is applied.
+/// The telemetry intake, pushed to as one caller; retrieval, which says when what was pushed is
+/// applied; and the analyst, which lists the pages the store holds.
 #[derive(Clone)]
 pub struct Intake {
     telemetry: TelemetryServiceClient<Transport>,
     retrieval: RetrievalServiceClient<Transport>,
+    analyst: AnalystServiceClient<Transport>,
     caller: Caller,
 }
+
+/// Origins one `ListPages` request may name at most (more: every origin is listed and the
+/// others left out here).
+const MAX_LISTED_ORIGINS: usize = 64;
 
 /// Whether the last event of a run was applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,16 +101,53 @@ enum Applied {
 }
 
 impl Intake {
-    /// Pushes through `telemetry` as `caller`; waits for events to apply through `retrieval`.
+    /// Pushes through `telemetry` as `caller`; waits for events to apply through `retrieval`;
+    /// lists what the store holds through `analyst`.
     pub fn new(
         telemetry: TelemetryServiceClient<Transport>,
         retrieval: RetrievalServiceClient<Transport>,
+        analyst: AnalystServiceClient<Transport>,
         caller: Caller,
     ) -> Self {
         Self {
             telemetry,
             retrieval,
+            analyst,
             caller,
+        }
+    }
+
+    /// The pages of `origins` the store holds, by their newest version: origin and hashes.
+    async fn stored(
+        &self,
+        origins: &BTreeSet<String>,
+    ) -> Result<HashMap<String, Entry>, tonic::Status> {
+        let named: Vec<String> = if origins.len() <= MAX_LISTED_ORIGINS {
+            origins.iter().cloned().collect()
+        } else {
+            Vec::new()
+        };
+        let mut held = HashMap::new();
+        let mut after = String::new();
+        loop {
+            let request = v1::ListPagesRequest {
+                caller: Some(v1::Caller::from(&self.caller)),
+                min_sequence: 0,
+                origins: named.clone(),
+                after,
+                limit: 0,
+            };
+            let slice = self.analyst.clone().list_pages(request).await?.into_inner();
+            for page in slice.pages {
+                if origins.contains(&page.origin) {
+                    let entry = Entry::stored(page.origin, page.content_hash, page.title_hash);
+                    held.insert(page.page_id, entry);
+                }
+            }
+            if slice.next_after.is_empty() {
+                return Ok(held);
+            }
+            after = slice.next_after;
         }
     }
 
@@ -183,6 +227,12 @@ pub struct Summary {
     pub other_formats: BTreeMap<String, usize>,
     /// Hidden entries (names starting with `.`) not read.
     pub hidden: usize,
+    /// What files were compared with: `store` (the pages the tenant holds), `state file` (the
+    /// store could not be listed, see `store_unlisted`), `nothing` (`--full`).
+    pub compared_with: &'static str,
+    /// Why the store could not be listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_unlisted: Option<String>,
     /// `source.listing` events pushed.
     pub listings: usize,
     /// The highest intake sequence number of the run's events (0: none pushed): pass it as
@@ -280,12 +330,25 @@ async fn folder_run(intake: &Intake, opts: &Options, run: Run) -> anyhow::Result
     }
     summary.refused_unread = scan.refused.len();
     summary.files = scan.files.len();
+    // Before any push, so a run that cannot list pushes nothing.
+    let stored = stored(intake, opts, run, &state, &mut summary).await?;
     let mut progress = Progress::new(scan.files.len(), "files", opts.progress && run == Run::Full);
     let result = async {
         let known: HashMap<String, Entry> = scan
             .files
             .iter()
-            .filter_map(|f| state.pages.get(&f.id).map(|e| (f.id.clone(), e.clone())))
+            .filter_map(|f| {
+                let read = state.pages.get(&f.id);
+                let known = match &stored {
+                    // A file read before counts only while the store holds what it said.
+                    Some(stored) => match (stored.get(&f.id), read) {
+                        (Some(held), Some(read)) if held.same_page(read) => read,
+                        (held, _) => held?,
+                    },
+                    None => read?,
+                };
+                Some((f.id.clone(), known.clone()))
+            })
             .collect();
         let (files, origins, limits) = (
             scan.files.clone(),
@@ -302,10 +365,57 @@ async fn folder_run(intake: &Intake, opts: &Options, run: Run) -> anyhow::Result
             move |tx| read_files(files, &known, &origins, &limits, tx),
         )
         .await?;
-        delete_gone(intake, opts, run, &scan, &mut state, &mut summary).await
+        let stored_ids: Vec<String> = stored.iter().flat_map(HashMap::keys).cloned().collect();
+        delete_gone(
+            intake,
+            opts,
+            run,
+            &scan,
+            stored_ids,
+            &mut state,
+            &mut summary,
+        )
+        .await
     }
     .await;
     finish(intake, opts, started, state, summary, progress, result).await
+}
+
+/// The pages of the folder's origins the store holds (none: compare with the state file, for a
+/// rescan, whose state the first run made from the store, or when the caller may not list;
+/// `--full`: with nothing).
+async fn stored(
+    intake: &Intake,
+    opts: &Options,
+    run: Run,
+    state: &State,
+    summary: &mut Summary,
+) -> anyhow::Result<Option<HashMap<String, Entry>>> {
+    use tonic::Code;
+    if opts.full && run == Run::Full {
+        summary.compared_with = "nothing";
+        return Ok(Some(HashMap::new()));
+    }
+    summary.compared_with = "state file";
+    if run == Run::Rescan {
+        return Ok(None);
+    }
+    let origins = folder_origins(opts, state);
+    match intake.stored(&origins).await {
+        Ok(stored) => {
+            summary.compared_with = "store";
+            Ok(Some(stored))
+        }
+        Err(status) if matches!(status.code(), Code::PermissionDenied | Code::Unimplemented) => {
+            summary.store_unlisted = Some(format!("{:?}: {}", status.code(), status.message()));
+            Ok(None)
+        }
+        Err(status) => Err(anyhow::anyhow!(
+            "list the pages the store holds: {:?}: {}",
+            status.code(),
+            status.message()
+        )),
+    }
 }
 
 /// Runs `read` on a blocking thread, handing over what it reads through a channel, while
@@ -449,14 +559,15 @@ fn read_file(file: scan::Found, origin: String, before: Option<&Entry>, limits: 
             };
         }
     };
-    let entry = Entry {
-        hash: state::hash(&origin, &page.title, &page.body),
+    let entry = Entry::new(
         origin,
-        size: file.size,
-        mtime_ns: file.mtime_ns,
+        &page.title,
+        &page.body,
+        file.size,
+        file.mtime_ns,
         read_ns,
-    };
-    if before.is_some_and(|b| b.hash == entry.hash) {
+    );
+    if before.is_some_and(|b| b.same_page(&entry)) {
         return Item::Unchanged { id: file.id, entry };
     }
     Item::Page {
@@ -592,6 +703,15 @@ fn refused(status: tonic::Status, id: &str, summary: &mut Summary) -> anyhow::Re
     }
 }
 
+/// The folder's origins: those configured and those of the pages earlier runs read.
+fn folder_origins(opts: &Options, state: &State) -> BTreeSet<String> {
+    opts.origins
+        .all()
+        .map(str::to_owned)
+        .chain(state.pages.values().map(|e| e.origin.clone()))
+        .collect()
+}
+
 /// Deletes the pages of files gone since the last run: a `source.listing` per origin when
 /// listing (every run; a rescan only when a file went), else a `doc.delete` per gone page.
 async fn delete_gone(
@@ -599,14 +719,18 @@ async fn delete_gone(
     opts: &Options,
     run: Run,
     scan: &scan::Scan,
+    stored: Vec<String>,
     state: &mut State,
     summary: &mut Summary,
 ) -> anyhow::Result<()> {
     let gone: Vec<String> = state
         .pages
         .keys()
-        .filter(|id| !scan.holds(id))
         .cloned()
+        .chain(stored)
+        .filter(|id| !scan.holds(id))
+        .collect::<BTreeSet<String>>()
+        .into_iter()
         .collect();
     if !opts.listing {
         for id in gone {
@@ -628,12 +752,7 @@ async fn delete_gone(
     if run == Run::Rescan && gone.is_empty() {
         return Ok(());
     }
-    let origins: BTreeSet<String> = opts
-        .origins
-        .all()
-        .map(str::to_owned)
-        .chain(state.pages.values().map(|e| e.origin.clone()))
-        .collect();
+    let origins = folder_origins(opts, state);
     let mut all_listed = true;
     for origin in origins {
         let doc_ids: Vec<String> = state
@@ -704,6 +823,7 @@ pub async fn git(intake: &Intake, opts: &Options) -> anyhow::Result<Summary> {
     let started = Instant::now();
     let mut summary = Summary::new(opts, "git");
     summary.commits = Some(0);
+    summary.compared_with = if opts.full { "nothing" } else { "state file" };
     let mut state = if opts.full {
         State::default()
     } else {
@@ -727,11 +847,7 @@ pub async fn git(intake: &Intake, opts: &Options) -> anyhow::Result<Summary> {
     let plan = GitPlan::new(commits, opts, &mut summary)?;
     summary.files = plan.versions;
     let mut progress = Progress::new(plan.versions, "file versions", opts.progress);
-    let known: HashMap<String, String> = state
-        .pages
-        .iter()
-        .map(|(id, e)| (id.clone(), e.hash.clone()))
-        .collect();
+    let known: HashMap<String, Entry> = state.pages.clone().into_iter().collect();
     let result = read_and_push(
         intake,
         1,
@@ -815,10 +931,9 @@ impl GitPlan {
     fn read(
         mut self,
         repo: &git::Repo,
-        mut known: HashMap<String, String>,
+        mut known: HashMap<String, Entry>,
         tx: &mpsc::Sender<Item>,
     ) -> anyhow::Result<()> {
-        let mut blobs = repo.blobs()?;
         let mut last_at: Option<DateTime<Utc>> = None;
         for commit in std::mem::take(&mut self.commits) {
             let at = last_at.map_or(commit.time, |last| last.max(commit.time));
@@ -835,8 +950,10 @@ impl GitPlan {
                         reason: "a symbolic link or submodule, not a file".to_owned(),
                     },
                     git::Change::Write { path, blob } => {
-                        match self.version(&mut blobs, &path, &blob, at)? {
-                            Item::Page { id, entry, .. } if known.get(&id) == Some(&entry.hash) => {
+                        match self.version(repo, &path, &blob, at)? {
+                            Item::Page { id, entry, .. }
+                                if known.get(&id).is_some_and(|k| k.same_page(&entry)) =>
+                            {
                                 Item::Unchanged { id, entry }
                             }
                             Item::Failed { id, reason } => Item::Failed {
@@ -849,7 +966,7 @@ impl GitPlan {
                 };
                 // A page that changed is what was last pushed from now on.
                 if let Item::Page { id, entry, .. } = &item {
-                    known.insert(id.clone(), entry.hash.clone());
+                    known.insert(id.clone(), entry.clone());
                 }
                 if tx.blocking_send(item).is_err() {
                     return Ok(());
@@ -868,7 +985,7 @@ impl GitPlan {
     /// One file version of a commit as an item.
     fn version(
         &self,
-        blobs: &mut git::Blobs,
+        repo: &git::Repo,
         path: &str,
         blob: &str,
         at: DateTime<Utc>,
@@ -880,7 +997,7 @@ impl GitPlan {
         let Some(format) = formats::Format::of(path, &self.exts) else {
             return Ok(failed("not a document format".to_owned()));
         };
-        let bytes = match blobs.read(blob, self.limits.max_file_bytes)? {
+        let bytes = match repo.blob(blob, self.limits.max_file_bytes)? {
             Ok(bytes) => bytes,
             Err(reason) => return Ok(failed(reason)),
         };
@@ -891,13 +1008,7 @@ impl GitPlan {
         let origin = self.origins.of(path).to_owned();
         Ok(Item::Page {
             id: path.to_owned(),
-            entry: Entry {
-                hash: state::hash(&origin, &page.title, &page.body),
-                origin,
-                size: bytes.len() as u64,
-                mtime_ns: 0,
-                read_ns: 0,
-            },
+            entry: Entry::new(origin, &page.title, &page.body, bytes.len() as u64, 0, 0),
             title: page.title,
             body: page.body,
             at: Some(at),

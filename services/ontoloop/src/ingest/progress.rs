@@ -1,15 +1,17 @@
-//! How far a run is, on stderr: on a terminal one line redrawn in place (files read of the total,
+//! How far a run is, on stderr: on a terminal an indicatif progress bar (files read of the total,
 //! pushed, unchanged, failed, the rate and the time left); elsewhere a plain line every few
 //! seconds, so a log shows a long run moving without a line per file.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant};
 
-/// How often the terminal line is redrawn.
-const REDRAW: Duration = Duration::from_millis(100);
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How often a plain line is written when stderr is no terminal.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+/// The terminal bar: position of length, the counts, the rate and the time left.
+const BAR: &str = "ingest: [{bar:30}] {pos}/{len} {msg}; {per_sec}, about {eta} left";
 
 /// Counts of a run so far.
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,7 +32,8 @@ pub struct Progress {
     what: &'static str,
     started: Instant,
     last: Option<Instant>,
-    terminal: bool,
+    /// On a terminal.
+    bar: Option<ProgressBar>,
     enabled: bool,
 }
 
@@ -38,70 +41,84 @@ impl Progress {
     /// A display of a run over `total` items called `what` (files, file versions); silent when
     /// not `enabled`.
     pub fn new(total: usize, what: &'static str, enabled: bool) -> Self {
+        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(BAR) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        });
         Self {
             total,
             what,
             started: Instant::now(),
             last: None,
-            terminal: std::io::stderr().is_terminal(),
+            bar,
             enabled,
         }
     }
 
-    /// Shows `counts`, unless shown too recently.
+    /// Shows `counts`: on the bar at once (it redraws at its own pace), as a plain line unless
+    /// one was written too recently.
     pub fn update(&mut self, counts: Counts) {
         if !self.enabled {
             return;
         }
-        let every = if self.terminal { REDRAW } else { PLAIN_EVERY };
+        if let Some(bar) = &self.bar {
+            bar.set_position(counts.read as u64);
+            bar.set_message(self.counts(counts));
+            return;
+        }
         let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|last| now.duration_since(last) < every)
-        {
-            return;
-        }
-        if self.last.is_none() && !self.terminal {
+        match self.last {
+            Some(last) if now.duration_since(last) < PLAIN_EVERY => {}
             // The first plain line waits for a run long enough to need one.
-            self.last = Some(now);
-            return;
+            None => self.last = Some(now),
+            Some(_) => {
+                self.last = Some(now);
+                self.plain(&self.line(counts));
+            }
         }
-        self.last = Some(now);
-        self.show(&self.line(counts));
     }
 
     /// Says every push is acknowledged and the run waits for event `seq` to be applied.
     pub fn waiting(&mut self, counts: Counts, seq: u64) {
-        if !self.enabled || self.last.is_none() {
-            // A run too short to have shown progress waits silently too.
+        if !self.enabled {
             return;
         }
-        self.show(&format!(
-            "{}; waiting for the analyst to apply event {seq}",
-            self.line(counts)
-        ));
+        let waiting = format!("waiting for the analyst to apply event {seq}");
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{}; {waiting}", self.counts(counts)));
+        } else if self.last.is_some() {
+            // A run too short to have shown progress waits silently too.
+            self.plain(&format!("{}; {waiting}", self.line(counts)));
+        }
     }
 
-    /// Writes `line`: in place of the last on a terminal, after it elsewhere.
-    fn show(&self, line: &str) {
+    /// Writes `line` after the last.
+    fn plain(&self, line: &str) {
         let mut err = std::io::stderr().lock();
-        if self.terminal {
-            let _ = write!(err, "\r\x1b[2K{line}");
-        } else {
-            let _ = writeln!(err, "{line}");
-        }
+        let _ = writeln!(err, "{line}");
         let _ = err.flush();
     }
 
-    /// Clears the terminal line (the summary follows).
+    /// Clears the bar (the summary follows).
     pub fn finish(&mut self) {
-        if self.enabled && self.terminal && self.last.is_some() {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 
+    /// The counts but the position: what the bar says beside it.
+    fn counts(&self, counts: Counts) -> String {
+        format!(
+            "{} read, {} pushed, {} unchanged, {} failed",
+            self.what, counts.pushed, counts.unchanged, counts.failed
+        )
+    }
+
+    /// A plain line: the position, the counts, the rate and the time left.
     fn line(&self, counts: Counts) -> String {
         let elapsed = self.started.elapsed().as_secs_f64();
         let rate = if elapsed > 0.0 {
@@ -116,8 +133,10 @@ impl Progress {
             String::new()
         };
         format!(
-            "ingest: {}/{} {} read, {} pushed, {} unchanged, {} failed; {rate:.0}/s{eta}",
-            counts.read, self.total, self.what, counts.pushed, counts.unchanged, counts.failed
+            "ingest: {}/{} {}; {rate:.0}/s{eta}",
+            counts.read,
+            self.total,
+            self.counts(counts)
         )
     }
 }

@@ -1,22 +1,27 @@
-//! What a folder's earlier runs pushed, so a re-run pushes only what changed: per page its
-//! origin, the hash of what was pushed (origin, title and body), and the file's size and
-//! modification time when it was read (a file whose size and time are unchanged is not read
-//! again); in `--git` mode the last commit pushed.
+//! What a folder's earlier runs read, so a re-run reads only what may have changed: per page its
+//! origin, the hashes of its title and body, and the file's size and modification time when it
+//! was read (a file whose size and time are unchanged is not read again); in `--git` mode the
+//! last commit pushed.
+//!
+//! Whether a page is pushed is decided against the store, not this file: a folder run lists the
+//! pages the tenant holds with their hashes (the analyst's `ListPages`) and pushes a file only
+//! when its origin, title or body differs from what the store keeps. This file is a cache of
+//! what was read; an entry counts only while the store holds the same hashes, and a lost file
+//! costs reading every file again, never a push of an unchanged one.
 //!
 //! A JSON file, by default `.ontoloop/ingest-TENANT.json` inside the folder, written whole
-//! through a temporary file and a rename. The store keeps a content hash per page version too
-//! (and makes no new version of an unchanged body), so a lost state file costs a re-push of
-//! everything, not a duplicate version.
+//! through a temporary file and a rename.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use ontoloop_store::content_hash;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-/// The state file's format version.
-const VERSION: u32 = 1;
+/// The state file's format version (1 kept one hash of origin, title and body; its pages are
+/// read again).
+const VERSION: u32 = 2;
 
 /// A modification time within this of the moment the file was read could be followed by a
 /// change in the same clock tick, so it is not trusted to skip reading (git's "racy" entries).
@@ -41,8 +46,10 @@ pub struct State {
 pub struct Entry {
     /// Its origin.
     pub origin: String,
-    /// [`hash`] of what was pushed.
-    pub hash: String,
+    /// Hex SHA-256 of its body, as the store keeps it ([`content_hash`]).
+    pub content_hash: String,
+    /// Hex SHA-256 of its title, as `ListPages` lists it.
+    pub title_hash: String,
     /// The file's size when read.
     #[serde(default)]
     pub size: u64,
@@ -55,6 +62,45 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The entry of a page of `origin`, `title` and `body`, read from a file of `size` bytes
+    /// modified at `mtime_ns` (0: no file) at `read_ns`.
+    pub fn new(
+        origin: String,
+        title: &str,
+        body: &str,
+        size: u64,
+        mtime_ns: u64,
+        read_ns: u64,
+    ) -> Self {
+        Self {
+            origin,
+            content_hash: content_hash(body),
+            title_hash: content_hash(title),
+            size,
+            mtime_ns,
+            read_ns,
+        }
+    }
+
+    /// What the store holds of a page: its origin and hashes, no file read.
+    pub fn stored(origin: String, content_hash: String, title_hash: String) -> Self {
+        Self {
+            origin,
+            content_hash,
+            title_hash,
+            size: 0,
+            mtime_ns: 0,
+            read_ns: 0,
+        }
+    }
+
+    /// Whether the two are the same page: origin, title and body.
+    pub fn same_page(&self, other: &Entry) -> bool {
+        self.origin == other.origin
+            && self.content_hash == other.content_hash
+            && self.title_hash == other.title_hash
+    }
+
     /// Whether a file of `size` bytes modified at `mtime_ns` is the one read then, without
     /// reading it: same size and time, and that time well before the read.
     pub fn unchanged(&self, size: u64, mtime_ns: u64) -> bool {
@@ -73,7 +119,7 @@ impl State {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
         };
-        let state: State = serde_json::from_str(&text).with_context(|| {
+        let mut state: State = serde_json::from_str(&text).with_context(|| {
             format!(
                 "read {} (delete it, or pass --full to push everything again)",
                 path.display()
@@ -85,6 +131,10 @@ impl State {
             path.display(),
             state.version
         );
+        if state.version < VERSION {
+            // Hashed otherwise: its files are read again (pushed only if the store differs).
+            state.pages.clear();
+        }
         Ok(state)
     }
 
@@ -120,16 +170,6 @@ pub fn default_path(root: &Path, tenant: &str) -> PathBuf {
     root.join(".ontoloop").join(format!("ingest-{safe}.json"))
 }
 
-/// The hash of a page as pushed: its origin, title and body.
-pub fn hash(origin: &str, title: &str, body: &str) -> String {
-    let mut sha = Sha256::new();
-    for part in [origin, title, body] {
-        sha.update((part.len() as u64).to_le_bytes());
-        sha.update(part.as_bytes());
-    }
-    sha.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Now, nanoseconds since the Unix epoch.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now()
@@ -150,13 +190,7 @@ mod tests {
         let mut state = State::default();
         state.pages.insert(
             "a.md".into(),
-            Entry {
-                origin: "docs".into(),
-                hash: hash("docs", "A", "body"),
-                size: 4,
-                mtime_ns: 1,
-                read_ns: 2,
-            },
+            Entry::new("docs".into(), "A", "body", 4, 1, 2),
         );
         state.git_head = Some("abc".into());
         state.save(&path).expect("save");
@@ -170,21 +204,20 @@ mod tests {
 
     #[test]
     fn only_a_file_read_well_after_its_last_change_is_trusted_unread() {
-        let entry = Entry {
-            origin: "docs".into(),
-            hash: String::new(),
-            size: 10,
-            mtime_ns: 1_000_000_000,
-            read_ns: 5_000_000_000,
-        };
+        let entry = Entry::new("docs".into(), "A", "body", 10, 1_000_000_000, 5_000_000_000);
         assert!(entry.unchanged(10, 1_000_000_000));
         assert!(!entry.unchanged(11, 1_000_000_000));
         assert!(!entry.unchanged(10, 1_000_000_001));
         let racy = Entry {
             read_ns: 2_500_000_000,
-            ..entry
+            ..entry.clone()
         };
         assert!(!racy.unchanged(10, 1_000_000_000));
-        assert_ne!(hash("a", "bc", ""), hash("ab", "c", ""));
+        // What the store holds is never trusted unread: it names no file.
+        let stored = Entry::stored("docs".into(), content_hash("body"), content_hash("A"));
+        assert!(stored.same_page(&entry));
+        assert!(!stored.unchanged(0, 0));
+        let moved = Entry::stored("wiki".into(), content_hash("body"), content_hash("A"));
+        assert!(!moved.same_page(&entry));
     }
 }
