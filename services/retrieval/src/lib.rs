@@ -344,15 +344,7 @@ impl RetrievalService for Retrieval {
             ("source_id", &request.source_id, MAX_NAME_BYTES),
             ("chunk_hash", &request.chunk_hash, MAX_HASH_BYTES),
         ] {
-            if value.trim().is_empty() {
-                return Err(status_from(DomainError::missing(field)));
-            }
-            if value.len() > max {
-                return Err(status_from(DomainError::invalid(
-                    field,
-                    format!("at most {max} bytes"),
-                )));
-            }
+            wire::bounded(field, value, max, || format!("at most {max} bytes"))?;
         }
         if request.source_version == 0 {
             return Err(status_from(DomainError::missing("source_version")));

@@ -43,7 +43,9 @@ impl TryFrom<pb::AskRequest> for AskCall {
     type Error = Status;
 
     fn try_from(request: pb::AskRequest) -> Result<Self, Status> {
-        asked_in_words("text", "question", &request.text)?;
+        bounded("text", &request.text, MAX_QUESTION_BYTES, || {
+            format!("a question is at most {MAX_QUESTION_BYTES} bytes")
+        })?;
         Ok(AskCall {
             design: design(&request.design)?,
             ranking: ranking(request.passage_ranking)?,
@@ -84,7 +86,9 @@ impl TryFrom<pb::SearchRequest> for SearchCall {
     type Error = Status;
 
     fn try_from(request: pb::SearchRequest) -> Result<Self, Status> {
-        asked_in_words("query", "query", &request.query)?;
+        bounded("query", &request.query, MAX_QUESTION_BYTES, || {
+            format!("a query is at most {MAX_QUESTION_BYTES} bytes")
+        })?;
         let k = match usize::try_from(request.k) {
             Ok(0) => DEFAULT_SEARCH_K,
             Ok(k) if k <= MAX_SEARCH_K => k,
@@ -189,17 +193,19 @@ pub fn ranking(value: i32) -> Result<Option<Ranking>, Status> {
     }
 }
 
-/// Checks the words of `field`, a `what` ("question", "query"): not blank, at most
-/// [`MAX_QUESTION_BYTES`].
-fn asked_in_words(field: &str, what: &str, text: &str) -> Result<(), Status> {
-    if text.trim().is_empty() {
+/// Checks `value`, a request's `field`: not blank, and at most `max` bytes (`too_long` says why
+/// a longer one is refused).
+pub(crate) fn bounded(
+    field: &str,
+    value: &str,
+    max: usize,
+    too_long: impl FnOnce() -> String,
+) -> Result<(), Status> {
+    if value.trim().is_empty() {
         return Err(status_from(DomainError::missing(field)));
     }
-    if text.len() > MAX_QUESTION_BYTES {
-        return Err(status_from(DomainError::invalid(
-            field,
-            format!("a {what} is at most {MAX_QUESTION_BYTES} bytes"),
-        )));
+    if value.len() > max {
+        return Err(status_from(DomainError::invalid(field, too_long())));
     }
     Ok(())
 }
