@@ -8,12 +8,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{MaintenanceMode, MaintenanceReport, Ontology};
-use ontoloop_store::{GateMove, GateRecord, GateWrite, KnowledgeCommit, RunRecord};
+use ontoloop_store::{GateMove, GateRecord, GateWrite, KnowledgeCommit};
 
 use crate::gate::{self, Previous};
 use crate::refusal::Refusal;
 
-use super::step::step;
+use super::step::{push_run, step};
 use super::{KnowledgeWriter, TenantKnowledge};
 
 impl KnowledgeWriter {
@@ -181,16 +181,19 @@ impl KnowledgeWriter {
             .patch(&[], previous.entities.clone(), facts.clone());
         commit.entities = previous.entities;
         commit.facts = facts;
-        commit.runs.push(RunRecord {
-            seq: envelope.seq.unwrap_or_default(),
-            mode: MaintenanceMode::Rollback.name().to_owned(),
-            report: MaintenanceReport {
-                graph_writes: writes,
-                pages_total: knowledge.latest.len() as u64,
-                ..MaintenanceReport::default()
-            },
+        let report = MaintenanceReport {
+            graph_writes: writes,
+            ..MaintenanceReport::default()
+        };
+        let seq = envelope.seq.unwrap_or_default();
+        push_run(
+            knowledge,
+            commit,
+            MaintenanceMode::Rollback,
+            report,
+            seq,
             at,
-        });
+        );
         commit.gate = Some(GateWrite::Move(GateMove {
             id: record.id,
             from: record.status,

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use ontoloop_core::events::{Event, EventEnvelope};
 use ontoloop_core::knowledge::{MaintenanceMode, MaintenanceReport};
 use ontoloop_queue::Message;
-use ontoloop_store::{KnowledgeCommit, RunRecord, UpdateRecord};
+use ontoloop_store::{KnowledgeCommit, UpdateRecord};
 
 use crate::grow::{self, Corpus, Trigger};
 use crate::refusal::{Refusal, already_applied};
@@ -130,16 +130,13 @@ impl KnowledgeWriter {
         let knowledge = self.take_out(&mut tenants, tenant).await?;
         let read = grow::current_pages(&knowledge.pages).len() as u64;
         let mut commit = KnowledgeCommit::default();
-        commit.runs.push(RunRecord {
-            seq: envelope.seq.unwrap_or_default(),
-            mode: MaintenanceMode::ProposeOntology.name().to_owned(),
-            report: MaintenanceReport {
-                pages_read: read,
-                pages_total: knowledge.latest.len() as u64,
-                ..MaintenanceReport::default()
-            },
-            at: envelope.at,
-        });
+        let report = MaintenanceReport {
+            pages_read: read,
+            ..MaintenanceReport::default()
+        };
+        let seq = envelope.seq.unwrap_or_default();
+        let mode = MaintenanceMode::ProposeOntology;
+        super::step::push_run(&knowledge, &mut commit, mode, report, seq, envelope.at);
         super::settled_in(&mut commit, envelope, message);
         match &proposed {
             Some(p) => {

@@ -225,16 +225,9 @@ fn record_run(
 ) {
     let report = MaintenanceReport {
         graph_writes: changes.writes,
-        // Counted from the index of latest versions, not by reading every page per event.
-        pages_total: knowledge.latest.len() as u64,
         ..report
     };
-    commit.runs.push(RunRecord {
-        seq,
-        mode: mode.name().to_owned(),
-        report,
-        at,
-    });
+    push_run(knowledge, commit, mode, report, seq, at);
     for id in &changes.entities {
         if let Some(entity) = knowledge.graph.entity(id) {
             commit.entities.push(entity.clone());
@@ -248,6 +241,29 @@ fn record_run(
             commit.facts.push(fact.clone());
         }
     }
+}
+
+/// Records in `commit` a run of `mode` for the intake event `seq` at `at` that cost `report`,
+/// over the tenant's pages as they stand.
+pub(super) fn push_run(
+    knowledge: &TenantKnowledge,
+    commit: &mut KnowledgeCommit,
+    mode: MaintenanceMode,
+    report: MaintenanceReport,
+    seq: i64,
+    at: DateTime<Utc>,
+) {
+    let report = MaintenanceReport {
+        // Counted from the index of latest versions, not by reading every page per event.
+        pages_total: knowledge.latest.len() as u64,
+        ..report
+    };
+    commit.runs.push(RunRecord {
+        seq,
+        mode: mode.name().to_owned(),
+        report,
+        at,
+    });
 }
 
 /// Deletes those of the pages `doc_ids` that are live: a tombstone version of each is stored and
