@@ -203,6 +203,51 @@ impl Intake {
     }
 }
 
+/// How often the wait for a run to apply asks how far the analyst is.
+const APPLIED_EVERY: Duration = Duration::from_secs(1);
+
+impl Intake {
+    /// [`Self::applied`], showing meanwhile how many of the run's `events` are applied: those
+    /// pushed less the tenant's backlog (`TenantSummary`, role `reviewer`; without it the
+    /// display says only that it waits).
+    async fn applied_showing(
+        &self,
+        seq: u64,
+        timeout: Duration,
+        progress: &mut Progress,
+        counts: Counts,
+        events: usize,
+    ) -> anyhow::Result<Applied> {
+        progress.waiting(counts, seq, None);
+        let wait = self.applied(seq, timeout);
+        tokio::pin!(wait);
+        let mut tick = tokio::time::interval(APPLIED_EVERY);
+        let mut asking = progress.shown();
+        loop {
+            tokio::select! {
+                applied = &mut wait => return applied,
+                _ = tick.tick(), if asking => match self.backlog().await {
+                    Some(backlog) => {
+                        let applied = events.saturating_sub(backlog as usize);
+                        progress.waiting(counts, seq, Some((applied, events)));
+                    }
+                    None => asking = false,
+                },
+            }
+        }
+    }
+
+    /// Events of the tenant accepted and not yet applied; `None` when the caller may not ask.
+    async fn backlog(&self) -> Option<u64> {
+        let request = v1::TenantSummaryRequest {
+            caller: Some(v1::Caller::from(&self.caller)),
+            min_sequence: 0,
+        };
+        let summary = self.analyst.clone().tenant_summary(request).await.ok()?;
+        Some(summary.into_inner().backlog)
+    }
+}
+
 /// What a run did.
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
@@ -453,9 +498,15 @@ async fn finish(
     summary.pushed_seconds = started.elapsed().as_secs_f64();
     let applied = match (&result, opts.wait) {
         (Ok(()), Some(timeout)) if summary.last_sequence > 0 => {
-            progress.waiting(summary.counts(), summary.last_sequence);
+            let events = summary.pushed + summary.deleted + summary.listings;
             intake
-                .applied(summary.last_sequence, timeout)
+                .applied_showing(
+                    summary.last_sequence,
+                    timeout,
+                    &mut progress,
+                    summary.counts(),
+                    events,
+                )
                 .await
                 .unwrap_or_else(|e| Applied::Unknown(format!("{e:#}")))
         }

@@ -1,6 +1,7 @@
 //! How far a run is, on stderr: on a terminal an indicatif progress bar (files read of the total,
-//! pushed, unchanged, failed, the rate and the time left); elsewhere a plain line every few
-//! seconds, so a log shows a long run moving without a line per file.
+//! pushed, unchanged, failed, the rate and the time left, then the run's events applied);
+//! elsewhere a plain line every few seconds, so a log shows a long run moving without a line per
+//! file.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant};
@@ -82,18 +83,37 @@ impl Progress {
         }
     }
 
-    /// Says every push is acknowledged and the run waits for event `seq` to be applied.
-    pub fn waiting(&mut self, counts: Counts, seq: u64) {
-        if !self.enabled {
+    /// Whether anything is shown (a run too short for a plain line waits silently too).
+    pub fn shown(&self) -> bool {
+        self.enabled && (self.bar.is_some() || self.last.is_some())
+    }
+
+    /// Says every push is acknowledged and the run waits for event `seq` to be applied, with
+    /// `applied` of the run's events applied so far where known.
+    pub fn waiting(&mut self, counts: Counts, seq: u64, applied: Option<(usize, usize)>) {
+        if !self.shown() {
             return;
         }
-        let waiting = format!("waiting for the analyst to apply event {seq}");
+        let waiting = match applied {
+            Some((applied, events)) => {
+                format!("{applied}/{events} events applied, waiting for event {seq}")
+            }
+            None => format!("waiting for the analyst to apply event {seq}"),
+        };
         if let Some(bar) = &self.bar {
             bar.set_message(format!("{}; {waiting}", self.counts(counts)));
-        } else if self.last.is_some() {
-            // A run too short to have shown progress waits silently too.
-            self.plain(&format!("{}; {waiting}", self.line(counts)));
+            return;
         }
+        let now = Instant::now();
+        if applied.is_some()
+            && self
+                .last
+                .is_some_and(|l| now.duration_since(l) < PLAIN_EVERY)
+        {
+            return;
+        }
+        self.last = Some(now);
+        self.plain(&format!("{}; {waiting}", self.line(counts)));
     }
 
     /// Writes `line` after the last.
