@@ -31,9 +31,9 @@ pub struct Args {
     /// longest DIR wins.
     #[arg(long = "origin-map", value_name = "DIR=ORIGIN")]
     origin_map: Vec<String>,
-    /// Folder: read history with the `git` command: every commit that changed a file under the
-    /// folder (first-parent line, oldest first) pushes that file's page version at the commit's
-    /// time; a re-run pushes the commits after the last one pushed.
+    /// Folder: read the repository's history (in process, with libgit2): every commit that
+    /// changed a file under the folder (first-parent line, oldest first) pushes that file's page
+    /// version at the commit's time; a re-run pushes the commits after the last one pushed.
     #[arg(long, conflicts_with = "watch")]
     git: bool,
     /// Folder: after the run, follow the folder and push changes as they happen (Ctrl-C stops).
