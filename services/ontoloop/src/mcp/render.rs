@@ -22,6 +22,16 @@ pub fn scope_label(scope: &str) -> &str {
     }
 }
 
+/// How many `items` there are (`3 items`), then a line for each.
+fn counted<T>(items: &[T], noun: &str, line: impl Fn(&T) -> String) -> String {
+    let mut text = format!("{} {noun}", items.len());
+    for item in items {
+        text.push('\n');
+        text.push_str(&line(item));
+    }
+    text
+}
+
 /// An enum value's protobuf name without its prefix (`ANSWERED`, `BLOCK`, `HIGH`).
 fn short<E: TryFrom<i32>>(value: i32, prefix: &str, name: impl Fn(&E) -> &'static str) -> String {
     E::try_from(value)
@@ -184,25 +194,20 @@ impl Render for v1::SignalAck {
 
 impl Render for v1::PlateResponse {
     fn render(&self) -> String {
-        let mut text = format!("{} items", self.items.len());
-        for item in &self.items {
-            let _ = write!(
-                text,
-                "\n{:.3} {} {} ({}, {})",
+        counted(&self.items, "items", |item| {
+            format!(
+                "{:.3} {} {} ({}, {})",
                 item.score, item.item_id, item.title, item.service, item.severity
-            );
-        }
-        text
+            )
+        })
     }
 }
 
 impl Render for v1::ListPatternsResponse {
     fn render(&self) -> String {
-        let mut text = format!("{} patterns", self.patterns.len());
-        for p in &self.patterns {
-            let _ = write!(
-                text,
-                "\n{} {} {:?}: {} signals from {} agents, {} ({})",
+        counted(&self.patterns, "patterns", |p| {
+            format!(
+                "{} {} {:?}: {} signals from {} agents, {} ({})",
                 short(p.severity, "SEVERITY_", v1::Severity::as_str_name),
                 p.kind,
                 p.key,
@@ -210,8 +215,7 @@ impl Render for v1::ListPatternsResponse {
                 p.agent_count,
                 p.status,
                 p.action
-            );
-        }
-        text
+            )
+        })
     }
 }
