@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -61,25 +60,30 @@ impl From<Ranking> for v1::PassageRanking {
 
 impl Args {
     pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
-        let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
-        let as_of = self.as_of.as_deref().map(instant).transpose()?;
-        let request = v1::AskRequest {
-            caller: session.wire_caller()?,
-            text: self.text,
-            min_sequence: self.min_sequence,
-            as_of: as_of.map(ontoloop_proto::convert::timestamp),
-            design: self.design,
-            passage_ranking: self
-                .ranking
-                .map_or(v1::PassageRanking::Unspecified, Into::into)
-                as i32,
-            scope: self.scope,
-        };
-        let answer = session
-            .call("ask", |mut c| async move { c.retrieval.ask(request).await })
-            .await?;
-        print::answer(&answer, self.json)?;
-        Ok(ExitCode::SUCCESS)
+        super::call_and_print(
+            config,
+            &self.caller,
+            "ask",
+            |caller| {
+                let as_of = self.as_of.as_deref().map(instant).transpose()?;
+                Ok(v1::AskRequest {
+                    caller,
+                    text: self.text,
+                    min_sequence: self.min_sequence,
+                    as_of: as_of.map(ontoloop_proto::convert::timestamp),
+                    design: self.design,
+                    passage_ranking: self
+                        .ranking
+                        .map_or(v1::PassageRanking::Unspecified, Into::into)
+                        as i32,
+                    scope: self.scope,
+                })
+            },
+            |mut c, request| async move { c.retrieval.ask(request).await },
+            print::answer,
+            self.json,
+        )
+        .await
     }
 }
 

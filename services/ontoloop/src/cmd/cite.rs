@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -62,23 +61,26 @@ impl Args {
             .map(span)
             .transpose()?
             .unwrap_or((0, 0));
-        let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
-        let request = v1::ResolveCitationRequest {
-            caller: session.wire_caller()?,
-            source_id,
-            source_version,
-            chunk_hash: self.hash,
-            start,
-            end,
-            min_sequence: self.min_sequence,
-        };
-        let resolution = session
-            .call("resolve the citation", |mut c| async move {
-                c.retrieval.resolve_citation(request).await
-            })
-            .await?;
-        print::citation(&resolution, self.json)?;
-        Ok(ExitCode::SUCCESS)
+        super::call_and_print(
+            config,
+            &self.caller,
+            "resolve the citation",
+            |caller| {
+                Ok(v1::ResolveCitationRequest {
+                    caller,
+                    source_id,
+                    source_version,
+                    chunk_hash: self.hash,
+                    start,
+                    end,
+                    min_sequence: self.min_sequence,
+                })
+            },
+            |mut c, request| async move { c.retrieval.resolve_citation(request).await },
+            print::citation,
+            self.json,
+        )
+        .await
     }
 }
 

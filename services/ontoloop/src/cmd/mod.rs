@@ -20,10 +20,15 @@ mod token;
 mod up;
 mod validate;
 
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ontoloop::client::Clients;
+use ontoloop_proto::v1;
+
+use crate::session::Session;
 
 /// The `ontoloop` command line.
 #[derive(Debug, Parser)]
@@ -130,4 +135,26 @@ impl Cli {
             Command::Mcp(args) => args.run(config).await,
         }
     }
+}
+
+/// The whole of a command that makes one call and prints its reply: acting as `caller` (its
+/// `--as`), sends the request `request` builds around the caller's wire form through `send` (a
+/// failed call names `what`), then prints the reply with `print` (as JSON with `json`).
+async fn call_and_print<R, T, Fut>(
+    config: Option<&Path>,
+    caller: &str,
+    what: &str,
+    request: impl FnOnce(Option<v1::Caller>) -> anyhow::Result<R>,
+    send: impl FnOnce(Clients, R) -> Fut,
+    print: impl FnOnce(&T, bool) -> anyhow::Result<()>,
+    json: bool,
+) -> anyhow::Result<ExitCode>
+where
+    Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let mut session = Session::load(config, &[])?.acting_as(caller)?;
+    let request = request(session.wire_caller()?)?;
+    let reply = session.call(what, |clients| send(clients, request)).await?;
+    print(&reply, json)?;
+    Ok(ExitCode::SUCCESS)
 }

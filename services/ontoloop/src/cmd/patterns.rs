@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -20,17 +19,15 @@ pub struct Args {
 
 impl Args {
     pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
-        let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
-        let request = v1::ListPatternsRequest {
-            caller: session.wire_caller()?,
-            limit: 0,
-        };
-        let patterns = session
-            .call("patterns", |mut c| async move {
-                c.analyst.list_patterns(request).await
-            })
-            .await?;
-        print::patterns(&patterns, self.json)?;
-        Ok(ExitCode::SUCCESS)
+        super::call_and_print(
+            config,
+            &self.caller,
+            "patterns",
+            |caller| Ok(v1::ListPatternsRequest { caller, limit: 0 }),
+            |mut c, request| async move { c.analyst.list_patterns(request).await },
+            print::patterns,
+            self.json,
+        )
+        .await
     }
 }

@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use ontoloop_proto::v1;
 
 use crate::print;
-use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,27 +26,29 @@ pub struct Args {
 
 impl Args {
     pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
-        let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
-        let as_of = match self.as_of {
-            Some(text) => Some(ontoloop_proto::convert::timestamp(
-                chrono::DateTime::parse_from_rfc3339(&text)
-                    .with_context(|| format!("--as-of {text:?}: expected RFC 3339"))?
-                    .with_timezone(&chrono::Utc),
-            )),
-            None => None,
-        };
-        let request = v1::PlateRequest {
-            caller: session.wire_caller()?,
-            limit: self.limit,
-            as_of,
-        };
-        let plate = session
-            .call(
-                "plate",
-                |mut c| async move { c.retrieval.plate(request).await },
-            )
-            .await?;
-        print::plate(&plate, self.json)?;
-        Ok(ExitCode::SUCCESS)
+        super::call_and_print(
+            config,
+            &self.caller,
+            "plate",
+            |caller| {
+                let as_of = match self.as_of {
+                    Some(text) => Some(ontoloop_proto::convert::timestamp(
+                        chrono::DateTime::parse_from_rfc3339(&text)
+                            .with_context(|| format!("--as-of {text:?}: expected RFC 3339"))?
+                            .with_timezone(&chrono::Utc),
+                    )),
+                    None => None,
+                };
+                Ok(v1::PlateRequest {
+                    caller,
+                    limit: self.limit,
+                    as_of,
+                })
+            },
+            |mut c, request| async move { c.retrieval.plate(request).await },
+            print::plate,
+            self.json,
+        )
+        .await
     }
 }

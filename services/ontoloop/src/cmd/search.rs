@@ -8,7 +8,6 @@ use ontoloop_proto::v1;
 
 use super::ask::{Ranking, instant};
 use crate::print;
-use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,27 +46,31 @@ pub struct Args {
 
 impl Args {
     pub async fn run(self, config: Option<&Path>) -> anyhow::Result<ExitCode> {
-        let mut session = Session::load(config, &[])?.acting_as(&self.caller)?;
-        let as_of = self.as_of.as_deref().map(instant).transpose()?;
-        let request = v1::SearchRequest {
-            caller: session.wire_caller()?,
-            query: self.query,
-            k: self.k,
-            ranking: self
-                .ranking
-                .map_or(v1::PassageRanking::Unspecified, Into::into) as i32,
-            min_sequence: self.min_sequence,
-            as_of: as_of.map(ontoloop_proto::convert::timestamp),
-            origins: self.origins,
-            page_prefix: self.prefix,
-            scope: self.scope,
-        };
-        let found = session
-            .call("search", |mut c| async move {
-                c.retrieval.search(request).await
-            })
-            .await?;
-        print::found(&found, self.json)?;
-        Ok(ExitCode::SUCCESS)
+        super::call_and_print(
+            config,
+            &self.caller,
+            "search",
+            |caller| {
+                let as_of = self.as_of.as_deref().map(instant).transpose()?;
+                Ok(v1::SearchRequest {
+                    caller,
+                    query: self.query,
+                    k: self.k,
+                    ranking: self
+                        .ranking
+                        .map_or(v1::PassageRanking::Unspecified, Into::into)
+                        as i32,
+                    min_sequence: self.min_sequence,
+                    as_of: as_of.map(ontoloop_proto::convert::timestamp),
+                    origins: self.origins,
+                    page_prefix: self.prefix,
+                    scope: self.scope,
+                })
+            },
+            |mut c, request| async move { c.retrieval.search(request).await },
+            print::found,
+            self.json,
+        )
+        .await
     }
 }
