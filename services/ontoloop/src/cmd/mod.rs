@@ -68,8 +68,8 @@ enum Command {
     /// "record.rename", "ontology.set", "graph.maintain"; an optional "at"), or a world file (its
     /// ontology and the first scenario's timeline). Given a folder: one page per document
     /// (Markdown, reStructuredText, text, YAML/JSON/TOML, HTML, PDF), only what changed since the
-    /// last run, pages of gone files deleted; --git pushes a repository's history (through the
-    /// git command), --watch follows the folder.
+    /// last run, pages of gone files deleted; --git pushes a repository's history (read with
+    /// libgit2), --watch follows the folder.
     Ingest(ingest::Args),
     /// Ask the analyst for graph maintenance: patch, repair, rebuild (a rebuild, a large repair
     /// and an ontology change pass the gate: held for a reviewer when answers change that no
