@@ -522,6 +522,31 @@ async fn a_git_history_answers_as_of_an_old_commit() {
         price(&c, sequence(&next), None).await,
         ("64".to_owned(), "pricing.md@3".to_owned())
     );
+
+    // Without the state file naming the last commit pushed, the history is not pushed again on
+    // top of what the store holds (old texts as new versions): the run refuses, saying why.
+    std::fs::remove_dir_all(repo.join(".ontoloop")).expect("drop the state file");
+    let shown = repo.display().to_string();
+    let args = [
+        "ingest",
+        shown.as_str(),
+        "--as",
+        "acme/ingest",
+        "--json",
+        "--git",
+    ];
+    let mut command = cli(&sandbox, repo.parent().unwrap_or(&repo), &args);
+    let out: Output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("join")
+        .expect("run ontoloop ingest");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("names no last commit pushed"), "{stderr}");
+    assert_eq!(
+        price(&c, sequence(&next), None).await,
+        ("64".to_owned(), "pricing.md@3".to_owned())
+    );
     sandbox.shutdown().await.expect("shutdown");
 }
 

@@ -893,6 +893,34 @@ pub async fn git(intake: &Intake, opts: &Options) -> anyhow::Result<Summary> {
             "the history was rewritten since the last run ({since} is no ancestor of HEAD): \
              ingest with --full into a tenant that holds none of these pages"
         );
+    } else if !opts.full {
+        // Without the last commit pushed, the whole history would be pushed again on top of
+        // what the store holds: old texts as new versions.
+        let origins = folder_origins(opts, &state);
+        match intake.stored(&origins).await {
+            Ok(held) => anyhow::ensure!(
+                held.is_empty(),
+                "the store holds {} pages of this folder's origins but {} names no last commit \
+                 pushed: pass --state FILE with the state of the run that pushed them, or ingest \
+                 with --full into a tenant that holds none of these pages",
+                held.len(),
+                opts.state_file.display()
+            ),
+            // A caller that may not list pushes as before.
+            Err(status)
+                if matches!(
+                    status.code(),
+                    tonic::Code::PermissionDenied | tonic::Code::Unimplemented
+                ) =>
+            {
+                summary.store_unlisted = Some(format!("{:?}: {}", status.code(), status.message()));
+            }
+            Err(status) => anyhow::bail!(
+                "list the pages the store holds: {:?}: {}",
+                status.code(),
+                status.message()
+            ),
+        }
     }
     let commits = repo.commits(since.as_deref(), &head)?;
     let plan = GitPlan::new(commits, opts, &mut summary)?;
