@@ -418,6 +418,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 15, "{seen:?}");
+        assert_eq!(seen.len(), 16, "{seen:?}");
     }
 }
