@@ -436,7 +436,6 @@ async fn stored(
     state: &State,
     summary: &mut Summary,
 ) -> anyhow::Result<Option<HashMap<String, Entry>>> {
-    use tonic::Code;
     if opts.full && run == Run::Full {
         summary.compared_with = "nothing";
         return Ok(Some(HashMap::new()));
@@ -445,12 +444,23 @@ async fn stored(
     if run == Run::Rescan {
         return Ok(None);
     }
-    let origins = folder_origins(opts, state);
-    match intake.stored(&origins).await {
-        Ok(stored) => {
-            summary.compared_with = "store";
-            Ok(Some(stored))
-        }
+    let listed = listed(intake, &folder_origins(opts, state), summary).await?;
+    if listed.is_some() {
+        summary.compared_with = "store";
+    }
+    Ok(listed)
+}
+
+/// The pages of `origins` the store holds; `None`, with the reason in `summary`, when the caller
+/// may not list them (or the server has no `ListPages`).
+async fn listed(
+    intake: &Intake,
+    origins: &BTreeSet<String>,
+    summary: &mut Summary,
+) -> anyhow::Result<Option<HashMap<String, Entry>>> {
+    use tonic::Code;
+    match intake.stored(origins).await {
+        Ok(stored) => Ok(Some(stored)),
         Err(status) if matches!(status.code(), Code::PermissionDenied | Code::Unimplemented) => {
             summary.store_unlisted = Some(format!("{:?}: {}", status.code(), status.message()));
             Ok(None)
@@ -896,30 +906,17 @@ pub async fn git(intake: &Intake, opts: &Options) -> anyhow::Result<Summary> {
     } else if !opts.full {
         // Without the last commit pushed, the whole history would be pushed again on top of
         // what the store holds: old texts as new versions.
-        let origins = folder_origins(opts, &state);
-        match intake.stored(&origins).await {
-            Ok(held) => anyhow::ensure!(
+        let held = listed(intake, &folder_origins(opts, &state), &mut summary).await?;
+        // A caller that may not list pushes as before.
+        if let Some(held) = held {
+            anyhow::ensure!(
                 held.is_empty(),
                 "the store holds {} pages of this folder's origins but {} names no last commit \
                  pushed: pass --state FILE with the state of the run that pushed them, or ingest \
                  with --full into a tenant that holds none of these pages",
                 held.len(),
                 opts.state_file.display()
-            ),
-            // A caller that may not list pushes as before.
-            Err(status)
-                if matches!(
-                    status.code(),
-                    tonic::Code::PermissionDenied | tonic::Code::Unimplemented
-                ) =>
-            {
-                summary.store_unlisted = Some(format!("{:?}: {}", status.code(), status.message()));
-            }
-            Err(status) => anyhow::bail!(
-                "list the pages the store holds: {:?}: {}",
-                status.code(),
-                status.message()
-            ),
+            );
         }
     }
     let commits = repo.commits(since.as_deref(), &head)?;
