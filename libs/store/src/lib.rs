@@ -47,6 +47,8 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, Set,
 };
 
+use crate::rows::Batch;
+
 /// How long a write waits for the embedded database's one writing connection before it fails
 /// (and is retried by its caller), milliseconds.
 const WRITE_WAIT_MS: u64 = 30_000;
@@ -312,15 +314,8 @@ impl Store {
         body: &str,
         received_at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        use entity::inbox_message::{ActiveModel, Column, Entity};
-        let row = ActiveModel {
-            queue: Set(queue.to_owned()),
-            message_id: Set(message_id.to_owned()),
-            body: Set(body.to_owned()),
-            received_at: Set(received_at),
-            ..Default::default()
-        };
-        let inserted = Entity::insert(row)
+        use entity::inbox_message::{Column, Entity};
+        let inserted = Entity::insert(inbox_row(queue, message_id, body, received_at))
             .on_conflict(
                 OnConflict::columns([Column::Queue, Column::MessageId])
                     .do_nothing()
@@ -339,7 +334,7 @@ impl Store {
         messages: &[(String, String)],
         received_at: DateTime<Utc>,
     ) -> Result<Vec<String>, StoreError> {
-        use entity::inbox_message::{ActiveModel, Column, Entity};
+        use entity::inbox_message::{Column, Entity};
         if messages.is_empty() {
             return Ok(Vec::new());
         }
@@ -359,32 +354,22 @@ impl Store {
                     .await?,
             );
         }
-        let mut fresh = Vec::new();
-        let mut rows = Vec::new();
-        for (id, body) in messages {
-            if known.insert(id.clone()) {
-                fresh.push(id.clone());
-                rows.push(ActiveModel {
-                    queue: Set(queue.to_owned()),
-                    message_id: Set(id.clone()),
-                    body: Set(body.clone()),
-                    received_at: Set(received_at),
-                    ..Default::default()
-                });
-            }
-        }
-        for chunk in rows.chunks(200) {
-            Entity::insert_many(chunk.to_vec())
-                .on_conflict(
-                    OnConflict::columns([Column::Queue, Column::MessageId])
-                        .do_nothing()
-                        .to_owned(),
-                )
-                .exec_without_returning(&txn)
-                .await?;
-        }
+        let new: Vec<&(String, String)> = messages
+            .iter()
+            .filter(|(id, _)| known.insert(id.clone()))
+            .collect();
+        let inbox = Batch {
+            chunk: 200,
+            key: &[Column::Queue, Column::MessageId],
+            update: &[],
+        };
+        inbox
+            .write(&txn, &new, |(id, body)| {
+                inbox_row(queue, id, body, received_at)
+            })
+            .await?;
         txn.commit().await?;
-        Ok(fresh)
+        Ok(new.into_iter().map(|(id, _)| id.clone()).collect())
     }
 
     /// How many messages of `queue` were recorded.
@@ -544,6 +529,22 @@ async fn tune_sqlite(db: &DatabaseConnection) -> Result<(), StoreError> {
 }
 
 pub use ontoloop_core::redact_url as redact;
+
+/// The row recording queue message `message_id` of `queue`, received at `received_at`.
+fn inbox_row(
+    queue: &str,
+    message_id: &str,
+    body: &str,
+    received_at: DateTime<Utc>,
+) -> entity::inbox_message::ActiveModel {
+    entity::inbox_message::ActiveModel {
+        queue: Set(queue.to_owned()),
+        message_id: Set(message_id.to_owned()),
+        body: Set(body.to_owned()),
+        received_at: Set(received_at),
+        ..Default::default()
+    }
+}
 
 fn inbox_message(row: entity::inbox_message::Model) -> InboxMessage {
     InboxMessage {
