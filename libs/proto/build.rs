@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it was compiled: a copy of the checkout elsewhere
+    // sharing the target folder would otherwise compile the first copy's files.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let protos: Vec<PathBuf> = ["common", "retrieval", "firewall", "telemetry", "analyst"]
         .iter()
         .map(|name| root.join(format!("ontoloop/v1/{name}.proto")))
