@@ -21,7 +21,7 @@ use super::model::{
 use super::names::NameNormaliser;
 use super::ontology::{Compiled, Ontology, PredicateKind};
 use super::scope::Scope;
-use super::semantic::{self, Lexicon, Profile, Scorer};
+use super::semantic::{self, Lexicon, Profiles, Scorer};
 use super::structured;
 use crate::settings::{InvalidSetting, share};
 
@@ -361,7 +361,7 @@ const MODEL_BATCH: usize = 24;
 pub struct Extraction {
     settings: ExtractSettings,
     encoder: Option<Arc<dyn SentenceEncoder>>,
-    profiles: Vec<Profile>,
+    profiles: Profiles,
     /// Each predicate's own words, which a record's field keys are compared with by meaning.
     terms: Vec<Vec<String>>,
     normaliser: NameNormaliser,
@@ -784,7 +784,7 @@ impl Extraction {
         };
         let prototypes = self.prototypes.get_or_init(|| {
             let mut all = Vec::new();
-            for profile in &self.profiles {
+            for profile in self.profiles.iter() {
                 let texts: Vec<&str> = profile.prototypes.iter().map(String::as_str).collect();
                 all.push(encoder.encode(&texts).ok()?);
             }

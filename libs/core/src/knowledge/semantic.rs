@@ -560,8 +560,35 @@ pub(crate) struct Profile {
     pub prototypes: Vec<String>,
 }
 
+/// Every predicate's profile, in the ontology's order, with what each sentence's reading looks
+/// up: the words any predicate uses and the ontology's type nouns (gathered once, not per
+/// sentence).
+#[derive(Debug, Clone)]
+pub(crate) struct Profiles {
+    list: Vec<Profile>,
+    words: BTreeSet<String>,
+    type_nouns: Vec<String>,
+}
+
+impl std::ops::Deref for Profiles {
+    type Target = [Profile];
+
+    fn deref(&self) -> &[Profile] {
+        &self.list
+    }
+}
+
 /// Profiles of every predicate: content words weighted by how few predicates share them.
-pub(crate) fn profiles(ontology: &Ontology) -> Vec<Profile> {
+pub(crate) fn profiles(ontology: &Ontology) -> Profiles {
+    let list = predicate_profiles(ontology);
+    Profiles {
+        words: list.iter().flat_map(|p| p.words.keys().cloned()).collect(),
+        type_nouns: ontology.type_nouns(),
+        list,
+    }
+}
+
+fn predicate_profiles(ontology: &Ontology) -> Vec<Profile> {
     let vocabularies: Vec<BTreeSet<String>> = ontology
         .predicates()
         .iter()
@@ -723,19 +750,20 @@ impl Reading<'_> {
 /// model call.
 pub(crate) fn reading<'s>(
     ontology: &Ontology,
-    profiles: &[Profile],
+    profiles: &Profiles,
     scorer: &Scorer<'_>,
     lexicon: &Lexicon,
     normaliser: &NameNormaliser,
     sentence: &'s str,
 ) -> Option<Reading<'s>> {
     let toks = tokens(sentence);
-    let type_nouns = ontology.type_nouns();
-    let predicate_words: BTreeSet<String> = profiles
-        .iter()
-        .flat_map(|p| p.words.keys().cloned())
-        .collect();
-    let found = mentions(&toks, lexicon, normaliser, &type_nouns, &predicate_words);
+    let found = mentions(
+        &toks,
+        lexicon,
+        normaliser,
+        &profiles.type_nouns,
+        &profiles.words,
+    );
     let numbers = values(&toks);
     if found.is_empty() && numbers.is_empty() {
         return None;
@@ -754,7 +782,7 @@ pub(crate) fn reading<'s>(
     let candidates: Vec<(usize, f64, Claim)> = ontology
         .predicates()
         .iter()
-        .zip(profiles)
+        .zip(profiles.iter())
         .enumerate()
         .filter_map(|(i, (predicate, profile))| {
             let rename = predicate.kind == PredicateKind::Rename;
@@ -790,7 +818,7 @@ pub(crate) fn reading<'s>(
 /// Empty when it states nothing or is refused.
 pub(crate) fn claims_by_meaning(
     ontology: &Ontology,
-    profiles: &[Profile],
+    profiles: &Profiles,
     scorer: &Scorer<'_>,
     lexicon: &Lexicon,
     normaliser: &NameNormaliser,
