@@ -22,6 +22,7 @@ mod m20261201_210000_page_tombstone;
 mod m20261203_070000_fact_scope;
 mod m20261203_100000_gate;
 mod m20261204_090000_page_effective_from;
+mod m20261207_040000_text_vector;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_070000_fact_scope::Migration),
             Box::new(m20261203_100000_gate::Migration),
             Box::new(m20261204_090000_page_effective_from::Migration),
+            Box::new(m20261207_040000_text_vector::Migration),
         ]
     }
 }

@@ -120,7 +120,7 @@ pub async fn start(world: &World, noise: f64, seed: u64) -> anyhow::Result<FakeM
         .map(|(_, _, body)| body.to_owned())
         .collect();
     let oracle = tokio::task::spawn_blocking(move || {
-        let (setup, _) = ontoloop_embed::extraction_setup(ExtractSettings::default());
+        let (setup, _) = ontoloop_embed::extraction_setup(ExtractSettings::default(), None);
         let ontology = setup.compile(ontology);
         let normaliser = NameNormaliser::new(ontology.type_nouns());
         let mut lexicon = Lexicon::default();

@@ -437,7 +437,7 @@ pub async fn run(
         }
     }
     // The same claims in the world's own phrasings, as answer text.
-    let (setup, _) = ontoloop_embed::extraction_setup(Default::default());
+    let (setup, _) = ontoloop_embed::extraction_setup(Default::default(), None);
     let ontology = setup.compile(world.ontology()?);
     let phrasings = phrasings(&ontology, scenario);
     for (n, item) in set.iter().enumerate() {

@@ -82,7 +82,7 @@ pub fn run(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<GateReport> {
     anyhow::ensure!(pages > 0, "--pages must be at least 1");
-    let (setup, _) = ontoloop_embed::extraction_setup(ExtractSettings::default());
+    let (setup, _) = ontoloop_embed::extraction_setup(ExtractSettings::default(), None);
     let encoder = setup.encoder().is_some();
     let ontology = Arc::new(setup.compile_for(TENANT, Ontology::from_value(ontology())?));
     let written = Utc::now() - Duration::hours(1);

@@ -21,7 +21,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config, HiddenAct, PositionEmbeddingType};
 use std::sync::Arc;
 
-use ontoloop_core::knowledge::encoder::{CachedEncoder, EncodeError, SentenceEncoder};
+use ontoloop_core::knowledge::encoder::{CachedEncoder, EncodeError, KeptVectors, SentenceEncoder};
 use ontoloop_core::knowledge::{ExtractSettings, ExtractionSetup, Stage};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
@@ -85,9 +85,13 @@ pub fn model_dir(configured: Option<&Path>) -> PathBuf {
 }
 
 /// The extraction setup `settings` ask for: when the semantic stage runs, the model loaded from
-/// the configured folder (or the default one) behind a vector cache; when the folder lacks it,
-/// the lexical scorer and the reason, for the caller to say at start-up.
-pub fn extraction_setup(settings: ExtractSettings) -> (ExtractionSetup, Option<EmbedError>) {
+/// the configured folder (or the default one) behind a vector cache, with `kept` behind that
+/// when given (vectors kept beyond the process); when the folder lacks it, the lexical scorer
+/// and the reason, for the caller to say at start-up.
+pub fn extraction_setup(
+    settings: ExtractSettings,
+    kept: Option<Arc<dyn KeptVectors>>,
+) -> (ExtractionSetup, Option<EmbedError>) {
     if !settings.any_runs(Stage::Semantic) {
         return (ExtractionSetup::new(settings, None), None);
     }
@@ -95,8 +99,11 @@ pub fn extraction_setup(settings: ExtractSettings) -> (ExtractionSetup, Option<E
         (!settings.model_dir.trim().is_empty()).then(|| PathBuf::from(&settings.model_dir));
     match Embedder::load_default(configured.as_deref()) {
         Ok(embedder) => {
-            let encoder: Arc<dyn SentenceEncoder> =
-                Arc::new(CachedEncoder::new(Box::new(embedder)));
+            let cached = CachedEncoder::new(Box::new(embedder));
+            let encoder: Arc<dyn SentenceEncoder> = Arc::new(match kept {
+                Some(kept) => cached.keeping(kept),
+                None => cached,
+            });
             (ExtractionSetup::new(settings, Some(encoder)), None)
         }
         Err(err) => (ExtractionSetup::new(settings, None), Some(err)),
@@ -157,6 +164,7 @@ pub struct Embedder {
     device: Device,
     dimension: usize,
     dir: PathBuf,
+    fingerprint: String,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -167,6 +175,29 @@ impl std::fmt::Debug for Embedder {
             .field("dimension", &self.dimension)
             .finish()
     }
+}
+
+/// Bytes of the weights read, every [`SAMPLE_EVERY`] bytes, into the fingerprint.
+const SAMPLE: usize = 64;
+/// See [`SAMPLE`].
+const SAMPLE_EVERY: usize = 1 << 20;
+
+/// Which weights these are, for the vectors kept beyond the process: [`MODEL_ID`] with a hash of
+/// the weights' length, a sample of their bytes and the tokenizer's size, so another model in a
+/// folder of the same name never reads this one's vectors (cheaper than hashing every byte).
+fn fingerprint(weights: &[u8], tokenizer: &Path) -> String {
+    let mut sampled = Vec::with_capacity(weights.len() / SAMPLE_EVERY * SAMPLE + SAMPLE);
+    for start in (0..weights.len()).step_by(SAMPLE_EVERY) {
+        sampled.extend_from_slice(&weights[start..weights.len().min(start + SAMPLE)]);
+    }
+    let tokenizer_len = std::fs::metadata(tokenizer).map_or(0, |m| m.len());
+    let text = format!(
+        "{}:{tokenizer_len}:{}",
+        weights.len(),
+        String::from_utf8_lossy(&sampled)
+    );
+    let key = ontoloop_core::knowledge::encoder::vector_key(MODEL_ID, &text);
+    format!("{MODEL_ID}@{}", &key[..16])
 }
 
 impl Embedder {
@@ -208,6 +239,7 @@ impl Embedder {
             path: weights_path.clone(),
             source,
         };
+        let fingerprint = fingerprint(&bytes, &tokenizer_path);
         let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
             .map_err(weights_error)?;
         let model = BertModel::load(vb, &config).map_err(weights_error)?;
@@ -218,6 +250,7 @@ impl Embedder {
             device,
             dimension: config.hidden_size,
             dir: dir.to_path_buf(),
+            fingerprint,
         })
     }
 
@@ -294,6 +327,10 @@ impl Embedder {
 impl SentenceEncoder for Embedder {
     fn id(&self) -> &str {
         MODEL_ID
+    }
+
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {

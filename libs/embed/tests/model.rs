@@ -155,7 +155,7 @@ fn an_empty_model_folder_falls_back_to_lexical_scoring_and_says_so() {
         model_dir: dir.path().display().to_string(),
         ..Default::default()
     };
-    let (setup, err) = ontoloop_embed::extraction_setup(settings.clone());
+    let (setup, err) = ontoloop_embed::extraction_setup(settings.clone(), None);
     assert!(matches!(err, Some(EmbedError::Missing { .. })), "{err:?}");
     assert!(
         setup.describe().contains("lexical fallback"),
@@ -182,7 +182,7 @@ fn an_empty_model_folder_falls_back_to_lexical_scoring_and_says_so() {
 #[test]
 fn with_the_model_the_semantic_stage_reads_a_synonym_the_lexical_scorer_cannot() {
     let text = "The Falcon team is run by Mara Olsen.";
-    let (setup, err) = ontoloop_embed::extraction_setup(Default::default());
+    let (setup, err) = ontoloop_embed::extraction_setup(Default::default(), None);
     assert!(
         err.is_none(),
         "the model is fetched by `make model`: {err:?}"
@@ -270,7 +270,7 @@ fn with_the_model_a_question_word_is_matched_by_meaning_not_only_by_spelling() {
         )
         .expect("links")
     };
-    let (setup, err) = ontoloop_embed::extraction_setup(Default::default());
+    let (setup, err) = ontoloop_embed::extraction_setup(Default::default(), None);
     assert!(err.is_none(), "{err:?}");
     let raw = Ontology::from_json(missions()).expect("ontology");
     // "flies" is spelled unlike "flown": the encoder reads it as that hop.

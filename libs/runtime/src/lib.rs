@@ -57,6 +57,7 @@ mod service;
 pub mod signals;
 pub mod tls;
 mod trace;
+mod vectors;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -75,6 +76,7 @@ pub use http::{Scrape, bind_http, serve_http};
 pub use model_cache::persisted_model_client;
 pub use service::{Parts, Service, main, run, serve};
 pub use tokio_util::sync::CancellationToken;
+pub use vectors::kept_vectors;
 
 /// Signals the services may have buffered for the intake before new ones are dropped.
 const SIGNAL_BUFFER: usize = 4096;
@@ -189,8 +191,19 @@ impl Context {
 /// here.
 pub async fn load_extraction(settings: &Settings, store: Option<&Store>) -> ExtractionSetup {
     let extract = settings.extract.clone();
+    // The encoder's vectors kept in the store, when the semantic stage may encode.
+    let kept = store
+        .filter(|_| extract.any_runs(ontoloop_core::knowledge::Stage::Semantic))
+        .and_then(|store| {
+            kept_vectors(
+                &settings.store,
+                store,
+                ontoloop_embed::MODEL_ID,
+                extract.vectors_kept,
+            )
+        });
     let loaded =
-        tokio::task::spawn_blocking(move || ontoloop_embed::extraction_setup(extract)).await;
+        tokio::task::spawn_blocking(move || ontoloop_embed::extraction_setup(extract, kept)).await;
     let setup = match loaded {
         Ok((setup, None)) => setup,
         Ok((setup, Some(err))) => {

@@ -17,6 +17,7 @@ pub mod retention;
 pub mod review;
 mod rows;
 pub mod signals;
+pub mod vectors;
 
 pub use knowledge::{
     Intake, IntakeRequest, IntakeSummary, KnowledgeChanges, KnowledgeCommit, KnowledgeRows,
@@ -33,6 +34,7 @@ pub use review::{
     UpdateSource, update_status,
 };
 pub use signals::{Frequency, MAX_WINDOW_SIGNALS, SignalAccepted, SignalRecord, WindowSignal};
+pub use vectors::VectorReader;
 
 use std::path::Path;
 use std::time::Duration;

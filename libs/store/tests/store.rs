@@ -7,7 +7,7 @@ use ontoloop_core::knowledge::{MaintenanceReport, ModelCost, ModelUsage};
 use ontoloop_settings::{Loader, StoreSettings};
 use ontoloop_store::{
     Backend, CachedAnswer, KnowledgeCommit, OutboxKind, RunRecord, SignalRecord, Store, StoreError,
-    StoredRun,
+    StoredRun, VectorReader,
 };
 use ontoloop_testkit::servers::PgDatabase;
 
@@ -46,6 +46,7 @@ async fn migrations_go_up_and_down(store: &Store) {
             "m20261203_070000_fact_scope".to_owned(),
             "m20261203_100000_gate".to_owned(),
             "m20261204_090000_page_effective_from".to_owned(),
+            "m20261207_040000_text_vector".to_owned(),
         ]
     );
     // Up again is a no-op.
@@ -314,6 +315,51 @@ async fn outbox_rows_keep_the_request_trace(store: &Store) {
     }
 }
 
+/// The encoder's vectors: kept once per key, read back exactly (by the store and by a reader of
+/// their own), the oldest evicted beyond the bound.
+async fn text_vectors_persist_bounded(store: &Store, settings: &StoreSettings) {
+    let vector = |n: u32| vec![n as f32 / 3.0, -1.0, f32::EPSILON * n as f32];
+    let key = |n: u32| format!("{n:064x}");
+    let first: Vec<(String, Vec<f32>)> = (0..3).map(|n| (key(n), vector(n))).collect();
+    store.text_vectors_put("mini", &first).await.expect("put");
+    // A key already kept keeps its row.
+    store
+        .text_vectors_put("mini", &[(key(0), vec![9.0]), (key(3), vector(3))])
+        .await
+        .expect("put again");
+    store
+        .text_vectors_put("other", &[(key(7), vector(7))])
+        .await
+        .expect("put another model's");
+    assert_eq!(store.text_vectors_len("mini").await.expect("len"), 4);
+    let keys: Vec<String> = (0..5).map(key).collect();
+    let found = store.text_vectors_find(&keys).await.expect("find");
+    assert_eq!(found.len(), 4, "key 4 was never kept");
+    assert_eq!(found[&key(0)], vector(0), "the first vector stays");
+    assert_eq!(found[&key(2)], vector(2));
+    let reader = VectorReader::connect(settings)
+        .await
+        .expect("reader connects")
+        .expect("a database another pool sees");
+    assert_eq!(reader.find(&keys).await.expect("reader finds"), found);
+    // Beyond the bound the oldest go, per model.
+    assert_eq!(store.text_vectors_evict("mini", 2).await.expect("evict"), 2);
+    assert_eq!(store.text_vectors_evict("mini", 2).await.expect("evict"), 0);
+    let left = store.text_vectors_find(&keys).await.expect("find");
+    let mut left: Vec<&String> = left.keys().collect();
+    left.sort();
+    assert_eq!(left, vec![&key(2), &key(3)]);
+    assert_eq!(store.text_vectors_len("other").await.expect("len"), 1);
+}
+
+#[tokio::test]
+async fn a_vector_reader_sees_no_database_in_memory() {
+    let reader = VectorReader::connect(&settings_for("sqlite::memory:"))
+        .await
+        .expect("no error");
+    assert!(reader.is_none());
+}
+
 #[tokio::test]
 async fn sqlite_migrations_and_round_trip() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -328,6 +374,7 @@ async fn sqlite_migrations_and_round_trip() {
     migrations_go_up_and_down(&store).await;
     messages_round_trip_once(&store).await;
     model_answers_persist_bounded_per_model(&store).await;
+    text_vectors_persist_bounded(&store, &settings_for(&url)).await;
     maintenance_runs_keep_the_model_usage(&store).await;
     outbox_rows_keep_the_request_trace(&store).await;
     an_event_is_settled_once(&store).await;
@@ -344,6 +391,7 @@ async fn postgres_migrations_and_round_trip() {
     migrations_go_up_and_down(&store).await;
     messages_round_trip_once(&store).await;
     model_answers_persist_bounded_per_model(&store).await;
+    text_vectors_persist_bounded(&store, &settings_for(&database.url)).await;
     maintenance_runs_keep_the_model_usage(&store).await;
     outbox_rows_keep_the_request_trace(&store).await;
     an_event_is_settled_once(&store).await;

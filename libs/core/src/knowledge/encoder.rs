@@ -21,6 +21,12 @@ pub trait SentenceEncoder: Send + Sync {
     /// Stable id recorded in provenance, e.g. `all-MiniLM-L6-v2`.
     fn id(&self) -> &str;
 
+    /// Which weights these are (the id when the encoder cannot tell): vectors kept beyond the
+    /// process are keyed by it ([`vector_key`]), so other weights never read them.
+    fn fingerprint(&self) -> &str {
+        self.id()
+    }
+
     /// One L2-normalised vector per text, in order. Every vector has the same length.
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError>;
 
@@ -64,12 +70,45 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// Vectors of texts already encoded, bounded; cleared whole when full.
 const CACHE_ENTRIES: usize = 50_000;
 
+/// The key a text's vector is kept under beyond the process ([`KeptVectors`]): the hex SHA-256
+/// of the model's [fingerprint](SentenceEncoder::fingerprint) and the text, so one model's
+/// vectors are never read for another's and the text itself is not kept.
+pub fn vector_key(model: &str, text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
+    let mut hasher = Sha256::new();
+    hasher.update(model.as_bytes());
+    hasher.update([0]);
+    hasher.update(text.as_bytes());
+    let mut key = String::with_capacity(64);
+    for byte in hasher.finalize() {
+        let _ = write!(key, "{byte:02x}");
+    }
+    key
+}
+
+/// Where encoded vectors are kept beyond the process (the store, `ontoloop-runtime` wires it),
+/// by [`vector_key`]: a restart, a rebuild of a dense index or a new version of a page asks the
+/// model only for texts never encoded before.
+pub trait KeptVectors: Send + Sync {
+    /// The vectors kept under `keys`, in order (`None` where none is, or the lookup failed: the
+    /// model encodes those). Blocks the caller for one lookup.
+    fn find(&self, keys: &[String]) -> Vec<Option<Vec<f32>>>;
+
+    /// Keeps freshly encoded vectors; never blocks (a full queue drops them, to be encoded
+    /// again when next asked for).
+    fn keep(&self, vectors: Vec<(String, Vec<f32>)>);
+}
+
 /// An encoder that remembers the vectors of texts it has encoded, so re-reading a page (a
-/// patch, a repair, answer-time evidence) never pays the model twice for the same sentence.
+/// patch, a repair, answer-time evidence) never pays the model twice for the same sentence; with
+/// [`KeptVectors`] behind it, not across restarts either.
 pub struct CachedEncoder {
     inner: Box<dyn SentenceEncoder>,
     cache: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    kept: Option<std::sync::Arc<dyn KeptVectors>>,
     encoded: std::sync::atomic::AtomicU64,
+    found: std::sync::atomic::AtomicU64,
 }
 
 impl CachedEncoder {
@@ -78,8 +117,17 @@ impl CachedEncoder {
         Self {
             inner,
             cache: std::sync::Mutex::new(std::collections::HashMap::new()),
+            kept: None,
             encoded: std::sync::atomic::AtomicU64::new(0),
+            found: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Looks texts it does not hold up in `kept` before the model, and keeps there what the
+    /// model encodes.
+    pub fn keeping(mut self, kept: std::sync::Arc<dyn KeptVectors>) -> Self {
+        self.kept = Some(kept);
+        self
     }
 
     /// How many texts it has sent to the model (cache misses), since it was made.
@@ -87,15 +135,48 @@ impl CachedEncoder {
         self.encoded.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many texts it found kept ([`KeptVectors`]) instead of sending them to the model.
+    pub fn kept_texts(&self) -> u64 {
+        self.found.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// How many vectors it holds.
     pub fn cached(&self) -> usize {
         self.cache.lock().map_or(0, |c| c.len())
+    }
+
+    /// The vectors of `texts` (none held in memory) kept beyond the process, by text.
+    fn kept_vectors(&self, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let Some(kept) = &self.kept else {
+            return vec![None; texts.len()];
+        };
+        let model = self.inner.fingerprint();
+        let keys: Vec<String> = texts.iter().map(|t| vector_key(model, t)).collect();
+        let mut found = kept.find(&keys);
+        found.resize(texts.len(), None);
+        found
+    }
+
+    /// Holds `vectors` in memory.
+    fn remember<'t>(&self, vectors: impl IntoIterator<Item = (&'t str, &'t Vec<f32>)>) {
+        if let Ok(mut cache) = self.cache.lock() {
+            for (text, vector) in vectors {
+                if cache.len() >= CACHE_ENTRIES {
+                    cache.clear();
+                }
+                cache.insert(text.to_owned(), vector.clone());
+            }
+        }
     }
 }
 
 impl SentenceEncoder for CachedEncoder {
     fn id(&self) -> &str {
         self.inner.id()
+    }
+
+    fn fingerprint(&self) -> &str {
+        self.inner.fingerprint()
     }
 
     fn keeps_vectors(&self) -> bool {
@@ -111,34 +192,60 @@ impl SentenceEncoder for CachedEncoder {
             Ok(cache) => texts.iter().map(|t| cache.get(*t).cloned()).collect(),
             Err(_) => vec![None; texts.len()],
         };
-        let missing: Vec<&str> = texts
-            .iter()
-            .zip(&out)
-            .filter(|(_, v)| v.is_none())
-            .map(|(t, _)| *t)
-            .collect();
+        let unheld: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        if unheld.is_empty() {
+            return Ok(out.into_iter().flatten().collect());
+        }
+        let unheld_texts: Vec<&str> = unheld.iter().map(|&i| texts[i]).collect();
+        let dimensions = out.iter().flatten().next().map(Vec::len);
+        let mut missing: Vec<usize> = Vec::new();
+        let mut found: Vec<(&str, &Vec<f32>)> = Vec::new();
+        let kept = self.kept_vectors(&unheld_texts);
+        for (&i, vector) in unheld.iter().zip(kept) {
+            // A kept vector of another length (a store shared with an older model) is encoded
+            // again.
+            match vector {
+                Some(v) if dimensions.is_none_or(|d| d == v.len()) && !v.is_empty() => {
+                    out[i] = Some(v);
+                }
+                _ => missing.push(i),
+            }
+        }
+        for &i in &unheld {
+            if let Some(v) = &out[i] {
+                found.push((texts[i], v));
+            }
+        }
+        self.found
+            .fetch_add(found.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.remember(found);
         if !missing.is_empty() {
-            self.encoded
-                .fetch_add(missing.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            let fresh = self.inner.encode(&missing)?;
-            if fresh.len() != missing.len() {
+            let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+            self.encoded.fetch_add(
+                missing_texts.len() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            let fresh = self.inner.encode(&missing_texts)?;
+            if fresh.len() != missing_texts.len() {
                 return Err(EncodeError(format!(
                     "the encoder returned {} vectors for {} texts",
                     fresh.len(),
-                    missing.len()
+                    missing_texts.len()
                 )));
             }
-            if let Ok(mut cache) = self.cache.lock() {
-                if cache.len() + fresh.len() > CACHE_ENTRIES {
-                    cache.clear();
-                }
-                for (text, vector) in missing.iter().zip(&fresh) {
-                    cache.insert((*text).to_owned(), vector.clone());
-                }
+            self.remember(missing_texts.iter().copied().zip(&fresh));
+            if let Some(kept) = &self.kept {
+                let model = self.inner.fingerprint();
+                kept.keep(
+                    missing_texts
+                        .iter()
+                        .zip(&fresh)
+                        .map(|(text, vector)| (vector_key(model, text), vector.clone()))
+                        .collect(),
+                );
             }
-            let mut fresh = fresh.into_iter();
-            for slot in out.iter_mut().filter(|s| s.is_none()) {
-                *slot = fresh.next();
+            for (i, vector) in missing.into_iter().zip(fresh) {
+                out[i] = Some(vector);
             }
         }
         Ok(out.into_iter().flatten().collect())
@@ -147,7 +254,76 @@ impl SentenceEncoder for CachedEncoder {
 
 #[cfg(test)]
 mod tests {
-    use super::cosine;
+    use super::{CachedEncoder, EncodeError, KeptVectors, SentenceEncoder, cosine, vector_key};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    /// A model whose vector of a text is its length and its first byte.
+    struct Counting;
+
+    impl SentenceEncoder for Counting {
+        fn id(&self) -> &str {
+            "counting"
+        }
+
+        fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+            Ok(texts
+                .iter()
+                .map(|t| vec![t.len() as f32, f32::from(t.bytes().next().unwrap_or(0))])
+                .collect())
+        }
+    }
+
+    /// Vectors kept in a map, as the store keeps them.
+    #[derive(Default)]
+    struct Shelf(Mutex<HashMap<String, Vec<f32>>>);
+
+    impl KeptVectors for Shelf {
+        fn find(&self, keys: &[String]) -> Vec<Option<Vec<f32>>> {
+            let held = self.0.lock().unwrap();
+            keys.iter().map(|k| held.get(k).cloned()).collect()
+        }
+
+        fn keep(&self, vectors: Vec<(String, Vec<f32>)>) {
+            self.0.lock().unwrap().extend(vectors);
+        }
+    }
+
+    #[test]
+    fn a_restarted_encoder_finds_kept_vectors_and_asks_the_model_only_for_new_texts() {
+        let shelf = Arc::new(Shelf::default());
+        let first = CachedEncoder::new(Box::new(Counting)).keeping(shelf.clone());
+        let texts = ["alpha beta", "gamma", "delta epsilon zeta"];
+        let vectors = first.encode(&texts).unwrap();
+        assert_eq!((first.model_texts(), first.kept_texts()), (3, 0));
+        assert_eq!(shelf.0.lock().unwrap().len(), 3);
+        assert!(
+            shelf
+                .0
+                .lock()
+                .unwrap()
+                .contains_key(&vector_key("counting", "gamma"))
+        );
+
+        // A new process: nothing in memory, everything kept.
+        let again = CachedEncoder::new(Box::new(Counting)).keeping(shelf.clone());
+        let mixed = ["gamma", "a new sentence", "alpha beta"];
+        let out = again.encode(&mixed).unwrap();
+        assert_eq!((again.model_texts(), again.kept_texts()), (1, 2));
+        assert_eq!(out[0], vectors[1]);
+        assert_eq!(out[2], vectors[0]);
+        assert_eq!(out[1], Counting.encode(&["a new sentence"]).unwrap()[0]);
+        // Held in memory now: the shelf is not asked again.
+        again.encode(&mixed).unwrap();
+        assert_eq!((again.model_texts(), again.kept_texts()), (1, 2));
+    }
+
+    #[test]
+    fn another_model_never_reads_the_vectors_kept_for_one() {
+        assert_ne!(vector_key("a", "text"), vector_key("b", "text"));
+        assert_ne!(vector_key("a", "bc"), vector_key("ab", "c"));
+        assert_eq!(vector_key("a", "text").len(), 64);
+    }
 
     #[test]
     fn the_lane_sum_equals_the_plain_dot_product_at_every_length() {

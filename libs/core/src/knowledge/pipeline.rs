@@ -77,6 +77,9 @@ pub struct ExtractSettings {
     /// `config.json`); empty for the default location.
     #[serde(default)]
     pub model_dir: String,
+    /// Vectors the encoder keeps in the store at most (`text_vector`, see
+    /// `ontoloop_store::vectors`); 0 keeps none.
+    pub vectors_kept: u64,
     /// The model stage's OpenAI-compatible endpoint (`[extract.model]`); used only when
     /// `enabled` and `stages` names `model`.
     pub model: LlmSettings,

@@ -51,4 +51,5 @@ pub mod review_decision;
 pub mod signal_intake;
 pub mod supervisor_rate;
 pub mod tenant_state;
+pub mod text_vector;
 pub mod work_item;
