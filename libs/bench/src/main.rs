@@ -429,9 +429,11 @@ impl Command {
                 let mut progress = |line: &str| eprintln!("bench: {line}");
                 let store_url = scratch.store_url.clone();
                 let encoder = local.ctx.extraction().await.encoder().cloned();
+                let read_models = local.ctx.read_models().await;
                 let report = ontoloop_bench::scale::run(
                     &clients,
                     Some(&local.ctx.store),
+                    Some(read_models),
                     load,
                     || ontoloop_bench::scale::sqlite_mb(&store_url),
                     || encoder.as_ref().and_then(|e| e.texts_encoded()),

@@ -34,7 +34,9 @@ pub struct DenseIndex {
     /// taken (stale in it when installed).
     changed: Option<Vec<PassageKey>>,
     /// New versions whose old passages have left and whose new ones wait for the patcher.
-    waiting: BTreeMap<String, PageVersion>,
+    waiting: BTreeMap<String, (PageVersion, usize)>,
+    /// The passages of the waiting versions (the second of each entry of `waiting`).
+    waiting_passages: usize,
     /// Versions the patcher is encoding, by page: a page written again or deleted meanwhile
     /// leaves here, and its encoded passages are dropped.
     in_flight: HashMap<String, u64>,
@@ -73,6 +75,7 @@ impl DenseIndex {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             changed: None,
             waiting: BTreeMap::new(),
+            waiting_passages: 0,
             in_flight: HashMap::new(),
             patching: false,
         };
@@ -106,7 +109,9 @@ impl DenseIndex {
     /// Takes every passage of page `id` out.
     fn leave(&mut self, id: &str) {
         self.in_flight.remove(id);
-        self.waiting.remove(id);
+        if let Some((_, passages)) = self.waiting.remove(id) {
+            self.waiting_passages -= passages;
+        }
         for n in 0..self.chunks.remove(id).unwrap_or(0) {
             let key = (id.to_owned(), n);
             self.vectors.remove(&key);
@@ -128,6 +133,31 @@ impl DenseIndex {
             }
         }
         Ok(())
+    }
+
+    /// The new versions of `pages`: their old passages leave at once, the new ones wait for
+    /// the patcher. False when the tenant outgrew [`MAX_DENSE_PASSAGES`]: BM25 alone ranks it
+    /// from then on.
+    fn wait_for<'a>(&mut self, pages: impl IntoIterator<Item = &'a PageVersion>) -> bool {
+        for page in pages {
+            self.leave(&page.source_id);
+            if !page.deleted {
+                let passages = chunk_page(&page.source_id, page.version, &page.body).len();
+                self.waiting_passages += passages;
+                self.waiting
+                    .insert(page.source_id.clone(), (page.clone(), passages));
+            }
+        }
+        let passages = self.len() + self.waiting_passages;
+        if passages > MAX_DENSE_PASSAGES {
+            tracing::warn!(
+                passages,
+                limit = MAX_DENSE_PASSAGES,
+                "the tenant outgrew the dense index: BM25 alone ranks its passages"
+            );
+            return false;
+        }
+        true
     }
 
     /// Pages whose new passages wait for the background patcher ([`LazyDense::update`]).
@@ -199,6 +229,29 @@ pub const INLINE_DENSE_PASSAGES: usize = 256;
 /// dense half waits for the callers and for the analyst, BM25 ranks meanwhile.
 const BACKGROUND_NICENESS: i32 = 19;
 
+/// The pool the background threads encode on: the model fans its matrix products out over the
+/// rayon pool it is called in, and the global one runs at the callers' priority, so encoding
+/// there from a low-priority thread would still take the cores from the callers.
+fn background<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|n| format!("dense-encode-{n}"))
+            .start_handler(|_| crate::search::lower_priority(BACKGROUND_NICENESS))
+            .build()
+            .inspect_err(|err| {
+                tracing::warn!(error = %err, "no pool for background encoding; the global one encodes");
+            })
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
+    }
+}
+
 /// Pages a patcher takes from the waiting ones at a time (a few model calls of [`BATCH`]).
 const PATCH_PAGES: usize = 16;
 
@@ -216,6 +269,39 @@ const MAX_BUILDERS: usize = 2;
 
 /// Background builds running now.
 static BUILDERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Where a tenant's dense index stands ([`LazyDense::coverage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenseState {
+    /// Not started: no page arrived and no question asked for it yet.
+    #[default]
+    Idle,
+    /// Its first build is under way.
+    Building,
+    /// Built; pages may wait for the patcher.
+    Ready,
+    /// No model, too many passages, or the model failed: BM25 alone ranks.
+    Off,
+}
+
+/// How much of a tenant's passages its dense index covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DenseCoverage {
+    /// Where the index stands.
+    pub state: DenseState,
+    /// Passages it holds vectors of.
+    pub passages: usize,
+    /// Pages whose passages wait to be encoded (0 when ready: it covers every passage).
+    pub waiting_pages: usize,
+}
+
+impl DenseCoverage {
+    /// Whether it covers every passage of the tenant's current pages.
+    pub fn complete(&self) -> bool {
+        self.state == DenseState::Ready && self.waiting_pages == 0
+    }
+}
 
 /// A tenant's dense index as its read model holds it: built at the first question that wants
 /// it (inline when small, else by a thread of its own), patched with each change after, ready
@@ -263,7 +349,7 @@ impl LazyDense {
         f: impl FnOnce(Option<&DenseIndex>) -> R,
     ) -> R {
         if matches!(*read(&self.state), State::Idle) {
-            self.start(pages);
+            self.start(pages, true);
         }
         self.hold_for_patch();
         match &*read(&self.state) {
@@ -272,30 +358,46 @@ impl LazyDense {
         }
     }
 
-    fn start(&self, pages: &Arc<BTreeMap<String, PageVersion>>) {
+    /// Starts building the index of `pages` in the background when none is (as pages arrive,
+    /// so it is ready before the first question that wants it); a no-op while one is built,
+    /// ready or off, or while every background builder is busy (a later call starts it).
+    pub fn warm(&self, pages: &Arc<BTreeMap<String, PageVersion>>) {
+        if matches!(*read(&self.state), State::Idle) && !pages.is_empty() {
+            self.start(pages, false);
+        }
+    }
+
+    /// Starts the build: inline when `inline` and the pages hold at most
+    /// [`INLINE_DENSE_PASSAGES`] passages, else by a thread of its own (which counts them
+    /// itself when not `inline`, so pages arriving under the read model's lock never wait for
+    /// the count).
+    fn start(&self, pages: &Arc<BTreeMap<String, PageVersion>>, inline: bool) {
         let Some(encoder) = self.encoder.clone() else {
             return;
         };
-        let passages: usize = pages
-            .values()
-            .filter(|p| !p.deleted)
-            .map(|p| chunk_page(&p.source_id, p.version, &p.body).len())
-            .sum();
+        if inline {
+            // A question counts here: above the limit it is answered by BM25 at once.
+            let passages = passage_count(pages);
+            let mut state = write(&self.state);
+            if !matches!(*state, State::Idle) {
+                return;
+            }
+            if passages > MAX_DENSE_PASSAGES {
+                tracing::warn!(
+                    passages,
+                    limit = MAX_DENSE_PASSAGES,
+                    "too many passages for the dense index: BM25 alone ranks them"
+                );
+                *state = State::Off;
+                return;
+            }
+            if passages <= INLINE_DENSE_PASSAGES {
+                *state = built(DenseIndex::build(encoder, pages.values()));
+                return;
+            }
+        }
         let mut state = write(&self.state);
         if !matches!(*state, State::Idle) {
-            return;
-        }
-        if passages > MAX_DENSE_PASSAGES {
-            tracing::warn!(
-                passages,
-                limit = MAX_DENSE_PASSAGES,
-                "too many passages for the exact dense index: BM25 alone ranks them"
-            );
-            *state = State::Off;
-            return;
-        }
-        if passages <= INLINE_DENSE_PASSAGES {
-            *state = built(DenseIndex::build(encoder, pages.values()));
             return;
         }
         if BUILDERS.fetch_add(1, Ordering::SeqCst) >= MAX_BUILDERS {
@@ -305,26 +407,47 @@ impl LazyDense {
         *state = State::Building(Vec::new());
         drop(state);
         // The builder reads the pages as they were when it started (the read model copies its
-        // map on its next patch while the builder holds this one); later versions are patched
-        // in from `Building`'s list.
+        // map on its next patch while the builder holds this one); later versions wait for the
+        // patcher it starts when done.
         let shared = Arc::clone(&self.state);
+        let patched = Arc::clone(&self.patched);
         let pages = Arc::clone(pages);
         let spawned = std::thread::Builder::new()
             .name("dense-index".into())
             .spawn(move || {
                 crate::search::lower_priority(BACKGROUND_NICENESS);
-                tracing::info!(passages, "building the dense passage index");
-                let result = DenseIndex::build(encoder, pages.values());
+                let passages = passage_count(&pages);
+                let result = if passages > MAX_DENSE_PASSAGES {
+                    tracing::warn!(
+                        passages,
+                        limit = MAX_DENSE_PASSAGES,
+                        "too many passages for the dense index: BM25 alone ranks them"
+                    );
+                    None
+                } else {
+                    tracing::info!(passages, "building the dense passage index");
+                    let encoder = Arc::clone(&encoder);
+                    Some(background(|| DenseIndex::build(encoder, pages.values())))
+                };
+                drop(pages);
                 let mut state = write(&shared);
                 let pending = match std::mem::replace(&mut *state, State::Off) {
                     State::Building(pending) => pending,
                     _ => Vec::new(),
                 };
-                *state = built(result.and_then(|mut index| {
-                    index.update(pending.iter().map(|page| (None, page)))?;
-                    Ok(index)
-                }));
+                if let Some(result) = result {
+                    *state = built(result);
+                    // What arrived meanwhile waits for the patcher, outside this lock.
+                    if let State::Ready(index) = &mut *state
+                        && !index.wait_for(&pending)
+                    {
+                        *state = State::Off;
+                    }
+                    start_patcher(&shared, &mut state, &encoder, &patched);
+                }
+                drop(state);
                 BUILDERS.fetch_sub(1, Ordering::SeqCst);
+                notify(&patched);
             });
         if let Err(err) = spawned {
             BUILDERS.fetch_sub(1, Ordering::SeqCst);
@@ -348,45 +471,13 @@ impl LazyDense {
         let mut state = write(&self.state);
         match &mut *state {
             State::Ready(index) => {
-                for page in pages {
-                    index.leave(&page.source_id);
-                    if !page.deleted {
-                        index.waiting.insert(page.source_id.clone(), page.clone());
-                    }
-                }
-                // A page holds a passage at least.
-                if index.len() + index.waiting.len() > MAX_DENSE_PASSAGES {
-                    tracing::warn!(
-                        passages = index.len() + index.waiting.len(),
-                        limit = MAX_DENSE_PASSAGES,
-                        "the tenant outgrew the exact dense index: BM25 alone ranks its passages"
-                    );
+                let pages: Vec<&PageVersion> = pages.into_iter().collect();
+                if !index.wait_for(pages.iter().copied()) {
                     *state = State::Off;
                     return;
                 }
-                if index.patching || index.waiting.is_empty() {
-                    return;
-                }
-                let Some(encoder) = self.encoder.clone() else {
-                    return;
-                };
-                let (shared, generation) = (Arc::clone(&self.state), index.generation);
-                let patched = Arc::clone(&self.patched);
-                let spawned = std::thread::Builder::new()
-                    .name("dense-patch".into())
-                    .spawn(move || {
-                        crate::search::lower_priority(BACKGROUND_NICENESS);
-                        while patch_some(&shared, encoder.as_ref(), generation) {
-                            notify(&patched);
-                        }
-                        notify(&patched);
-                    });
-                match spawned {
-                    Ok(_) => index.patching = true,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "cannot start the dense index's patcher; built again at the next question");
-                        *state = State::Idle;
-                    }
+                if let Some(encoder) = &self.encoder {
+                    start_patcher(&self.state, &mut state, encoder, &self.patched);
                 }
             }
             State::Building(pending) => pending.extend(pages.into_iter().cloned()),
@@ -425,6 +516,27 @@ impl LazyDense {
         notify(&self.patched);
     }
 
+    /// How far the index is: its state, the passages it holds and the pages waiting for it.
+    pub fn coverage(&self) -> DenseCoverage {
+        match &*read(&self.state) {
+            State::Idle => DenseCoverage::default(),
+            State::Building(pending) => DenseCoverage {
+                state: DenseState::Building,
+                passages: 0,
+                waiting_pages: pending.len(),
+            },
+            State::Ready(index) => DenseCoverage {
+                state: DenseState::Ready,
+                passages: index.len(),
+                waiting_pages: index.outstanding(),
+            },
+            State::Off => DenseCoverage {
+                state: DenseState::Off,
+                ..DenseCoverage::default()
+            },
+        }
+    }
+
     /// Whether the index is ready.
     pub fn is_ready(&self) -> bool {
         matches!(*read(&self.state), State::Ready(_))
@@ -437,6 +549,49 @@ impl LazyDense {
             _ => 0,
         }
     }
+}
+
+/// Starts the patcher of the ready index in `state` (the guard of `shared`) when pages wait
+/// and none runs; a patcher that cannot start leaves the index to be built again.
+fn start_patcher(
+    shared: &Arc<RwLock<State>>,
+    state: &mut std::sync::RwLockWriteGuard<'_, State>,
+    encoder: &Arc<dyn SentenceEncoder>,
+    patched: &Arc<(Mutex<()>, Condvar)>,
+) {
+    let State::Ready(index) = &mut **state else {
+        return;
+    };
+    if index.patching || index.waiting.is_empty() {
+        return;
+    }
+    let (shared, generation) = (Arc::clone(shared), index.generation);
+    let (encoder, patched) = (Arc::clone(encoder), Arc::clone(patched));
+    let spawned = std::thread::Builder::new()
+        .name("dense-patch".into())
+        .spawn(move || {
+            crate::search::lower_priority(BACKGROUND_NICENESS);
+            while patch_some(&shared, encoder.as_ref(), generation) {
+                notify(&patched);
+            }
+            notify(&patched);
+        });
+    match spawned {
+        Ok(_) => index.patching = true,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot start the dense index's patcher; built again at the next question");
+            **state = State::Idle;
+        }
+    }
+}
+
+/// Passages of the current versions of `pages`.
+fn passage_count(pages: &BTreeMap<String, PageVersion>) -> usize {
+    pages
+        .values()
+        .filter(|p| !p.deleted)
+        .map(|p| chunk_page(&p.source_id, p.version, &p.body).len())
+        .sum()
 }
 
 /// Builds `index`'s approximate graph again, by a thread of its own, when the patches since
@@ -498,15 +653,16 @@ fn patch_some(shared: &Arc<RwLock<State>>, encoder: &dyn SentenceEncoder, genera
         }
         let mut taken = Vec::new();
         while taken.len() < PATCH_PAGES
-            && let Some((id, page)) = index.waiting.pop_first()
+            && let Some((id, (page, passages))) = index.waiting.pop_first()
         {
+            index.waiting_passages -= passages;
             index.in_flight.insert(id, page.version);
             taken.push(page);
         }
         taken
     };
     let texts: Vec<(PassageKey, String)> = taken.iter().flat_map(passage_texts).collect();
-    let encoded = encode_all(encoder, &texts);
+    let encoded = background(|| encode_all(encoder, &texts));
     let mut state = write(shared);
     let State::Ready(index) = &mut *state else {
         return false;
@@ -609,225 +765,4 @@ fn write(state: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::Utc;
-    use ontoloop_core::knowledge::encoder::EncodeError;
-
-    /// Words hashed into 64 dimensions, normalised: texts sharing words are close.
-    struct Words;
-
-    impl SentenceEncoder for Words {
-        fn id(&self) -> &str {
-            "words"
-        }
-
-        fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
-            Ok(texts
-                .iter()
-                .map(|text| {
-                    let mut v = vec![0.0f32; 64];
-                    for word in text.split(|c: char| !c.is_alphanumeric()) {
-                        if word.is_empty() {
-                            continue;
-                        }
-                        let lower = word.to_lowercase();
-                        let slot = lower.bytes().fold(7usize, |h, b| h * 31 + usize::from(b)) % 64;
-                        v[slot] += 1.0;
-                    }
-                    let norm = v
-                        .iter()
-                        .map(|x| x * x)
-                        .sum::<f32>()
-                        .sqrt()
-                        .max(f32::EPSILON);
-                    v.iter().map(|x| x / norm).collect()
-                })
-                .collect())
-        }
-    }
-
-    fn page(id: &str, body: &str, acl: &[&str]) -> PageVersion {
-        PageVersion {
-            source_id: id.into(),
-            version: 1,
-            title: id.into(),
-            origin: "wiki".into(),
-            body: body.into(),
-            updated_at: Utc::now(),
-            acl: acl.iter().map(|s| (*s).to_owned()).collect(),
-            confidence: 1.0,
-            deleted: false,
-            effective_from: None,
-        }
-    }
-
-    fn nearest(index: &DenseIndex, query: &str, readable: &[&str]) -> Vec<PassageKey> {
-        let vector = index.encode(query).expect("encode").expect("a vector");
-        index
-            .nearest(&vector, 2, |(id, _)| readable.contains(&id.as_str()))
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect()
-    }
-
-    #[test]
-    fn passages_are_found_by_meaning_filtered_first_and_follow_their_page() {
-        let handbook = page(
-            "handbook",
-            "# Travel\n\nBook trains two weeks ahead.\n\n# Office\n\nThe guest wifi password is on the fridge.",
-            &[],
-        );
-        let vault = page("vault", "The admin wifi password is in the vault.", &["it"]);
-        let mut index = DenseIndex::build(Arc::new(Words), [&handbook, &vault]).expect("build");
-        assert_eq!(index.len(), 3);
-        assert_eq!(
-            nearest(&index, "guest wifi password fridge", &["handbook"])[0],
-            ("handbook".to_owned(), 1)
-        );
-        // Filtered before ranking: the vault is never returned to one who may not read it.
-        assert!(
-            !nearest(&index, "admin wifi password vault", &["handbook"])
-                .iter()
-                .any(|(id, _)| id == "vault")
-        );
-        assert_eq!(
-            nearest(&index, "admin wifi password vault", &["handbook", "vault"])[0].0,
-            "vault"
-        );
-        let vector = index.encode("guest wifi").expect("encode").expect("vector");
-        let similarity = index
-            .similarity(&vector, &("handbook".to_owned(), 1))
-            .expect("held");
-        assert!(similarity > 0.0 && similarity <= 1.0 + 1e-6, "{similarity}");
-        // A new version replaces the page's passages; a deletion takes them out.
-        let revised = PageVersion {
-            version: 2,
-            ..page("handbook", "Wifi: ask reception.", &[])
-        };
-        index.update([(Some(&handbook), &revised)]).expect("update");
-        assert_eq!(index.len(), 2);
-        assert!(
-            index
-                .similarity(&vector, &("handbook".to_owned(), 1))
-                .is_none()
-        );
-        let tombstone = PageVersion::tombstone(&revised, Utc::now());
-        index
-            .update([(Some(&revised), &tombstone)])
-            .expect("delete");
-        assert_eq!(index.len(), 1);
-        assert!(index.encode("  ").expect("encode").is_none());
-    }
-
-    /// [`Words`] that waits until its gate opens.
-    struct Gated(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
-
-    impl SentenceEncoder for Gated {
-        fn id(&self) -> &str {
-            "gated"
-        }
-
-        fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
-            let (open, opened) = &*self.0;
-            let mut open = open.lock().expect("gate");
-            while !*open {
-                open = opened.wait(open).expect("gate");
-            }
-            Words.encode(texts)
-        }
-    }
-
-    fn pages(n: usize) -> Arc<BTreeMap<String, PageVersion>> {
-        Arc::new(
-            (0..n)
-                .map(|k| {
-                    let id = format!("p{k}");
-                    (id.clone(), page(&id, &format!("Note number {k}."), &[]))
-                })
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn a_large_tenant_is_embedded_in_the_background_with_what_changed_meanwhile() {
-        let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let lazy = LazyDense::new(Some(Arc::new(Gated(Arc::clone(&gate)))));
-        let current = pages(INLINE_DENSE_PASSAGES + 44);
-        // The first question starts the build and is answered without vectors.
-        assert!(lazy.with(&current, |dense| dense.is_none()));
-        assert!(!lazy.is_ready());
-        // A page written while the model works is kept and patched in after.
-        let late = page("late", "The harbour crane lifts forty tonnes.", &[]);
-        lazy.update([&late]);
-        let (open, opened) = &*gate;
-        *open.lock().expect("gate") = true;
-        opened.notify_all();
-        let started = std::time::Instant::now();
-        while !lazy.is_ready() && started.elapsed() < std::time::Duration::from_secs(30) {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert!(lazy.is_ready());
-        let found = lazy.with(&current, |dense| {
-            let index = dense.expect("ready");
-            assert_eq!(index.len(), INLINE_DENSE_PASSAGES + 45);
-            nearest(index, "harbour crane tonnes", &["late"])
-        });
-        assert_eq!(found, [("late".to_owned(), 0)]);
-        assert!(lazy.approx_bytes() > 0);
-    }
-
-    #[test]
-    fn a_ready_index_is_patched_beside_its_callers_and_drops_what_was_overtaken() {
-        let gate = Arc::new((Mutex::new(true), Condvar::new()));
-        let lazy = LazyDense::new(Some(Arc::new(Gated(Arc::clone(&gate)))));
-        let current = pages(3);
-        assert_eq!(lazy.with(&current, |d| d.map(DenseIndex::len)), Some(3));
-        // The model is held: the update returns without it (encoding under the caller would
-        // never return), and the old version's passage has left at once.
-        *gate.0.lock().expect("gate") = false;
-        let revised = PageVersion {
-            version: 2,
-            ..page("p0", "The harbour crane lifts forty tonnes.", &[])
-        };
-        lazy.update([&revised]);
-        // A question waits for a small patch a while, then answers without it.
-        let held = lazy.with(&current, |d| {
-            let d = d.expect("ready");
-            (d.len(), d.outstanding())
-        });
-        assert_eq!(held, (2, 1));
-        // Deleted while it waits or is encoded: its passages never come in.
-        lazy.update([&PageVersion::tombstone(&revised, Utc::now())]);
-        let late = page("late", "The harbour crane lifts forty tonnes.", &[]);
-        lazy.update([&late]);
-        *gate.0.lock().expect("gate") = true;
-        gate.1.notify_all();
-        let found = lazy.with(&current, |d| {
-            let d = d.expect("ready");
-            assert_eq!((d.len(), d.outstanding()), (3, 0));
-            nearest(d, "harbour crane tonnes", &["p0", "late"])
-        });
-        assert_eq!(found, [("late".to_owned(), 0)]);
-    }
-
-    #[test]
-    fn a_small_tenant_is_embedded_at_once_and_none_without_a_model_or_above_the_limit() {
-        let small = pages(3);
-        let lazy = LazyDense::new(Some(Arc::new(Words)));
-        assert_eq!(
-            lazy.with(&small, |dense| dense.map(DenseIndex::len)),
-            Some(3)
-        );
-        let without = LazyDense::new(None);
-        assert!(without.with(&small, |dense| dense.is_none()));
-        let many = pages(MAX_DENSE_PASSAGES + 1);
-        let huge = LazyDense::new(Some(Arc::new(Words)));
-        assert!(huge.with(&many, |dense| dense.is_none()));
-        assert!(!huge.is_ready());
-        // A tenant that outgrows the cap while it is ready goes to BM25 alone.
-        lazy.update(many.values());
-        assert!(!lazy.is_ready());
-        assert!(lazy.with(&many, |dense| dense.is_none()));
-    }
-}
+mod tests;

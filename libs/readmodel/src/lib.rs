@@ -26,7 +26,8 @@ pub mod searching;
 mod snapshot;
 
 pub use dense::{
-    DenseError, DenseIndex, INLINE_DENSE_PASSAGES, LazyDense, MAX_DENSE_PASSAGES, PassageKey,
+    DenseCoverage, DenseError, DenseIndex, DenseState, INLINE_DENSE_PASSAGES, LazyDense,
+    MAX_DENSE_PASSAGES, PassageKey,
 };
 pub use hybrid::{FUSION_K, Hybrid, Ranked, Ranking};
 pub use query_log::{Asker, QUERY_LOG_BUFFER, QueryLog, RECENT_QUESTIONS};

@@ -189,6 +189,12 @@ impl Snapshot {
         self.dense.with(&self.current, f)
     }
 
+    /// How much of the current pages' passages the dense index covers (it is built as pages
+    /// arrive, in the background).
+    pub fn dense_coverage(&self) -> crate::DenseCoverage {
+        self.dense.coverage()
+    }
+
     /// Every version of the pages `access` lets its caller read, as a citation's resolution
     /// reads them ([`ontoloop_core::knowledge::passage::resolve`]).
     pub fn history<'a>(&'a self, access: Access<'a>) -> ReadableHistory<'a> {

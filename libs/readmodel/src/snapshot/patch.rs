@@ -163,6 +163,8 @@ impl Snapshot {
             }
         }
         self.dense.update(pairs().map(|(_, page)| page));
+        // Built as pages arrive, in the background, not at the first question that wants it.
+        self.dense.warm(&self.current);
         Ok(())
     }
 }
