@@ -5,12 +5,14 @@
 //! dense index's background threads. So a lookup must not wait on the process's runtime (a call
 //! on a runtime thread would wait for itself): lookups go to a thread of their own, with its own
 //! small runtime and read pool ([`VectorReader`]), and a caller waits at most [`FIND_WAIT`] for
-//! its answer, else the model encodes. Fresh vectors are handed, without waiting, to a bounded
+//! its answer, else the model encodes; after a lookup failed or timed out, lookups are skipped
+//! for [`SKIP_AFTER_FAILURE`], so a store outage never holds an encoder up. Fresh vectors are handed, without waiting, to a bounded
 //! channel that a task on the process's runtime writes behind through the store's one writer,
 //! in batches; a full channel drops them (they are encoded again when next asked for). A store
 //! that cannot be reached costs model calls, never an error.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::Duration;
 
@@ -28,8 +30,35 @@ const BATCH: usize = 256;
 /// Lookups waiting for the reader thread at most; beyond, a lookup finds nothing.
 const LOOKUPS: usize = 64;
 
-/// How long an encoder waits for a lookup before it asks the model instead.
-pub const FIND_WAIT: Duration = Duration::from_secs(2);
+/// How long an encoder waits for a lookup before it asks the model instead (a short text costs
+/// the model a few milliseconds).
+pub const FIND_WAIT: Duration = Duration::from_millis(250);
+
+/// How long lookups are skipped after one failed or timed out (the store down, or too slow to
+/// be worth waiting for): meanwhile the model encodes at once.
+const SKIP_AFTER_FAILURE: Duration = Duration::from_secs(30);
+
+/// Until when lookups are skipped, as milliseconds since the Unix epoch (0: not skipped).
+#[derive(Default)]
+struct Skip(AtomicU64);
+
+impl Skip {
+    fn now_ms() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn active(&self) -> bool {
+        Self::now_ms() < self.0.load(Ordering::Relaxed)
+    }
+
+    fn start(&self) {
+        let until = Self::now_ms()
+            .saturating_add(u64::try_from(SKIP_AFTER_FAILURE.as_millis()).unwrap_or(u64::MAX));
+        self.0.store(until, Ordering::Relaxed);
+    }
+}
 
 /// A lookup: the keys, and where the vectors go.
 type Lookup = (Vec<String>, SyncSender<Vec<Option<Vec<f32>>>>);
@@ -47,32 +76,45 @@ pub fn kept_vectors(
     }
     let (lookups, waiting) = sync_channel::<Lookup>(LOOKUPS);
     let reader_settings = settings.clone();
+    let skip = Arc::new(Skip::default());
+    let reader_skip = Arc::clone(&skip);
     let spawned = std::thread::Builder::new()
         .name("kept-vectors".into())
-        .spawn(move || read_lookups(&reader_settings, &waiting));
+        .spawn(move || read_lookups(&reader_settings, &waiting, &reader_skip));
     if let Err(err) = spawned {
         tracing::warn!(error = %err, "cannot start the vector reader; vectors are not kept");
         return None;
     }
     let (sink, fresh) = mpsc::channel(PENDING);
     tokio::spawn(write_behind(store.clone(), model.to_owned(), keep, fresh));
-    Some(Arc::new(StoredVectors { lookups, sink }))
+    Some(Arc::new(StoredVectors {
+        lookups,
+        sink,
+        skip,
+    }))
 }
 
 /// The encoder's side: lookups to the reader thread, fresh vectors to the writer task.
 struct StoredVectors {
     lookups: SyncSender<Lookup>,
     sink: mpsc::Sender<(String, Vec<f32>)>,
+    skip: Arc<Skip>,
 }
 
 impl KeptVectors for StoredVectors {
     fn find(&self, keys: &[String]) -> Vec<Option<Vec<f32>>> {
         let none = || vec![None; keys.len()];
+        if self.skip.active() {
+            return none();
+        }
         let (answer, answered) = sync_channel(1);
         if self.lookups.try_send((keys.to_vec(), answer)).is_err() {
             return none();
         }
-        answered.recv_timeout(FIND_WAIT).unwrap_or_else(|_| none())
+        answered.recv_timeout(FIND_WAIT).unwrap_or_else(|_| {
+            self.skip.start();
+            none()
+        })
     }
 
     fn keep(&self, vectors: Vec<(String, Vec<f32>)>) {
@@ -87,10 +129,10 @@ impl KeptVectors for StoredVectors {
 /// How long the reader waits before it tries a store it could not reach again.
 const RECONNECT: Duration = Duration::from_secs(30);
 
-/// The reader thread: answers lookups until every sender is gone, connecting at the first and
-/// again (at most every [`RECONNECT`]) while the store cannot be reached; meanwhile, and for a
-/// database in memory, every lookup finds nothing.
-fn read_lookups(settings: &StoreSettings, lookups: &Receiver<Lookup>) {
+/// The reader thread: connects at once, then answers lookups until every sender is gone,
+/// connecting again (at most every [`RECONNECT`]) while the store cannot be reached; meanwhile,
+/// and for a database in memory, every lookup finds nothing.
+fn read_lookups(settings: &StoreSettings, lookups: &Receiver<Lookup>, skip: &Skip) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,23 +146,33 @@ fn read_lookups(settings: &StoreSettings, lookups: &Receiver<Lookup>) {
     let mut reader: Option<VectorReader> = None;
     let mut tried: Option<std::time::Instant> = None;
     let mut in_memory = false;
-    while let Ok((keys, answer)) = lookups.recv() {
-        if reader.is_none() && !in_memory && tried.is_none_or(|at| at.elapsed() >= RECONNECT) {
-            tried = Some(std::time::Instant::now());
-            match runtime.block_on(VectorReader::connect(settings)) {
-                Ok(Some(connected)) => reader = Some(connected),
-                // In memory: nothing outlives the process, so nothing to look up.
-                Ok(None) => in_memory = true,
-                Err(err) => tracing::warn!(
+    // Connected at once, so the first lookups find a pool ready.
+    let mut connect = |reader: &mut Option<VectorReader>| {
+        if reader.is_some() || in_memory || tried.is_some_and(|at| at.elapsed() < RECONNECT) {
+            return;
+        }
+        tried = Some(std::time::Instant::now());
+        match runtime.block_on(VectorReader::connect(settings)) {
+            Ok(Some(connected)) => *reader = Some(connected),
+            // In memory: nothing outlives the process, so nothing to look up.
+            Ok(None) => in_memory = true,
+            Err(err) => {
+                skip.start();
+                tracing::warn!(
                     error = %err,
                     "the vector reader cannot reach the store; vectors are encoded afresh"
-                ),
+                );
             }
         }
+    };
+    connect(&mut reader);
+    while let Ok((keys, answer)) = lookups.recv() {
+        connect(&mut reader);
         let found = match &reader {
             Some(connected) => match runtime.block_on(connected.find(&keys)) {
                 Ok(mut found) => keys.iter().map(|k| found.remove(k)).collect(),
                 Err(err) => {
+                    skip.start();
                     tracing::debug!(error = %err, "vector lookup failed; the model encodes");
                     vec![None; keys.len()]
                 }

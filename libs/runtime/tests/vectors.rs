@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ontoloop_core::knowledge::encoder::{CachedEncoder, EncodeError, SentenceEncoder};
+use ontoloop_core::knowledge::encoder::{CachedEncoder, EncodeError, SentenceEncoder, vector_key};
 use ontoloop_settings::Loader;
 use ontoloop_store::Store;
 
@@ -58,9 +58,20 @@ async fn a_restarted_encoder_sends_the_model_only_texts_it_never_saw() {
     }
     drop(first);
 
-    // A restart: a new encoder, nothing in its memory.
+    // A restart: a new encoder, nothing in its memory. Its reader connects as it starts; a
+    // lookup that outwaits it is skipped (the model encodes) and lookups pause a while, so the
+    // test waits until one answers.
     let kept = ontoloop_runtime::kept_vectors(&settings.store, &store, "counting", 1_000)
         .expect("vectors are kept");
+    let probe = [vector_key("counting", "Tar.")];
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while kept.find(&probe)[0].is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the kept vectors were never found"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let again = CachedEncoder::new(Box::new(Counting(Arc::clone(&model)))).keeping(kept);
     let read = again.encode(&texts).expect("encode again");
     assert_eq!(read, vectors, "the kept vectors are the model's");
