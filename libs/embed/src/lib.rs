@@ -244,14 +244,19 @@ impl Embedder {
             .map_err(weights_error)?;
         let model = BertModel::load(vb, &config).map_err(weights_error)?;
 
-        Ok(Self {
+        let embedder = Self {
             model,
             tokenizer,
             device,
             dimension: config.hidden_size,
             dir: dir.to_path_buf(),
             fingerprint,
-        })
+        };
+        // candle starts its worker threads at the first call, and they keep the priority of the
+        // thread that made them: made here, at the loader's, not by a background thread at the
+        // lowest (the dense index's), which would slow every later call waiting on them.
+        embedder.embed(&["warm up"])?;
+        Ok(embedder)
     }
 
     /// Loads the model from [`model_dir`]`(configured)`.
