@@ -17,7 +17,7 @@ use sea_orm::{
 };
 
 use crate::entity::model_cache;
-use crate::rows::{Batch, Rows};
+use crate::rows::{Batch, Rows, evict_beyond};
 use crate::{Store, StoreError};
 
 /// One cached answer.
@@ -92,22 +92,14 @@ impl Store {
         models.dedup();
         let mut evicted = 0;
         for model in models {
-            // The newest row beyond the bound; it and everything older go.
-            let beyond = model_cache::Entity::find()
-                .filter(model_cache::Column::Model.eq(model))
-                .order_by_desc(model_cache::Column::Id)
-                .offset(keep)
-                .limit(1)
-                .one(&txn)
-                .await?;
-            if let Some(row) = beyond {
-                evicted += model_cache::Entity::delete_many()
-                    .filter(model_cache::Column::Model.eq(model))
-                    .filter(model_cache::Column::Id.lte(row.id))
-                    .exec(&txn)
-                    .await?
-                    .rows_affected;
-            }
+            evicted += evict_beyond::<model_cache::Entity>(
+                &txn,
+                model_cache::Column::Model,
+                model,
+                model_cache::Column::Id,
+                keep,
+            )
+            .await?;
         }
         txn.commit().await?;
         Ok(evicted)

@@ -2,7 +2,10 @@
 //! ([`Rows`]), and values written as rows a chunk at a time ([`Batch`]).
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ActiveModelTrait, ConnectionTrait, EntityTrait, Insert, Select};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, Insert, QueryFilter, QueryOrder,
+    QuerySelect, Select,
+};
 
 use crate::StoreError;
 
@@ -69,4 +72,35 @@ impl<A: ActiveModelTrait> Batch<'_, A> {
         }
         Ok(())
     }
+}
+
+/// Deletes the rows of table `E` whose `owner` column holds `value`, beyond the newest `keep`
+/// of them by the ascending `id` column (a bounded cache's eviction); returns how many went.
+pub(crate) async fn evict_beyond<E: EntityTrait>(
+    db: &impl ConnectionTrait,
+    owner: E::Column,
+    value: &str,
+    id: E::Column,
+    keep: u64,
+) -> Result<u64, StoreError> {
+    // The newest row beyond the bound; it and everything older go.
+    let beyond: Option<i64> = E::find()
+        .select_only()
+        .column(id)
+        .filter(owner.eq(value))
+        .order_by_desc(id)
+        .offset(keep)
+        .limit(1)
+        .into_tuple()
+        .one(db)
+        .await?;
+    let Some(beyond) = beyond else {
+        return Ok(0);
+    };
+    Ok(E::delete_many()
+        .filter(owner.eq(value))
+        .filter(id.lte(beyond))
+        .exec(db)
+        .await?
+        .rows_affected)
 }

@@ -18,11 +18,11 @@ use std::time::Duration;
 
 use sea_orm::{
     ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
-    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait,
+    EntityTrait, PaginatorTrait, QueryFilter, Set, TransactionTrait,
 };
 
 use crate::entity::text_vector;
-use crate::rows::Batch;
+use crate::rows::{Batch, evict_beyond};
 use crate::{Store, StoreError};
 use ontoloop_settings::StoreSettings;
 
@@ -108,23 +108,14 @@ impl Store {
     /// Evicts the oldest vectors of `model` beyond the newest `keep`; returns how many went.
     pub async fn text_vectors_evict(&self, model: &str, keep: u64) -> Result<u64, StoreError> {
         let txn = self.writer.begin().await?;
-        // The newest row beyond the bound; it and everything older go.
-        let beyond = text_vector::Entity::find()
-            .filter(text_vector::Column::Model.eq(model))
-            .order_by_desc(text_vector::Column::Id)
-            .offset(keep)
-            .limit(1)
-            .one(&txn)
-            .await?;
-        let mut evicted = 0;
-        if let Some(row) = beyond {
-            evicted = text_vector::Entity::delete_many()
-                .filter(text_vector::Column::Model.eq(model))
-                .filter(text_vector::Column::Id.lte(row.id))
-                .exec(&txn)
-                .await?
-                .rows_affected;
-        }
+        let evicted = evict_beyond::<text_vector::Entity>(
+            &txn,
+            text_vector::Column::Model,
+            model,
+            text_vector::Column::Id,
+            keep,
+        )
+        .await?;
         txn.commit().await?;
         Ok(evicted)
     }
