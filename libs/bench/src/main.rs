@@ -213,10 +213,11 @@ enum Command {
     },
     /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
     /// the intake, the same pages again (nothing to read: 0 texts encoded), then a steady stream
-    /// of single-page events while agents ask and validate; prints {"pages",
+    /// of single-page events while agents ask and validate, and last the wait (up to 30 minutes
+    /// from the ingest) for the dense index to cover every passage; prints {"pages",
     /// "ingest_pages_per_s","ingest_sentences_scored","ingest_texts_encoded",
     /// "encoded_texts_per_s","reingest_secs","reingest_sentences_scored",
-    /// "reingest_texts_encoded","event_to_visible_ms":{"p50","p99"},
+    /// "reingest_texts_encoded","dense_covered_after_s","dense","event_to_visible_ms":{"p50","p99"},
     /// "event_to_accepted_ms","event_to_applied_ms","ask_ms":{"p50","p99"},
     /// "validate_ms":{"p50","p99"},"first_validate_ms","rss_mb","store_mb",...} with --json.
     Scale {

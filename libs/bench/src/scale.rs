@@ -114,7 +114,7 @@ pub struct ScaleReport {
     /// background as pages arrive) covered every passage; `None` when it did not within
     /// [`DENSE_WAIT`], is off (above its limit) or the process has no model.
     pub dense_covered_after_s: Option<f64>,
-    /// The dense index at the end of the run.
+    /// The dense index at the end of the run (`None` when the run was given no read models).
     pub dense: Option<ontoloop_readmodel::DenseCoverage>,
     /// Push of a single-page event to the first Ask answering its value.
     pub event_to_visible_ms: Quantiles,
@@ -159,7 +159,7 @@ impl ScaleReport {
                 "covers every passage {after:.1} s after the ingest ({} passages)",
                 dense.passages
             ),
-            (_, None) => "none (no model in this process)".to_owned(),
+            (_, None) => "not measured (the run was given no read models)".to_owned(),
             (None, Some(dense)) if dense.state == DenseState::Off => {
                 "off: no model, or more passages than it holds (BM25 alone ranks)".to_owned()
             }
