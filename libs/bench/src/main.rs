@@ -217,8 +217,8 @@ enum Command {
     /// from the ingest) for the dense index to cover every passage; prints {"pages",
     /// "ingest_pages_per_s","ingest_sentences_scored","ingest_texts_encoded",
     /// "encoded_texts_per_s","reingest_secs","reingest_sentences_scored",
-    /// "reingest_texts_encoded","dense_covered_after_s","dense","event_to_visible_ms":{"p50","p99"},
-    /// "event_to_accepted_ms","event_to_applied_ms","ask_ms":{"p50","p99"},
+    /// "reingest_texts_encoded","dense_covered_after_s","dense",
+    /// "event_to_visible_ms":{"p50","p99"},"event_to_accepted_ms","event_to_applied_ms","ask_ms":{"p50","p99"},
     /// "validate_ms":{"p50","p99"},"first_validate_ms","rss_mb","store_mb",...} with --json.
     Scale {
         /// Pages in the tenant (one service each, about 1.2 KB).
