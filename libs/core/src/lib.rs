@@ -7,6 +7,7 @@
 
 pub mod backoff;
 pub mod cache;
+pub mod digest;
 pub mod error;
 pub mod events;
 pub mod grow;

@@ -191,12 +191,12 @@ fn fingerprint(weights: &[u8], tokenizer: &Path) -> String {
         sampled.extend_from_slice(&weights[start..weights.len().min(start + SAMPLE)]);
     }
     let tokenizer_len = std::fs::metadata(tokenizer).map_or(0, |m| m.len());
-    let text = format!(
-        "{}:{tokenizer_len}:{}",
-        weights.len(),
-        String::from_utf8_lossy(&sampled)
-    );
-    let key = ontoloop_core::knowledge::encoder::vector_key(MODEL_ID, &text);
+    let key = ontoloop_core::digest::sha256_hex(&[
+        MODEL_ID.as_bytes(),
+        &(weights.len() as u64).to_le_bytes(),
+        &tokenizer_len.to_le_bytes(),
+        &sampled,
+    ]);
     format!("{MODEL_ID}@{}", &key[..16])
 }
 

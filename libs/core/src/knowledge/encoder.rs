@@ -74,17 +74,7 @@ const CACHE_ENTRIES: usize = 50_000;
 /// of the model's [fingerprint](SentenceEncoder::fingerprint) and the text, so one model's
 /// vectors are never read for another's and the text itself is not kept.
 pub fn vector_key(model: &str, text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    use std::fmt::Write as _;
-    let mut hasher = Sha256::new();
-    hasher.update(model.as_bytes());
-    hasher.update([0]);
-    hasher.update(text.as_bytes());
-    let mut key = String::with_capacity(64);
-    for byte in hasher.finalize() {
-        let _ = write!(key, "{byte:02x}");
-    }
-    key
+    crate::digest::sha256_hex(&[model.as_bytes(), &[0], text.as_bytes()])
 }
 
 /// Where encoded vectors are kept beyond the process (the store, `ontoloop-runtime` wires it),
@@ -145,18 +135,6 @@ impl CachedEncoder {
         self.cache.lock().map_or(0, |c| c.len())
     }
 
-    /// The vectors of `texts` (none held in memory) kept beyond the process, by text.
-    fn kept_vectors(&self, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
-        let Some(kept) = &self.kept else {
-            return vec![None; texts.len()];
-        };
-        let model = self.inner.fingerprint();
-        let keys: Vec<String> = texts.iter().map(|t| vector_key(model, t)).collect();
-        let mut found = kept.find(&keys);
-        found.resize(texts.len(), None);
-        found
-    }
-
     /// Holds `vectors` in memory.
     fn remember<'t>(&self, vectors: impl IntoIterator<Item = (&'t str, &'t Vec<f32>)>) {
         if let Ok(mut cache) = self.cache.lock() {
@@ -188,6 +166,7 @@ impl SentenceEncoder for CachedEncoder {
     }
 
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+        use std::sync::atomic::Ordering::Relaxed;
         let mut out: Vec<Option<Vec<f32>>> = match self.cache.lock() {
             Ok(cache) => texts.iter().map(|t| cache.get(*t).cloned()).collect(),
             Err(_) => vec![None; texts.len()],
@@ -196,35 +175,37 @@ impl SentenceEncoder for CachedEncoder {
         if unheld.is_empty() {
             return Ok(out.into_iter().flatten().collect());
         }
-        let unheld_texts: Vec<&str> = unheld.iter().map(|&i| texts[i]).collect();
-        let dimensions = out.iter().flatten().next().map(Vec::len);
-        let mut missing: Vec<usize> = Vec::new();
-        let mut found: Vec<(&str, &Vec<f32>)> = Vec::new();
-        let kept = self.kept_vectors(&unheld_texts);
-        for (&i, vector) in unheld.iter().zip(kept) {
-            // A kept vector of another length (a store shared with an older model) is encoded
-            // again.
-            match vector {
-                Some(v) if dimensions.is_none_or(|d| d == v.len()) && !v.is_empty() => {
-                    out[i] = Some(v);
-                }
-                _ => missing.push(i),
+        // Looked up beyond the process by key, each key computed once and kept with what the
+        // model makes of a text not found.
+        let mut keys: Vec<Option<String>> = vec![None; texts.len()];
+        if let Some(kept) = &self.kept {
+            let model = self.inner.fingerprint();
+            let asked: Vec<String> = unheld
+                .iter()
+                .map(|&i| vector_key(model, texts[i]))
+                .collect();
+            let mut found = kept.find(&asked);
+            found.resize(asked.len(), None);
+            for ((&i, vector), key) in unheld.iter().zip(found).zip(asked) {
+                out[i] = vector;
+                keys[i] = Some(key);
             }
+            let found: Vec<usize> = unheld
+                .iter()
+                .copied()
+                .filter(|&i| out[i].is_some())
+                .collect();
+            self.found.fetch_add(found.len() as u64, Relaxed);
+            self.remember(
+                found
+                    .iter()
+                    .filter_map(|&i| Some((texts[i], out[i].as_ref()?))),
+            );
         }
-        for &i in &unheld {
-            if let Some(v) = &out[i] {
-                found.push((texts[i], v));
-            }
-        }
-        self.found
-            .fetch_add(found.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        self.remember(found);
+        let missing: Vec<usize> = unheld.into_iter().filter(|&i| out[i].is_none()).collect();
         if !missing.is_empty() {
             let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
-            self.encoded.fetch_add(
-                missing_texts.len() as u64,
-                std::sync::atomic::Ordering::Relaxed,
-            );
+            self.encoded.fetch_add(missing_texts.len() as u64, Relaxed);
             let fresh = self.inner.encode(&missing_texts)?;
             if fresh.len() != missing_texts.len() {
                 return Err(EncodeError(format!(
@@ -235,12 +216,11 @@ impl SentenceEncoder for CachedEncoder {
             }
             self.remember(missing_texts.iter().copied().zip(&fresh));
             if let Some(kept) = &self.kept {
-                let model = self.inner.fingerprint();
                 kept.keep(
-                    missing_texts
+                    missing
                         .iter()
                         .zip(&fresh)
-                        .map(|(text, vector)| (vector_key(model, text), vector.clone()))
+                        .filter_map(|(&i, vector)| Some((keys[i].take()?, vector.clone())))
                         .collect(),
                 );
             }

@@ -491,11 +491,7 @@ fn last_write_wins<T, K: Eq + std::hash::Hash>(items: &mut Vec<T>, key: impl Fn(
 
 /// Hex SHA-256 of a page body; an unchanged body is not a new version.
 pub fn content_hash(body: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(body.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    ontoloop_core::digest::sha256_hex(&[body.as_bytes()])
 }
 
 // A tenant's knowledge rows, read by `page_rows` and `other_rows`: all of them, or with `since`
