@@ -191,25 +191,19 @@ impl Store {
         );
         let mut attempt = 1;
         loop {
-            let mut options = ConnectOptions::new(settings.url.clone());
-            options
-                .max_connections(settings.max_connections)
-                .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
-                .acquire_timeout(Duration::from_millis(settings.connect_timeout_ms))
-                .sqlx_logging(false);
+            let options = connect_options(
+                settings,
+                settings.max_connections,
+                settings.connect_timeout_ms,
+            );
             match Database::connect(options).await {
                 Ok(db) => {
                     let feed = std::sync::Arc::new(feed::Feed::new(&db, &settings.url));
                     let mut writer = db.clone();
                     if db.get_database_backend() == DbBackend::Sqlite {
                         tune_sqlite(&db).await?;
-                        let mut options = ConnectOptions::new(settings.url.clone());
-                        options
-                            .max_connections(1)
-                            .min_connections(1)
-                            .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
-                            .acquire_timeout(Duration::from_millis(WRITE_WAIT_MS))
-                            .sqlx_logging(false);
+                        let mut options = connect_options(settings, 1, WRITE_WAIT_MS);
+                        options.min_connections(1);
                         writer = Database::connect(options).await?;
                     }
                     let stamps = std::sync::Arc::new(outbox::stamps(writer.clone()));
@@ -521,9 +515,25 @@ impl Store {
     }
 }
 
+/// A pool of at most `max` connections to the store `settings` name, each acquired within
+/// `acquire_ms`, without sqlx's statement log.
+pub(crate) fn connect_options(
+    settings: &StoreSettings,
+    max: u32,
+    acquire_ms: u64,
+) -> ConnectOptions {
+    let mut options = ConnectOptions::new(settings.url.clone());
+    options
+        .max_connections(max)
+        .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
+        .acquire_timeout(Duration::from_millis(acquire_ms))
+        .sqlx_logging(false);
+    options
+}
+
 /// WAL lets readers proceed while the analyst writes; the busy timeout turns lock contention
 /// between pooled connections into a short wait instead of an error.
-async fn tune_sqlite(db: &DatabaseConnection) -> Result<(), StoreError> {
+pub(crate) async fn tune_sqlite(db: &DatabaseConnection) -> Result<(), StoreError> {
     use sea_orm::ConnectionTrait;
     db.execute_unprepared("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;")
         .await?;

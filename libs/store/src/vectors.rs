@@ -14,11 +14,10 @@
 //! made it.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use sea_orm::{
-    ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
-    EntityTrait, PaginatorTrait, QueryFilter, Set, TransactionTrait,
+    ColumnTrait, ConnectionTrait, Database, DatabaseConnection, DbBackend, EntityTrait,
+    PaginatorTrait, QueryFilter, Set, TransactionTrait,
 };
 
 use crate::entity::text_vector;
@@ -146,15 +145,11 @@ impl VectorReader {
         if url.starts_with("sqlite") && (url.contains(":memory:") || url.contains("mode=memory")) {
             return Ok(None);
         }
-        let mut options = ConnectOptions::new(settings.url.clone());
-        options
-            .max_connections(Self::CONNECTIONS)
-            .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
-            .acquire_timeout(Duration::from_millis(settings.connect_timeout_ms))
-            .sqlx_logging(false);
+        let options =
+            crate::connect_options(settings, Self::CONNECTIONS, settings.connect_timeout_ms);
         let db = Database::connect(options).await?;
         if db.get_database_backend() == DbBackend::Sqlite {
-            db.execute_unprepared("PRAGMA busy_timeout=5000;").await?;
+            crate::tune_sqlite(&db).await?;
         }
         Ok(Some(Self { db }))
     }
