@@ -12,9 +12,8 @@
 //! that cannot be reached costs model calls, never an error.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ontoloop_core::knowledge::encoder::KeptVectors;
 use ontoloop_settings::StoreSettings;
@@ -38,25 +37,21 @@ pub const FIND_WAIT: Duration = Duration::from_millis(250);
 /// be worth waiting for): meanwhile the model encodes at once.
 const SKIP_AFTER_FAILURE: Duration = Duration::from_secs(30);
 
-/// Until when lookups are skipped, as milliseconds since the Unix epoch (0: not skipped).
+/// Until when lookups are skipped (none: they are tried).
 #[derive(Default)]
-struct Skip(AtomicU64);
+struct Skip(std::sync::Mutex<Option<Instant>>);
 
 impl Skip {
-    fn now_ms() -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    }
-
     fn active(&self) -> bool {
-        Self::now_ms() < self.0.load(Ordering::Relaxed)
+        self.0
+            .lock()
+            .is_ok_and(|until| until.is_some_and(|at| Instant::now() < at))
     }
 
     fn start(&self) {
-        let until = Self::now_ms()
-            .saturating_add(u64::try_from(SKIP_AFTER_FAILURE.as_millis()).unwrap_or(u64::MAX));
-        self.0.store(until, Ordering::Relaxed);
+        if let Ok(mut until) = self.0.lock() {
+            *until = Some(Instant::now() + SKIP_AFTER_FAILURE);
+        }
     }
 }
 
@@ -144,14 +139,14 @@ fn read_lookups(settings: &StoreSettings, lookups: &Receiver<Lookup>, skip: &Ski
         }
     };
     let mut reader: Option<VectorReader> = None;
-    let mut tried: Option<std::time::Instant> = None;
+    let mut tried: Option<Instant> = None;
     let mut in_memory = false;
     // Connected at once, so the first lookups find a pool ready.
     let mut connect = |reader: &mut Option<VectorReader>| {
         if reader.is_some() || in_memory || tried.is_some_and(|at| at.elapsed() < RECONNECT) {
             return;
         }
-        tried = Some(std::time::Instant::now());
+        tried = Some(Instant::now());
         match runtime.block_on(VectorReader::connect(settings)) {
             Ok(Some(connected)) => *reader = Some(connected),
             // In memory: nothing outlives the process, so nothing to look up.
