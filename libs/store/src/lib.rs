@@ -110,6 +110,17 @@ impl ontoloop_core::ServiceError for StoreError {
 }
 
 impl StoreError {
+    /// Whether the database could not be reached (or was found away a moment ago): the kind of
+    /// failure that passes by itself, after which a caller may answer from what it holds.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unreachable { .. }
+                | StoreError::Away { .. }
+                | StoreError::Db(DbErr::ConnectionAcquire(_) | DbErr::Conn(_))
+        )
+    }
+
     /// An operation that never reported back (its task was cancelled or failed), for callers
     /// that run store operations on tasks of their own.
     pub fn interrupted(what: &str) -> Self {
@@ -477,6 +488,13 @@ impl Store {
         self.reach.check()
     }
 
+    /// `StoreError::Away` while PostgreSQL is away and no call may try it yet, for a caller
+    /// about to queue for a store call (telemetry's group of appends): refused at once instead
+    /// of waiting behind the one call trying. Never makes its caller that call.
+    pub fn check_reach(&self) -> Result<(), StoreError> {
+        self.reach.peek()
+    }
+
     /// A transaction that will write after it reads. On SQLite it takes the write lock up front
     /// (a write that changes nothing, as `BEGIN IMMEDIATE` would): a transaction that reads
     /// first and writes later cannot wait for the lock (in WAL mode its snapshot may be stale by
@@ -499,17 +517,23 @@ impl Store {
     /// A transaction that only reads, and sees one state of the store throughout: REPEATABLE
     /// READ on PostgreSQL; on SQLite (WAL) a read transaction keeps the snapshot its first read
     /// took. Several reads in it never see a commit half.
+    /// While PostgreSQL is away it is refused at once, as an intake append is
+    /// ([`Store::refuse_while_away`]): a read model's catch-up fails fast and its caller answers
+    /// from the model as it stands.
     pub(crate) async fn begin_read(&self) -> Result<sea_orm::DatabaseTransaction, StoreError> {
         use sea_orm::{AccessMode, IsolationLevel, TransactionTrait};
         Ok(match self.backend() {
             Backend::Sqlite => self.db.begin().await?,
             Backend::Postgres => {
-                self.db
+                self.refuse_while_away()?;
+                let txn = self
+                    .db
                     .begin_with_config(
                         Some(IsolationLevel::RepeatableRead),
                         Some(AccessMode::ReadOnly),
                     )
-                    .await?
+                    .await;
+                self.noted(txn)?
             }
         })
     }

@@ -16,6 +16,7 @@ const MAX_WAITING: usize = 4096;
 
 /// The intake's appender: pushes in flight share transactions.
 pub(crate) struct Appender {
+    store: Store,
     writer: GroupCommit<IntakeRequest, Result<Intake, StoreError>>,
 }
 
@@ -23,6 +24,7 @@ impl Appender {
     /// Starts the appender's writer task on the current runtime.
     pub(crate) fn new(store: Store) -> Self {
         Self {
+            store: store.clone(),
             writer: GroupCommit::spawn(MAX_WAITING, MAX_GROUP, move |group| {
                 append(store.clone(), group)
             }),
@@ -30,8 +32,10 @@ impl Appender {
     }
 
     /// Appends `request` with whatever else is waiting; its number, or the earlier row its
-    /// idempotency key names.
+    /// idempotency key names. Refused at once while the store is away (a group trying it, up to
+    /// its connect timeout, would hold this one back only for it to be refused after).
     pub(crate) async fn accept(&self, request: IntakeRequest) -> Result<Intake, StoreError> {
+        self.store.check_reach()?;
         self.writer
             .submit(request)
             .await

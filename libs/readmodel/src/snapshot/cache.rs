@@ -26,10 +26,10 @@ struct Held {
 }
 
 impl Held {
-    /// Makes the next reader build the model whole: a version below every real one, from which
-    /// no commit range is complete. For a model its indexes may hold unpublished pages of.
+    /// Makes the next catch-up build the model whole. For a model its indexes may hold
+    /// unpublished pages of; until then it answers as it stands (see [`Snapshots::standing`]).
     async fn build_whole_next(&self) {
-        Arc::clone(&self.model).write_owned().await.version = -1;
+        Arc::clone(&self.model).write_owned().await.rebuild_next = true;
     }
 
     fn new(snapshot: Snapshot) -> Self {
@@ -162,9 +162,31 @@ impl Snapshots {
     /// the version last read (a tenant never read has none): reads go on answering through a
     /// store outage. For answers that may be that stale (Ask), never for a check that must
     /// fail closed (Validate).
+    /// A model behind the version last read, which the store's going away left unable to be
+    /// brought forward, answers as it stands too.
     pub async fn recent_or_standing(&self, tenant: &str) -> Result<SnapshotGuard, SnapshotError> {
         let version = self.known_version(tenant, Outage::Stands).await?;
-        self.held(tenant, version, Wait::UnlessUnderWay).await
+        match self.held(tenant, version, Wait::UnlessUnderWay).await {
+            Err(SnapshotError::Store(err)) if err.is_unreachable() => {
+                match self.standing(tenant).await {
+                    Some(model) => {
+                        tracing::debug!(tenant, error = %err, "catch-up unread; answering from the model held");
+                        Ok(model)
+                    }
+                    None => Err(SnapshotError::Store(err)),
+                }
+            }
+            held => held,
+        }
+    }
+
+    /// The tenant's model as it stands, if one is kept and whole: not one half patched (a
+    /// version below every real one). One whose catch-up failed after staging pages answers as
+    /// of its version: its search readers never saw the staged pages.
+    async fn standing(&self, tenant: &str) -> Option<SnapshotGuard> {
+        let held = self.cached(tenant).await?;
+        let model = Arc::clone(&held.model).read_owned().await;
+        (model.version >= 0).then_some(model)
     }
 
     /// The tenant's knowledge version as [`Snapshots::recent`] reads it; with
@@ -265,7 +287,13 @@ impl Snapshots {
         if guard.holds(version) {
             return Ok(guard);
         }
-        let from = guard.version;
+        // A model to be built whole is read from before every real version: no commit range
+        // from there is complete.
+        let from = if guard.rebuild_next {
+            -1
+        } else {
+            guard.version
+        };
         drop(guard);
         // What the commits since wrote is read, and its pages indexed, while readers go on
         // answering from the model as it is; only this caller changes it (it holds the turn).
@@ -319,7 +347,7 @@ impl Snapshots {
                 // Built beside the live model, which readers keep using meanwhile.
                 let fresh = self.build(tenant).await?;
                 let mut model = Arc::clone(&held.model).write_owned().await;
-                if fresh.version > model.version {
+                if fresh.version > model.version || model.rebuild_next {
                     *model = fresh;
                 }
                 (model, chrono::Utc::now())

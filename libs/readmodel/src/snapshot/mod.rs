@@ -42,6 +42,10 @@ pub use cache::{SnapshotGuard, Snapshots};
 pub struct Snapshot {
     /// Knowledge version it was built from.
     pub version: i64,
+    /// Whether a catch-up that failed left pages staged (committed, never published) in its
+    /// search indexes: it answers as of `version` (its readers were never reloaded), and the
+    /// next catch-up builds the model whole instead of publishing on top of them.
+    pub(super) rebuild_next: bool,
     /// The tenant's ontology.
     pub ontology: Arc<Ontology>,
     /// The whole graph: what a caller may see of it is [`Snapshot::graph_for`].
@@ -277,7 +281,7 @@ impl Snapshot {
     /// Whether the model answers for knowledge `version`: at it or later, and no announced
     /// version has taken effect since it last looked.
     fn holds(&self, version: i64) -> bool {
-        self.version >= version && !self.due(chrono::Utc::now())
+        !self.rebuild_next && self.version >= version && !self.due(chrono::Utc::now())
     }
 
     /// Whether an announced version has taken effect since the model last looked.
@@ -384,6 +388,7 @@ impl Snapshot {
             scheduled,
             versions: pages,
             version,
+            rebuild_next: false,
             ontology,
             graph: Arc::new(graph),
             current: Arc::new(current),
