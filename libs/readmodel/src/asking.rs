@@ -414,9 +414,11 @@ fn openings(snapshot: &Snapshot, offered: &[ask::Passage]) -> Vec<ask::Passage> 
 }
 
 /// The ranking a request gets: the one it asked for, else fused when the tenant's passages
-/// have their vectors (`dense`) and BM25 when not. Dense alone without vectors is refused.
+/// have their vectors (`dense`) and BM25 when not. Dense alone without vectors is refused;
+/// fused without them is BM25 alone, and is called so (a fusion of one list is that list).
 pub fn passage_ranking(asked: Option<Ranking>, dense: bool) -> Result<Ranking, DomainError> {
     match asked {
+        Some(Ranking::Fused) if !dense => Ok(Ranking::Bm25),
         Some(Ranking::Dense) if !dense => Err(DomainError::new(
             ErrorCode::FailedPrecondition,
             format!(
@@ -432,6 +434,34 @@ pub fn passage_ranking(asked: Option<Ranking>, dense: bool) -> Result<Ranking, D
     }
 }
 
+#[cfg(test)]
+mod ranking_tests {
+    use super::*;
+
+    #[test]
+    fn the_ranking_used_is_the_one_that_ran() {
+        assert_eq!(passage_ranking(None, true).ok(), Some(Ranking::Fused));
+        assert_eq!(passage_ranking(None, false).ok(), Some(Ranking::Bm25));
+        assert_eq!(
+            passage_ranking(Some(Ranking::Fused), true).ok(),
+            Some(Ranking::Fused)
+        );
+        assert_eq!(
+            passage_ranking(Some(Ranking::Fused), false).ok(),
+            Some(Ranking::Bm25),
+            "fused without vectors is BM25 alone"
+        );
+        assert_eq!(
+            passage_ranking(Some(Ranking::Bm25), true).ok(),
+            Some(Ranking::Bm25)
+        );
+        assert_eq!(
+            passage_ranking(Some(Ranking::Dense), true).ok(),
+            Some(Ranking::Dense)
+        );
+        assert!(passage_ranking(Some(Ranking::Dense), false).is_err());
+    }
+}
 #[cfg(test)]
 mod about_tests;
 #[cfg(test)]
