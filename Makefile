@@ -62,7 +62,8 @@ test: python-client
 
 ## bench: the drift benchmark (both modes, then the exact patterns alone beside them), the
 ## firewall and extraction benchmarks on every world in tests/fixtures and ../shared/bench, then
-## the signals benchmark through RabbitMQ, the broker-outage, plate, passage-search, gate and
+## the signals benchmark through RabbitMQ, the broker-outage benchmark, the PostgreSQL restart
+## drill (store-outage: 100,000 pages, the store away 30 s), the plate, passage-search, gate and
 ## communities (overview, at 10,000 and 100,000 pages) benchmarks, the scale
 ## benchmark at 10,000 and 100,000 pages, `ontoloop ingest PATH` on 10,000 generated Markdown
 ## files, and last the memory benchmark at the issue's full size
@@ -90,6 +91,7 @@ bench: model
 	$(BENCH) signals --signals 100000 --amqp-url '$(AMQP_URL)'
 	$(BENCH) signals --signals 100000 --preload --amqp-url '$(AMQP_URL)'
 	$(BENCH) outage --world tests/fixtures/orbit.world.json --requests 2000 --amqp-url '$(AMQP_URL)'
+	$(BENCH) store-outage --pages 100000 --outage-seconds 30 --amqp-url '$(AMQP_URL)'
 	$(BENCH) plate --people 10000 --items 100000
 	$(BENCH) passages --pages 10000 --questions 1000
 	$(BENCH) gate --pages 10000 --questions 1000

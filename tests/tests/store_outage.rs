@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use ontoloop_proto::v1;
-use ontoloop_testkit::proxy::Proxy;
+use ontoloop_testkit::proxy::postgres_proxy;
 use ontoloop_tests::{PgDatabase, Sandbox, amqp_namespace, amqp_url, caller, settings, wait_until};
 
 const TENANT: &str = "store-outage";
@@ -41,24 +41,12 @@ fn ask(i: usize) -> v1::AskRequest {
     }
 }
 
-/// A PostgreSQL URL (`postgres://USER@HOST:PORT/DB`) cut around its `HOST:PORT`.
-fn around_host(url: &str) -> (&str, &str, &str) {
-    let from = url.find('@').expect("the test database URL names a user") + 1;
-    let to = from + url[from..].find('/').expect("a database after the host");
-    (&url[..from], &url[from..to], &url[to..])
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_store_restart_refuses_pushes_promptly_keeps_answering_and_loses_nothing() {
     let database = PgDatabase::create().await.expect("PostgreSQL answers");
-    let (before_host, host, after_host) = around_host(&database.url);
-    let upstream = tokio::net::lookup_host(host)
+    let (proxy, store_url) = postgres_proxy(&database.url)
         .await
-        .ok()
-        .and_then(|mut found| found.next())
-        .expect("the test database's host resolves");
-    let proxy = Proxy::start(upstream).await.expect("the proxy listens");
-    let store_url = format!("{before_host}127.0.0.1:{}{after_host}", proxy.port());
+        .expect("the proxy listens in front of the test database");
     let namespace = amqp_namespace("store-outage");
     let sandbox = Sandbox::start(settings(&[
         ("store.url", store_url.as_str()),

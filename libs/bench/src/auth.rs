@@ -32,11 +32,21 @@ pub fn jwt(auth: &AuthSettings) -> AuthSettings {
 
 /// An agent's token for `principal` of `tenant`, signed with `auth`, valid for an hour.
 pub fn token(auth: &AuthSettings, tenant: &str, principal: &str) -> anyhow::Result<String> {
+    token_with(auth, tenant, principal, Role::Agent)
+}
+
+/// A token for `principal` of `tenant` in `role`, signed with `auth`, valid for an hour.
+pub fn token_with(
+    auth: &AuthSettings,
+    tenant: &str,
+    principal: &str,
+    role: Role,
+) -> anyhow::Result<String> {
     let identity = Identity {
         tenant: tenant.to_owned(),
         principal: principal.to_owned(),
         groups: Vec::new(),
-        roles: BTreeSet::from([Role::Agent]),
+        roles: BTreeSet::from([role]),
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

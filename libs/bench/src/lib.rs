@@ -19,6 +19,7 @@ pub mod passages;
 pub mod plate;
 pub mod scale;
 pub mod signals;
+pub mod store_outage;
 
 /// How many times a call the system could not answer yet (UNAVAILABLE, DEADLINE_EXCEEDED) is
 /// made again, a second apart: an hour of patience for a slow machine.

@@ -139,6 +139,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The PostgreSQL restart drill at full size: N generated pages (the scale benchmark's)
+    /// ingested on a fresh PostgreSQL database (dropped after) reached through a proxy of the
+    /// run's own, then a flow of events and Asks one at a time while the proxy is cut and
+    /// restored. Prints pushes refused while the store was away (all UNAVAILABLE with a reason?
+    /// how soon, how many within 100 ms), Asks answered meanwhile, the time to resume and the
+    /// acknowledged events lost; fails when one is lost, a push is refused otherwise, a call
+    /// hangs or an Ask fails. {"phases":[...],"refused","first_refusal_after_s",
+    /// "resumed_after_s","all_applied_after_s","lost",...} with --json.
+    StoreOutage {
+        /// Pages in the tenant (one service each, about 1.2 KB).
+        #[arg(long, default_value_t = 10_000)]
+        pages: usize,
+        /// Events per second in the flow (each moves a service to another team).
+        #[arg(long, default_value_t = 50.0)]
+        events_per_second: f64,
+        /// Seconds the store stays away.
+        #[arg(long, default_value_t = 30)]
+        outage_seconds: u64,
+        /// Seconds the flow runs before the cut, and after pushes are acknowledged again.
+        #[arg(long, default_value_t = 10)]
+        steady_seconds: u64,
+        /// RabbitMQ URL (default: ONTOLOOP_TEST_AMQP_URL or the local broker); the database is
+        /// made on ONTOLOOP_TEST_DATABASE_URL's server (default the local one).
+        #[arg(long)]
+        amqp_url: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Resident memory of the whole system in this process over many tenants' signals and Asks:
     /// the curve after the warm-up (the first tenth of the load), and a failure when its end is
     /// more than 10% above its start.
@@ -213,13 +242,15 @@ enum Command {
     },
     /// One tenant of N generated pages (an ontology of its own, no world file) ingested through
     /// the intake, the same pages again (nothing to read: 0 texts encoded), then a steady stream
-    /// of single-page events while agents ask and validate, and last the wait (up to 30 minutes
-    /// from the ingest) for the dense index to cover every passage; prints {"pages",
+    /// of single-page events while agents ask and validate, searches (BM25, then fused) and last
+    /// the wait (up to 30 minutes from the ingest) for the dense index to cover every passage;
+    /// every call over loopback gRPC with auth.mode = jwt, carrying a bearer; prints {"pages",
     /// "ingest_pages_per_s","ingest_sentences_scored","ingest_texts_encoded",
     /// "encoded_texts_per_s","reingest_secs","reingest_sentences_scored",
     /// "reingest_texts_encoded","dense_covered_after_s","dense",
     /// "event_to_visible_ms":{"p50","p99"},"event_to_accepted_ms","event_to_applied_ms","ask_ms":{"p50","p99"},
-    /// "validate_ms":{"p50","p99"},"first_validate_ms","rss_mb","store_mb",...} with --json.
+    /// "validate_ms":{"p50","p99"},"first_validate_ms","search_bm25_ms":{"p50","p99"},
+    /// "search_fused_ms","search_fused_ranking","rss_mb","store_mb",...} with --json.
     Scale {
         /// Pages in the tenant (one service each, about 1.2 KB).
         #[arg(long, default_value_t = 10_000)]
@@ -417,10 +448,24 @@ impl Command {
                 json,
             } => {
                 let scratch = Scratch::new(store_url)?;
-                let settings = load_settings(config, &[])?;
-                eprintln!("bench: starting every service in this process");
-                let local = Local::start(scratch.settings(&settings)).await?;
-                let clients = Clients::from_addrs(&local.addrs, &local.ctx.settings.tls).await?;
+                let mut settings = scratch.settings(&load_settings(config, &[])?);
+                // Every call carries a bearer, as an agent's does: auth.mode = jwt, a secret of
+                // the run's own, one token for the tenant's loader, agent and admin.
+                settings.auth = auth::jwt(&settings.auth);
+                let token = auth::token_with(
+                    &settings.auth,
+                    ontoloop_bench::scale::TENANT,
+                    "bench",
+                    ontoloop_auth::Role::Admin,
+                )?;
+                eprintln!("bench: starting every service in this process (auth.mode = jwt)");
+                let local = Local::start(settings).await?;
+                let clients = Clients::from_addrs_with(
+                    &local.addrs,
+                    &local.ctx.settings.tls,
+                    Bearer::new(&token)?,
+                )
+                .await?;
                 let load = ontoloop_bench::scale::Load {
                     pages,
                     events_per_second,
@@ -546,6 +591,31 @@ impl Command {
                     &mut progress,
                 )
                 .await?;
+                print::report(&report, json, |report| report.to_text())?;
+                if !report.holds() {
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+            Command::StoreOutage {
+                pages,
+                events_per_second,
+                outage_seconds,
+                steady_seconds,
+                amqp_url,
+                json,
+            } => {
+                let settings = load_settings(config, &[])?;
+                let amqp_url = amqp_url.unwrap_or_else(ontoloop_testkit::servers::amqp_url);
+                let load = ontoloop_bench::store_outage::Load {
+                    pages,
+                    events_per_second,
+                    outage: std::time::Duration::from_secs(outage_seconds),
+                    steady: std::time::Duration::from_secs(steady_seconds),
+                };
+                let mut progress = |line: &str| eprintln!("bench: {line}");
+                let report =
+                    ontoloop_bench::store_outage::run(settings, &amqp_url, load, &mut progress)
+                        .await?;
                 print::report(&report, json, |report| report.to_text())?;
                 if !report.holds() {
                     return Ok(ExitCode::FAILURE);

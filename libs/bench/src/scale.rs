@@ -12,7 +12,9 @@
 //! Validates of ten claims run beside the events, one at a time each, and are timed over
 //! loopback gRPC. Each event's time is also split where it went: until the intake acknowledged
 //! the push (accepted), and until the analyst had settled it in the store (applied, seen at the
-//! first commit after it); the rest is the read model's catch-up and the answer.
+//! first commit after it); the rest is the read model's catch-up and the answer. After the
+//! stream, searches (k = 10) are timed one at a time, ranked by BM25 and then fused. The
+//! binary runs every call with a bearer (`auth.mode = "jwt"`), as agents call.
 
 use std::time::{Duration, Instant};
 
@@ -29,7 +31,7 @@ use ontoloop::client::Clients;
 use ontoloop_store::Store;
 
 /// The tenant the benchmark generates.
-const TENANT: &str = "scale";
+pub const TENANT: &str = "scale";
 
 /// Events watched for visibility at once (see [`events`]).
 const WATCHERS: usize = 32;
@@ -40,6 +42,9 @@ const INGEST_WAIT: Duration = Duration::from_secs(3600);
 /// The longest the benchmark waits, from the end of the ingest, for the tenant's dense index to
 /// cover every passage: the scale issue's goal (the figure says "not within" beyond it).
 const DENSE_WAIT: Duration = Duration::from_secs(1800);
+
+/// Searches timed of each ranking, one at a time, after the stream.
+const SEARCHES: usize = 1000;
 
 /// Teams the services are spread over.
 const TEAMS: usize = 500;
@@ -127,6 +132,15 @@ pub struct ScaleReport {
     pub ask_ms: Quantiles,
     /// Validate of ten claims while events flow.
     pub validate_ms: Quantiles,
+    /// Search (k = 10) ranked by BM25, after the stream, one at a time.
+    pub search_bm25_ms: Quantiles,
+    /// Search (k = 10) ranked by both lists fused, after the stream, one at a time.
+    pub search_fused_ms: Quantiles,
+    /// The ranking the service used for the fused searches (BM25 alone while the tenant's
+    /// dense index does not cover it).
+    pub search_fused_ranking: String,
+    /// Searches of each ranking, and how many of them failed.
+    pub searches: usize,
     /// The first Validate after the ingest, before the stream: it builds the tenant's read model
     /// if no other call has (in one process the firewall shares the one retrieval built answering
     /// the ingest's last Ask), so the stream's quantiles are of a model that only catches up.
@@ -146,7 +160,7 @@ pub struct ScaleReport {
     pub asks: usize,
     /// Validates made under load.
     pub validates: usize,
-    /// Calls that failed under load.
+    /// Calls that failed under load, and searches that failed.
     pub errors: usize,
 }
 
@@ -188,6 +202,9 @@ impl ScaleReport {
              ask               p50 {:>8.2} ms   p99 {:>8.2} ms   ({} asks)\n\
              validate (10)     p50 {:>8.2} ms   p99 {:>8.2} ms   ({} validates; the first, \
              before the stream, {:.0} ms)\n\
+             search bm25       p50 {:>8.2} ms   p99 {:>8.2} ms   ({} searches, k = 10, after the \
+             stream)\n\
+             search fused      p50 {:>8.2} ms   p99 {:>8.2} ms   (ranked {})\n\
              rss {:.1} MB (peak {:.1} MB), store {:.1} MB, {} calls failed\n",
             self.pages,
             self.ingest_pages_per_s,
@@ -214,6 +231,12 @@ impl ScaleReport {
             self.validate_ms.p99,
             self.validates,
             self.first_validate_ms,
+            self.search_bm25_ms.p50,
+            self.search_bm25_ms.p99,
+            self.searches,
+            self.search_fused_ms.p50,
+            self.search_fused_ms.p99,
+            self.search_fused_ranking,
             self.rss_mb,
             self.peak_rss_mb,
             self.store_mb,
@@ -325,6 +348,17 @@ fn ask(k: usize, min_sequence: u64) -> v1::AskRequest {
     }
 }
 
+/// A search for what a service's page says beside its facts, ranked `ranking`.
+fn search(k: usize, ranking: v1::PassageRanking) -> v1::SearchRequest {
+    v1::SearchRequest {
+        caller: Some(wire_caller()),
+        query: format!("how are {} workers restarted", service(k)),
+        k: 10,
+        ranking: ranking.into(),
+        ..Default::default()
+    }
+}
+
 /// Ten claims about services, true or not as the generated pages make them.
 fn validate(k: usize, pages: usize) -> v1::ValidateRequest {
     let claims = (0..10)
@@ -417,6 +451,14 @@ pub async fn run(
     encoded: impl Fn() -> Option<u64>,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<ScaleReport> {
+    // Each line says what the process holds, so the moment of its peak can be told.
+    let progress = &mut |line: &str| {
+        progress(&format!(
+            "{line} [rss {:.0} MiB, peak {:.0} MiB]",
+            super::memory::rss_mb(),
+            super::memory::peak_rss_mb()
+        ));
+    };
     anyhow::ensure!(load.pages > 0, "--pages must be at least 1");
     anyhow::ensure!(
         load.events_per_second > 0.0 && load.events_per_second <= 10_000.0,
@@ -520,6 +562,13 @@ pub async fn run(
         }
         None => None,
     };
+    progress(&format!(
+        "searches: {SEARCHES} ranked by BM25, then {SEARCHES} fused, one at a time"
+    ));
+    let (bm25_times, bm25_errors, _) =
+        searches(clients, load.pages, v1::PassageRanking::Bm25).await;
+    let (fused_times, fused_errors, fused_ranking) =
+        searches(clients, load.pages, v1::PassageRanking::Fused).await;
     let dense = match &read_models {
         Some(models) => Some(models.recent(TENANT).await?.dense_coverage()),
         None => None,
@@ -546,10 +595,14 @@ pub async fn run(
         validates: validate_times.len(),
         validate_ms: Quantiles::of(validate_times),
         first_validate_ms,
+        searches: bm25_times.len(),
+        search_bm25_ms: Quantiles::of(bm25_times),
+        search_fused_ms: Quantiles::of(fused_times),
+        search_fused_ranking: fused_ranking,
         rss_mb: super::memory::rss_mb(),
         peak_rss_mb: super::memory::peak_rss_mb(),
         store_mb: store_mb(),
-        errors: event_errors + ask_errors + validate_errors,
+        errors: event_errors + ask_errors + validate_errors + bm25_errors + fused_errors,
     })
 }
 
@@ -759,6 +812,28 @@ async fn validates(clients: &Clients, pages: usize, until: Instant) -> (Vec<Dura
         async move { firewall.validate(request).await }
     })
     .await
+}
+
+/// [`SEARCHES`] searches ranked `ranking`, one at a time, over services across the catalog: the
+/// time of each that succeeded, how many failed, and the ranking the service said it used.
+async fn searches(
+    clients: &Clients,
+    pages: usize,
+    ranking: v1::PassageRanking,
+) -> (Vec<Duration>, usize, String) {
+    let (mut times, mut errors, mut used) = (Vec::with_capacity(SEARCHES), 0, String::new());
+    for n in 0..SEARCHES {
+        let request = search((n * 104_729) % pages, ranking);
+        let started = Instant::now();
+        match clients.retrieval.clone().search(request).await {
+            Ok(found) => {
+                times.push(started.elapsed());
+                used = found.into_inner().ranking().as_str_name().to_owned();
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    (times, errors, used)
 }
 
 /// Sends call `n` that `call` makes (0, 1, 2, ...) one at a time until `until`: the time of

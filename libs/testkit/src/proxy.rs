@@ -90,13 +90,26 @@ impl Drop for Proxy {
 /// A proxy in front of the broker an `amqp://` URL names, and the URL that dials the broker
 /// through it (see [`amqp_url_through`]).
 pub async fn amqp_proxy(url: &str) -> io::Result<(Arc<Proxy>, String)> {
-    let (upstream, _) = amqp_url_through(url, 0)?;
+    proxy_for(url, amqp_url_through).await
+}
+
+/// A proxy in front of the PostgreSQL server a `postgres://` URL names, and the URL that dials
+/// it through the proxy (see [`postgres_url_through`]).
+pub async fn postgres_proxy(url: &str) -> io::Result<(Arc<Proxy>, String)> {
+    proxy_for(url, postgres_url_through).await
+}
+
+async fn proxy_for(
+    url: &str,
+    through: fn(&str, u16) -> io::Result<(String, String)>,
+) -> io::Result<(Arc<Proxy>, String)> {
+    let (upstream, _) = through(url, 0)?;
     let upstream = tokio::net::lookup_host(upstream.as_str())
         .await?
         .next()
-        .ok_or_else(|| invalid("the broker's host resolves to no address"))?;
+        .ok_or_else(|| invalid("the server's host resolves to no address"))?;
     let proxy = Proxy::start(upstream).await?;
-    let (_, proxied) = amqp_url_through(url, proxy.port())?;
+    let (_, proxied) = through(url, proxy.port())?;
     Ok((proxy, proxied))
 }
 
@@ -104,8 +117,33 @@ pub async fn amqp_proxy(url: &str) -> io::Result<(Arc<Proxy>, String)> {
 /// dialling `127.0.0.1:port` instead, credentials, virtual host and query kept. `amqps://` is
 /// refused: the broker's certificate names its own host, not the proxy's.
 pub fn amqp_url_through(url: &str, port: u16) -> io::Result<(String, String)> {
-    let Some(rest) = url.strip_prefix("amqp://") else {
-        return Err(invalid("only plain amqp:// URLs can be proxied"));
+    url_through(url, &["amqp"], "RabbitMQ", 5672, port)
+}
+
+/// The `host:port` a `postgres://` (or `postgresql://`) URL dials (port 5432 when it names
+/// none), and the same URL dialling `127.0.0.1:port` instead, user, database and parameters
+/// kept.
+pub fn postgres_url_through(url: &str, port: u16) -> io::Result<(String, String)> {
+    url_through(url, &["postgres", "postgresql"], "PostgreSQL", 5432, port)
+}
+
+/// `url` of one of `schemes` dialling `127.0.0.1:port` instead of its host, and the
+/// `host:port` it dialled (`default_port` when it names none).
+fn url_through(
+    url: &str,
+    schemes: &[&str],
+    server: &str,
+    default_port: u16,
+    port: u16,
+) -> io::Result<(String, String)> {
+    let Some((scheme, rest)) = url
+        .split_once("://")
+        .filter(|(scheme, _)| schemes.contains(scheme))
+    else {
+        return Err(invalid(&format!(
+            "only plain {}:// URLs can be proxied",
+            schemes.join("://, ")
+        )));
     };
     let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
     let (userinfo, host) = match authority.rfind('@') {
@@ -113,7 +151,7 @@ pub fn amqp_url_through(url: &str, port: u16) -> io::Result<(String, String)> {
         None => ("", authority),
     };
     if host.is_empty() {
-        return Err(invalid("the RabbitMQ URL names no host"));
+        return Err(invalid(&format!("the {server} URL names no host")));
     }
     let has_port = host
         .rsplit_once(':')
@@ -121,9 +159,12 @@ pub fn amqp_url_through(url: &str, port: u16) -> io::Result<(String, String)> {
     let upstream = if has_port {
         host.to_owned()
     } else {
-        format!("{host}:5672")
+        format!("{host}:{default_port}")
     };
-    Ok((upstream, format!("amqp://{userinfo}127.0.0.1:{port}{tail}")))
+    Ok((
+        upstream,
+        format!("{scheme}://{userinfo}127.0.0.1:{port}{tail}"),
+    ))
 }
 
 fn invalid(message: &str) -> io::Error {
@@ -149,5 +190,24 @@ mod tests {
         assert!(err.to_string().contains("amqp://"), "{err}");
         let err = amqp_url_through("amqp:///vh", 1).expect_err("no host");
         assert!(err.to_string().contains("no host"), "{err}");
+    }
+
+    #[test]
+    fn a_database_url_is_sent_through_the_proxy_with_its_user_and_database() {
+        let (upstream, proxied) =
+            postgres_url_through("postgres://postgres@127.0.0.1:5432/ontoloop_test_1", 40_000)
+                .expect("a postgres URL");
+        assert_eq!(upstream, "127.0.0.1:5432");
+        assert_eq!(
+            proxied,
+            "postgres://postgres@127.0.0.1:40000/ontoloop_test_1"
+        );
+        let (upstream, proxied) =
+            postgres_url_through("postgresql://u:p@db/x?sslmode=disable", 1).expect("no port");
+        assert_eq!(upstream, "db:5432");
+        assert_eq!(proxied, "postgresql://u:p@127.0.0.1:1/x?sslmode=disable");
+        assert!(postgres_url_through("sqlite://x.db", 1).is_err());
+        assert!(postgres_url_through("amqp://broker", 1).is_err());
+        assert!(postgres_url_through("postgres:///x", 1).is_err());
     }
 }
