@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use ontoloop_core::knowledge::ask::{self, Asked, MAX_PASSAGES, Passage, Question};
 use ontoloop_core::knowledge::designs::{self, Design, KnowledgeView};
+use ontoloop_core::knowledge::passage::Chunk;
 use ontoloop_core::knowledge::question::is_stop_word;
 use ontoloop_core::knowledge::{
     Answer, AnswerStatus, Entity, Graph, Ontology, PredicateKind, Scope, SlotDecision, plain_words,
@@ -189,7 +190,8 @@ pub fn answer_about(
 
 /// `found` (best first) with the opening of the best-found page about what `names` name put
 /// first: a page whose title, or the label or heading above the passage found (a document's
-/// header label, its title heading), holds every word of one of `names`. `openings` holds the
+/// header label, its title heading), holds every word of one of `names`; of several, the one
+/// holding the most of `names`, then the best found. `openings` holds the
 /// first passage of pages of `found`, in the version found; a page without one (a record) has
 /// no opening. The first passage of a page about a thing says what it is (a PEP's abstract, a
 /// package's description, a KEP's summary), however the search ranked it.
@@ -198,6 +200,10 @@ pub fn opening_first(
     found: Vec<Passage>,
     openings: &[Passage],
 ) -> Vec<Passage> {
+    // How many of the names the page's title or label holds: a page titled by the thing's id
+    // and its name ("KEP-3063: Dynamic resource allocation") is about it more than one whose
+    // title holds only the name, inside its own ("Structured Parameters for Dynamic Resource
+    // Allocation").
     let about_it = |p: &Passage| {
         let label = p.chunk.headings.first().map_or("", String::as_str);
         let held: BTreeSet<String> = words_of(&format!("{} {label}", p.title))
@@ -205,15 +211,24 @@ pub fn opening_first(
             .collect();
         names
             .iter()
-            .any(|name| !name.is_empty() && name.is_subset(&held))
+            .filter(|name| !name.is_empty() && name.is_subset(&held))
+            .count()
     };
-    let opening = found.iter().filter(|p| about_it(p)).find_map(|p| {
-        openings.iter().find(|o| {
+    let mut opening: Option<(usize, &Passage)> = None;
+    for p in &found {
+        let covered = about_it(p);
+        if covered == 0 || opening.is_some_and(|(best, _)| best >= covered) {
+            continue;
+        }
+        let Some(o) = openings.iter().find(|o| {
             o.chunk.anchor.doc_id == p.chunk.anchor.doc_id
                 && o.chunk.anchor.version == p.chunk.anchor.version
-        })
-    });
-    let Some(opening) = opening else {
+        }) else {
+            continue;
+        };
+        opening = Some((covered, o));
+    }
+    let Some((_, opening)) = opening else {
         return found;
     };
     std::iter::once(opening.clone())
@@ -225,19 +240,89 @@ pub fn opening_first(
         .collect()
 }
 
+/// Words of prose a passage needs to open its page ([`opening`]): a sentence that says what the
+/// thing is ("This PEP outlines Python's backwards compatibility policy."), not a motto quoted
+/// above it ("Any color you like.") or a row of badges.
+pub const OPENING_WORDS: usize = 5;
+
+/// The passage that opens a page, of its passages in order: the first holding at least
+/// [`OPENING_WORDS`] words outside markup ([`prose_words`]), else the first. `None` for none.
+pub fn opening(passages: Vec<Chunk>) -> Option<Chunk> {
+    let mut passages = passages.into_iter();
+    let first = passages.next()?;
+    if prose_words(&first.text) >= OPENING_WORDS {
+        return Some(first);
+    }
+    Some(
+        passages
+            .find(|p| prose_words(&p.text) >= OPENING_WORDS)
+            .unwrap_or(first),
+    )
+}
+
+/// How many words `text` holds outside markup: HTML tags, images, link targets (`](…)`) and
+/// addresses are left out; a word holds a letter.
+pub fn prose_words(text: &str) -> usize {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    // Past the next `close`.
+    let skip_past = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>, close: char| {
+        chars.by_ref().find(|&c| c == close);
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '<' => skip_past(&mut chars, '>'),
+            // An image's text is no prose: `![alt](target)` goes whole.
+            '!' if chars.peek() == Some(&'[') => {
+                skip_past(&mut chars, ']');
+                if chars.peek() == Some(&'(') {
+                    skip_past(&mut chars, ')');
+                }
+            }
+            ']' if chars.peek() == Some(&'(') => skip_past(&mut chars, ')'),
+            _ => {
+                plain.push(c);
+                continue;
+            }
+        }
+        plain.push(' ');
+    }
+    plain
+        .split_whitespace()
+        .filter(|w| !w.contains("://") && w.chars().any(char::is_alphabetic))
+        .count()
+}
+
 /// For a question no slot answers and that names no known entity: when it asks about what it
 /// names as a whole (beside the names it writes — capitalised words and the numbers after them,
-/// [`ask::named_words`] — and a parenthetical aside, only words that ask for everything: "What
-/// does PEP 649 propose?", "What is KEP-3063 (dynamic resource allocation) about?"), `found`
+/// [`ask::named_words`], or the whole title of a page found — and a parenthetical aside, only
+/// words that ask for everything: "What does PEP 649 propose?", "What is KEP-3063 (dynamic
+/// resource allocation) about?", "What is black for?"), `found`
 /// with the opening of the page about that first ([`opening_first`]); else `found` as ranked.
 pub fn unknown_named_first(text: &str, found: Vec<Passage>, openings: &[Passage]) -> Vec<Passage> {
+    let asked: Vec<String> = words_of(&outside_parentheses(text));
     let named: BTreeSet<String> = words_of(&ask::named_words(text)).into_iter().collect();
-    let asks_about_it = !named.is_empty()
-        && words_of(&outside_parentheses(text))
+    // A page's title the question writes whole, in any case ("What is black for?" of the
+    // page titled "black"), names what it asks about too.
+    let mut names: Vec<BTreeSet<String>> = Vec::new();
+    for p in &found {
+        let title: BTreeSet<String> = words_of(&p.title).into_iter().collect();
+        let written = !title.is_empty()
+            && !title.iter().all(|w| asks_for_all(w))
+            && title.iter().all(|w| asked.contains(w));
+        if written && !names.contains(&title) {
+            names.push(title);
+        }
+    }
+    if !named.is_empty() {
+        names.insert(0, named);
+    }
+    let asks_about_it = !names.is_empty()
+        && asked
             .iter()
-            .all(|w| named.contains(w) || asks_for_all(w));
+            .all(|w| names.iter().any(|name| name.contains(w)) || asks_for_all(w));
     if asks_about_it {
-        opening_first(&[named], found, openings)
+        opening_first(&names, found, openings)
     } else {
         found
     }
@@ -278,6 +363,74 @@ fn find(words: &[String], needle: &[String]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ontoloop_core::knowledge::passage::chunk_page;
+
+    /// The passages of a page titled `title`: its opening first.
+    fn passages(id: &str, title: &str, body: &str) -> Vec<Passage> {
+        chunk_page(id, 1, body)
+            .into_iter()
+            .map(|chunk| Passage {
+                chunk,
+                title: title.to_owned(),
+                origin: "kep".to_owned(),
+                score: 1.0,
+                similarity: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn of_pages_about_a_thing_the_one_titled_by_more_of_its_names_opens() {
+        let other = passages(
+            "4381",
+            "KEP-4381: Structured Parameters for Dynamic Resource Allocation",
+            "Dynamic resource allocation was added as alpha.\n\nStructured parameters help.\n",
+        );
+        let own = passages(
+            "3063",
+            "KEP-3063: Dynamic resource allocation",
+            "This KEP lets pods request resources.\n\nDynamic resource allocation details.\n",
+        );
+        let names: Vec<BTreeSet<String>> = ["KEP-3063", "dynamic resource allocation"]
+            .iter()
+            .map(|name| words_of(name).into_iter().collect())
+            .collect();
+        // The other page ranks first and its title holds one of the names.
+        let found = vec![other[1].clone(), own[1].clone()];
+        let openings = [other[0].clone(), own[0].clone()];
+        let ranked = opening_first(&names, found, &openings);
+        assert_eq!(
+            ranked[0].chunk.text,
+            "This KEP lets pods request resources."
+        );
+        assert_eq!(ranked[1].chunk.anchor.doc_id, "4381");
+        // One name only: the best found of the pages that hold it.
+        let found = vec![other[1].clone(), own[1].clone()];
+        let ranked = opening_first(&names[1..], found, &openings);
+        assert_eq!(
+            ranked[0].chunk.text,
+            "Dynamic resource allocation was added as alpha."
+        );
+    }
+
+    #[test]
+    fn a_page_opens_with_its_first_passage_of_prose() {
+        assert_eq!(prose_words("> “Any color you like.”"), 4);
+        assert_eq!(
+            prose_words(
+                "[![Docs](https://x.io/badge.svg)](https://x.io) <a href=\"https://y\">\n\
+                 <img src=\"b.svg\"></a> see https://z.io"
+            ),
+            1
+        );
+        let body = "[![Logo](https://x.io/logo.png)](https://x.io)\n\n> “Any color you like.”\n\n\
+                    _Black_ is the uncompromising Python code formatter.\n\nMore text here.\n";
+        let opening = opening(chunk_page("black", 1, body)).expect("an opening");
+        assert!(opening.text.contains("uncompromising"), "{opening:?}");
+        // No passage of prose: the first.
+        let opening = super::opening(chunk_page("q", 1, "> “Any color.”\n\nShort one.\n"));
+        assert!(opening.is_some_and(|o| o.text.contains("Any color")));
+    }
 
     #[test]
     fn a_parenthetical_aside_is_left_out() {

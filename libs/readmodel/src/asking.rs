@@ -377,8 +377,9 @@ fn cited(ranked: Vec<Ranked>, pages: &BTreeMap<String, PageVersion>) -> Vec<ask:
         .collect()
 }
 
-/// The first passage of each page `offered` was cut from, in the version it was cut from (the
-/// caller read that version's passages, so may read its first), in the order offered; none of
+/// The opening passage of each page `offered` was cut from ([`about::opening`]), in the version
+/// it was cut from (the caller read that version's passages, so may read its first), in the
+/// order offered; none of
 /// a record ([`is_record`]: a YAML or JSON document, header blocks only), which has no opening.
 fn openings(snapshot: &Snapshot, offered: &[ask::Passage]) -> Vec<ask::Passage> {
     let mut seen: HashSet<(&str, u64)> = HashSet::new();
@@ -399,9 +400,7 @@ fn openings(snapshot: &Snapshot, offered: &[ask::Passage]) -> Vec<ask::Passage> 
                         .find(|page| &page.source_id == id && page.version == version)
                 })
                 .filter(|page| !is_record(&page.body))?;
-            let chunk = chunk_page(&page.source_id, page.version, &page.body)
-                .into_iter()
-                .next()?;
+            let chunk = about::opening(chunk_page(&page.source_id, page.version, &page.body))?;
             Some(ask::Passage {
                 chunk,
                 title: p.title.clone(),

@@ -402,6 +402,7 @@ pub fn map_question(
         .collect();
     let similar = similarities(ontology, &terms, &words);
     let mut fits = fits(&vocabularies, &words, similar.as_deref());
+    naming_fits(&mut fits, &words, tokens.len(), &vocabularies);
     let start = entity
         .as_deref()
         .and_then(|e| entity_type(graph, ontology, e, extra_names));
@@ -807,6 +808,35 @@ fn fits(
                 .collect()
         })
         .collect()
+}
+
+/// Words that, ending a question, ask what a thing is called ("What is PEP 8 *called*?", "what
+/// is X *titled*?"). General English, not any ontology's words.
+const NAMING_WORDS: &[&str] = &["called", "named", "titled"];
+
+/// What a thing is called is held by a slot whose own words say name or title.
+const NAME_NOUNS: &str = "name title";
+
+/// A naming word ([`NAMING_WORDS`]) that ends the question (`tokens` words in all) explains
+/// every slot whose vocabulary holds a name noun ([`NAME_NOUNS`]): "What is PEP 8 called?" asks
+/// for its title. Only as the last word: "who is *named* as the author of X?" asks for an author.
+fn naming_fits(
+    fits: &mut [Vec<f64>],
+    words: &[QuestionWord],
+    tokens: usize,
+    vocabularies: &[BTreeSet<String>],
+) {
+    let nouns = content_words(NAME_NOUNS);
+    for (row, word) in fits.iter_mut().zip(words) {
+        if word.at + 1 != tokens || !NAMING_WORDS.contains(&word.text.as_str()) {
+            continue;
+        }
+        for (fit, vocabulary) in row.iter_mut().zip(vocabularies) {
+            if !vocabulary.is_disjoint(&nouns) {
+                *fit = 1.0;
+            }
+        }
+    }
 }
 
 /// Words of the question the chosen path leaves unexplained although they name a relation: a

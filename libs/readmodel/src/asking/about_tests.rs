@@ -267,3 +267,27 @@ fn a_document_no_entity_names_gets_its_opening_first_when_asked_about_by_its_nam
         "{asked:#?}"
     );
 }
+
+#[test]
+fn a_page_named_in_lower_case_by_its_title_opens_with_its_first_passage_of_prose() {
+    let model = snapshot(
+        Ontology::empty(),
+        vec![
+            page(
+                "black",
+                "> “Any color you like.”\n\n\
+                 _Black_ is the uncompromising Python code formatter.\n\n\
+                 Formatting with black: black reformats, black is fast, black black.\n",
+            ),
+            page(
+                "formatters",
+                "Tools compared: black, black and black again; black wins for black code.\n",
+            ),
+        ],
+    );
+    let asked = ask(&model, "What is black for?");
+    assert_eq!(
+        asked.passages[0].chunk.text, "_Black_ is the uncompromising Python code formatter.",
+        "{asked:#?}"
+    );
+}

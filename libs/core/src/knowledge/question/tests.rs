@@ -369,6 +369,25 @@ fn a_question_of_no_word_but_its_names_that_fits_several_slots_alike_names_none(
 }
 
 #[test]
+fn a_question_ending_in_called_asks_for_the_slot_of_a_name() {
+    let (ontology, graph) = documents(None);
+    for question in ["What is PEP 8 called?", "What is PEP 8 titled?"] {
+        let m = map_question(question, &graph, &ontology, &[]).expect("maps");
+        assert_eq!(m.path, ["title"], "{question}");
+        assert!(m.unexplained.is_empty() && m.guessed.is_none(), "{m:?}");
+    }
+    // Not the last word: the question asks for what the rest of it names.
+    let m = map_question(
+        "Who is named as the author of PEP 8?",
+        &graph,
+        &ontology,
+        &[],
+    )
+    .expect("maps");
+    assert_eq!(m.path, ["author"]);
+}
+
+#[test]
 fn a_guess_takes_the_closest_slot_only_by_a_floor_and_a_lead_or_kinship() {
     let no_kin = |_: usize, _: usize| false;
     // Words × slots.
