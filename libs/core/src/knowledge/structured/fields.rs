@@ -197,9 +197,7 @@ pub(super) fn typed_value(predicate: &Predicate, field: &Field) -> Option<String
         }),
         ValueKind::Number => values(&tokens(first)).first().map(|v| v.text.clone()),
         ValueKind::Date => date_part(first),
-        ValueKind::Version => (first.chars().any(|c| c.is_ascii_digit())
-            && !looks_like_date(first)
-            && first.split_whitespace().count() <= 3)
+        ValueKind::Version => (version_shaped(first) && first.split_whitespace().count() <= 3)
             .then(|| first.to_owned()),
         // A list of numbers names several things by id (`Superseded-By: 649, 749`): all of
         // them, as written, where a list of names gives its first.
@@ -309,10 +307,18 @@ pub(crate) fn has_shape(object_type: &str, value: &str) -> bool {
     let value = value.trim();
     match value_kind(&object_type.to_lowercase()) {
         ValueKind::Date => looks_like_date(value),
-        ValueKind::Version => value.chars().any(|c| c.is_ascii_digit()) && !looks_like_date(value),
+        ValueKind::Version => version_shaped(value),
         ValueKind::Number => value.chars().any(|c| c.is_ascii_digit()),
         ValueKind::Text | ValueKind::Name => true,
     }
+}
+
+/// A version's shape: a digit, and not a date — unless only digits and dots, as a calendar
+/// version is written (`2016.2.28`, certifi's; `24.1.0`), where a date would take a dash, a
+/// slash or a month's name.
+fn version_shaped(value: &str) -> bool {
+    value.chars().any(|c| c.is_ascii_digit())
+        && (!looks_like_date(value) || value.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 /// The one element of `items`, if there is exactly one.

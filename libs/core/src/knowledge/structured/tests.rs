@@ -194,6 +194,9 @@ fn a_value_has_the_shape_of_its_type_or_is_weak() {
     assert!(has_shape("release", "v1.19"));
     assert!(!has_shape("release", "TBD"));
     assert!(!has_shape("version", "2023-05-22"));
+    assert!(!has_shape("version", "May 22, 2023"));
+    // A calendar version is written with dots alone.
+    assert!(has_shape("release", "2016.2.28") && has_shape("version", "24.1.0"));
     assert!(has_shape("number", "49"));
     assert!(!has_shape("number", "several"));
     assert!(has_shape("team", "anything at all"));
