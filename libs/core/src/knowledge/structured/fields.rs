@@ -90,19 +90,11 @@ pub(super) fn key_fit(
     profile: &Profile,
     name_words: &BTreeMap<String, usize>,
 ) -> f64 {
-    let key: BTreeSet<String> = key_words(key)
-        .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
-        .map(|w| field_stem(w))
-        .collect();
     let name: BTreeSet<String> = key_words(&predicate.name)
         .iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
         .map(|w| field_stem(w))
         .collect();
-    if key.is_empty() || name.is_empty() {
-        return 0.0;
-    }
     let vocabulary: BTreeSet<String> = profile
         .words
         .keys()
@@ -110,6 +102,14 @@ pub(super) fn key_fit(
         .chain(name.iter().cloned())
         .chain(std::iter::once(field_stem(&predicate.object_type)))
         .collect();
+    let key: BTreeSet<String> = key_words(key)
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
+        .flat_map(|w| compound(w, &vocabulary).unwrap_or_else(|| vec![field_stem(w)]))
+        .collect();
+    if key.is_empty() || name.is_empty() {
+        return 0.0;
+    }
     let weight = |w: &String| 1.0 / name_words.get(w).copied().unwrap_or(1).max(1) as f64;
     let of_key = key.iter().filter(|w| vocabulary.contains(*w)).count() as f64 / key.len() as f64;
     let held: f64 = name.iter().filter(|w| key.contains(*w)).map(weight).sum();
@@ -124,6 +124,50 @@ pub(super) fn key_fit(
         };
     }
     (of_key + of_name) / 2.0
+}
+
+/// Words a label of an address holds at most (`Project-URL: Bug Tracker, https://…`).
+const MAX_LABEL_WORDS: usize = 3;
+
+/// The fields a field of labelled addresses holds: each value written `Label, address` (an
+/// address with `://` and no space, a label of at most [`MAX_LABEL_WORDS`] words) is a field
+/// named by its label, on the same line. None for any other field. (A classifier's path,
+/// `License :: OSI Approved :: BSD License`, is not read so: on pypi's records it stated
+/// licences the records' own fields leave unsaid or state otherwise.)
+pub(super) fn labelled(field: &Field) -> Vec<Field> {
+    field
+        .values
+        .iter()
+        .filter_map(|value| {
+            let (label, address) = value.split_once(',')?;
+            let (label, address) = (label.trim(), address.trim());
+            let is_label = !label.is_empty()
+                && label.split_whitespace().count() <= MAX_LABEL_WORDS
+                && label.chars().any(char::is_alphabetic)
+                && label
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'));
+            let is_address = address.contains("://") && !address.contains(char::is_whitespace);
+            (is_label && is_address).then(|| Field {
+                key: label.to_owned(),
+                values: vec![address.to_owned()],
+                line: field.line.clone(),
+            })
+        })
+        .collect()
+}
+
+/// A key word written as two words of `vocabulary` run together (`homepage`: home, page;
+/// `codename`), each of at least three letters, as those two (stemmed as [`key_fit`] stems);
+/// `None` when it is no such compound or is a word of `vocabulary` itself.
+fn compound(word: &str, vocabulary: &BTreeSet<String>) -> Option<Vec<String>> {
+    if vocabulary.contains(&field_stem(word)) || !word.is_ascii() {
+        return None;
+    }
+    (3..word.len().saturating_sub(2)).find_map(|at| {
+        let (a, b) = (field_stem(&word[..at]), field_stem(&word[at..]));
+        (vocabulary.contains(&a) && vocabulary.contains(&b)).then(|| vec![a, b])
+    })
 }
 
 /// What [`key_fit`] gives a key that shares some words with a predicate but names something

@@ -291,12 +291,16 @@ impl Ctx<'_> {
         {
             claims.extend(alias(id, name, &format!("{id}: {name}")));
         }
+        // A field of labelled addresses (`Project-URL: Homepage, https://…`) holds a field per
+        // label, after the record's own: a field named so outright comes first.
+        let labelled: Vec<Field> = record.fields.iter().flat_map(labelled).collect();
         let fields: Vec<&Field> = record
             .fields
             .iter()
             .enumerate()
             .filter(|(i, _)| Some(*i) != subject_field)
             .map(|(_, f)| f)
+            .chain(&labelled)
             .collect();
         let keys = by_key(fields.iter().copied());
         let schema = self.schema(&keys, similarity);

@@ -497,3 +497,64 @@ fn yaml_records_keyed_by_name_are_one_subject_each() {
         ]
     );
 }
+
+#[test]
+fn a_labelled_address_is_a_field_named_by_its_label() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "home_page", "subject_type": "package", "object_type": "text",
+             "patterns": ["The website of {s} is {o}."]},
+            {"name": "license", "subject_type": "package", "object_type": "text",
+             "patterns": ["{s} is distributed under {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    // What a package record with `fields` states of `predicate`.
+    let stated = |predicate: &str, fields: &str| {
+        claims_of(
+            &ontology,
+            &format!("Name: httpx\nVersion: 0.28.1\n{fields}"),
+        )
+        .into_iter()
+        .filter(|(p, _, _)| p == predicate)
+        .collect::<Vec<_>>()
+    };
+    let home_page = |fields: &str| stated("home_page", fields);
+    // "Homepage" is "home" and "page" run together.
+    assert_eq!(
+        home_page(
+            "Project-URL: Documentation, https://docs.example.org\n\
+             Project-URL: Homepage, https://github.com/encode/httpx\n"
+        ),
+        vec![triple(
+            "home_page",
+            "httpx",
+            "https://github.com/encode/httpx"
+        )]
+    );
+    // A field named so outright comes first.
+    assert_eq!(
+        home_page(
+            "Project-URL: Homepage, https://github.com/encode/httpx\n\
+             Home-page: https://www.python-httpx.org\n"
+        ),
+        vec![triple("home_page", "httpx", "https://www.python-httpx.org")]
+    );
+    // Labels that name no predicate state none, a value with a comma is no label, and a
+    // classifier's path states nothing.
+    assert_eq!(
+        home_page(
+            "Project-URL: Source, https://github.com/encode/httpx\n\
+             Summary: Fast, https://not-a-label and more\n"
+        ),
+        Vec::new()
+    );
+    assert_eq!(
+        stated(
+            "license",
+            "Classifier: License :: OSI Approved :: BSD License\n"
+        ),
+        Vec::new()
+    );
+}
