@@ -271,7 +271,13 @@ pub fn prose_words(text: &str) -> usize {
     };
     while let Some(c) = chars.next() {
         match c {
-            '<' => skip_past(&mut chars, '>'),
+            // A tag, not a comparison ("x < 5").
+            '<' if chars
+                .peek()
+                .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '/' | '!')) =>
+            {
+                skip_past(&mut chars, '>')
+            }
             // An image's text is no prose: `![alt](target)` goes whole.
             '!' if chars.peek() == Some(&'[') => {
                 skip_past(&mut chars, ']');
@@ -416,6 +422,7 @@ mod tests {
     #[test]
     fn a_page_opens_with_its_first_passage_of_prose() {
         assert_eq!(prose_words("> “Any color you like.”"), 4);
+        assert_eq!(prose_words("It needs x < 5 and y to hold, always."), 8);
         assert_eq!(
             prose_words(
                 "[![Docs](https://x.io/badge.svg)](https://x.io) <a href=\"https://y\">\n\
