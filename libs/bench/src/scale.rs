@@ -270,7 +270,7 @@ fn team(n: usize) -> String {
 
 /// Page `k` with its owner `owner`: about 1.2 KB, three sentences the ontology reads among
 /// paragraphs that state nothing it knows.
-fn catalog_page(k: usize, owner: usize) -> Event {
+pub(crate) fn catalog_page(k: usize, owner: usize) -> Event {
     Event::DocUpsert {
         doc_id: catalog_id(k),
         title: service(k),
@@ -628,26 +628,37 @@ async fn dense_covered(models: std::sync::Arc<ontoloop_readmodel::Snapshots>) ->
     None
 }
 
+/// Asks `request` until it is answered, polling every 10 ms ([`answered`]).
 async fn visible(
     clients: &Clients,
     request: v1::AskRequest,
     limit: Duration,
 ) -> anyhow::Result<v1::Answer> {
+    answered(clients, request, limit, Duration::from_millis(10)).await
+}
+
+/// Asks `request` until it is answered: an Ask refused as `UNAVAILABLE` (the analyst is behind
+/// and its wait for `min_sequence` ran out, or the store is away) or `RESOURCE_EXHAUSTED`
+/// (retrieval is at its limit of calls in flight) is asked again after `poll`, within `limit`.
+pub(crate) async fn answered(
+    clients: &Clients,
+    request: v1::AskRequest,
+    limit: Duration,
+    poll: Duration,
+) -> anyhow::Result<v1::Answer> {
     let started = Instant::now();
     loop {
         match clients.retrieval.clone().ask(request.clone()).await {
             Ok(answer) => return Ok(answer.into_inner()),
-            // The analyst is behind (the wait ran out) or retrieval is at its limit of calls in
-            // flight: ask again shortly, within the limit.
             Err(status)
                 if matches!(
                     status.code(),
                     tonic::Code::Unavailable | tonic::Code::ResourceExhausted
                 ) && started.elapsed() < limit =>
             {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                tokio::time::sleep(poll).await;
             }
-            Err(status) => return Err(status.into()),
+            Err(status) => return Err(anyhow::Error::new(status).context("ask")),
         }
     }
 }

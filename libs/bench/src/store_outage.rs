@@ -28,7 +28,7 @@ use ontoloop_testkit::servers::{PgDatabase, amqp_namespace};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::scale::{Quantiles, catalog_body, catalog_id, service};
+use super::scale::{Quantiles, catalog_body, catalog_page, service};
 use ontoloop::client::Clients;
 use ontoloop::up::Local;
 use ontoloop_store::Store;
@@ -637,7 +637,7 @@ async fn flow(
         let (clients, caller, acks) = (clients.clone(), caller.clone(), Arc::clone(&acks));
         pushes.spawn(async move {
             let sent = Instant::now();
-            let event = page(k, owner);
+            let event = catalog_page(k, owner);
             let outcome =
                 match tokio::time::timeout(CALL_LIMIT, push(&clients, &caller, &event)).await {
                     Ok(Ok(seq)) => {
@@ -700,7 +700,7 @@ async fn asks(clients: Clients, pages: usize, stop: watch::Receiver<bool>) -> Ve
 /// highest sequence number acknowledged.
 async fn ingest(clients: &Clients, caller: &Caller, pages: usize) -> anyhow::Result<u64> {
     let mut pushes = futures::stream::iter(0..pages)
-        .map(|k| async move { push(clients, caller, &page(k, k)).await })
+        .map(|k| async move { push(clients, caller, &catalog_page(k, k)).await })
         .buffer_unordered(IN_FLIGHT);
     let mut last = 0;
     while let Some(pushed) = pushes.next().await {
@@ -727,28 +727,13 @@ async fn applied_by(store: &Store, seq: u64, from: Instant, limit: Duration) -> 
     }
 }
 
-/// Asks `request` until it is answered: an Ask refused as `UNAVAILABLE` (its wait for
-/// `min_sequence` ran out) or `RESOURCE_EXHAUSTED` is asked again, within `limit`.
+/// Asks `request` until it is answered, polling every 100 ms ([`answered`](super::scale::answered)).
 async fn answered(
     clients: &Clients,
     request: v1::AskRequest,
     limit: Duration,
 ) -> anyhow::Result<v1::Answer> {
-    let started = Instant::now();
-    loop {
-        match clients.retrieval.clone().ask(request.clone()).await {
-            Ok(answer) => return Ok(answer.into_inner()),
-            Err(status)
-                if matches!(
-                    status.code(),
-                    tonic::Code::Unavailable | tonic::Code::ResourceExhausted
-                ) && started.elapsed() < limit =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(status) => return Err(anyhow::Error::new(status).context("ask")),
-        }
-    }
+    super::scale::answered(clients, request, limit, Duration::from_millis(100)).await
 }
 
 /// Pushes `event`: its intake sequence number, or the status it was refused with.
@@ -761,20 +746,6 @@ async fn push(clients: &Clients, caller: &Caller, event: &Event) -> Result<u64, 
         .await?
         .into_inner()
         .sequence)
-}
-
-/// Catalog page `k` with its owner `owner` (the scale benchmark's page).
-fn page(k: usize, owner: usize) -> Event {
-    Event::DocUpsert {
-        doc_id: catalog_id(k),
-        title: service(k),
-        origin: "catalog".to_owned(),
-        body: catalog_body(k, owner),
-        acl: Vec::new(),
-        hold: false,
-        confidence: None,
-        effective_from: None,
-    }
 }
 
 /// Whether `value` is the team page `k` names as its owner when `owner` owns it.
