@@ -19,13 +19,13 @@ same commit.
 
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_pypi_world as pypi  # noqa: E402  (the format check is shared)
 from worldlib import (  # noqa: E402
-    arguments, make_question, parse_time, rfc3339, tally, timeline, world, write)
+    arguments, git, in_effect, make_question, parse_time, rfc3339, tally, timeline, world,
+    write)
 
 COMMIT = "e4bf922d83b877a116763e2f83d2d9b6701871f9"  # main, 2026-07-02
 PATH = "schedule.json"
@@ -91,16 +91,6 @@ QID = {"codename": "C", "initial_release": "R", "lts_start": "L", "maintenance_s
 # Reading the repository.
 
 
-def git(repo, *args):
-    return subprocess.run(["git", "--git-dir", git_dir(repo), *args], check=True,
-                          capture_output=True).stdout
-
-
-def git_dir(repo):
-    inner = os.path.join(repo, ".git")
-    return inner if os.path.isdir(inner) else repo
-
-
 def versions(repo):
     """The file as every main-line commit that changed it left it, oldest first: (commit time,
     commit, text). Of commits made in the same second, the last."""
@@ -146,15 +136,6 @@ def line_sort_key(line):
 
 # --------------------------------------------------------------------------------------------
 # Building the world.
-
-def in_effect(found, at):
-    last = None
-    for v in found:
-        if v[0] >= at:
-            break
-        last = v
-    return last
-
 
 def build(found, checkpoints, only_lines=None, sampled=False):
     """The world over `checkpoints`: every version of the file before the last one (`sampled`:

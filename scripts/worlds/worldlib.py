@@ -1,7 +1,7 @@
 """What the world builders in this folder share: the records of the `ontoloop.world/v1` format
 they all write (a slot or passage question and its asks, a timeline with its checkpoints, the
-world itself and the count of its asks in `about`), the options every builder takes, and the
-writing out. The format check stays in `make_pypi_world.py`, whose metadata reader is its
+world itself and the count of its asks in `about`), the options every builder takes, reading a
+git history (the CLI, on a clone or a bare git directory), and the writing out. The format check stays in `make_pypi_world.py`, whose metadata reader is its
 default.
 
 Python 3 standard library only; the builders import this module from their own folder.
@@ -9,6 +9,8 @@ Python 3 standard library only; the builders import this module from their own f
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from datetime import datetime, timezone
 
@@ -21,6 +23,28 @@ def arguments(doc, small_help="a small cut for make test"):
     ap.add_argument("--out", help="write the world here (default: standard output)")
     ap.add_argument("--check", metavar="FILE", help="check a world file and exit")
     return ap
+
+
+def git(repo, *args):
+    """The standard output of `git ARGS` run on the repository `repo`."""
+    return subprocess.run(["git", "--git-dir", git_dir(repo), *args], check=True,
+                          capture_output=True).stdout
+
+
+def git_dir(repo):
+    """The git directory of `repo`: its `.git` folder, or `repo` itself when bare."""
+    inner = os.path.join(repo, ".git")
+    return inner if os.path.isdir(inner) else repo
+
+
+def in_effect(found, at):
+    """Of `found` (`(time, ...)` tuples, oldest first), the last before `at`; None if none."""
+    last = None
+    for v in found:
+        if v[0] >= at:
+            break
+        last = v
+    return last
 
 
 def parse_time(text):
