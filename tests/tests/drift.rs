@@ -193,6 +193,19 @@ async fn a_real_release_schedule_is_read_and_never_answered_wrong_unhedged() {
     holds_on_real_documents(&world).await;
 }
 
+/// Release records nobody here wrote: endoflife.date's product pages over their real history
+/// (tests/fixtures/eol.md), Markdown whose YAML front matter lists a record per release cycle
+/// (`- releaseCycle: "3.12"` with `eol`, `eoas`, `latest` ...), its keys renamed over time and
+/// cycles asked about before they are listed, asked in both modes ("When is Python 3.12 EOL?").
+/// Nine answers in ten right, drifted ones too, an abstention where one is right, and never a
+/// confident wrong answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_release_records_in_front_matter_are_read_and_never_answered_wrong_unhedged() {
+    let world =
+        world(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/eol-small.world.json"));
+    holds_on_real_documents(&world).await;
+}
+
 /// A world of our own in ordinary phrasings with traps (a request never approved, a
 /// hypothetical, a negation, a past state): the default pipeline reads it as well as the
 /// templated world, and the exact patterns alone cannot.

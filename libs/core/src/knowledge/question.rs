@@ -78,6 +78,23 @@ fn asked_types(question: &str) -> BTreeSet<String> {
                 if tokens.get(i + 1) == Some(&"is") || tokens.get(i + 1) == Some(&"are") {
                     types.insert("text".to_owned());
                 }
+                // "what is the *latest version* of X": the noun phrase after the verb.
+                if tokens
+                    .get(i + 1)
+                    .is_some_and(|t| ["is", "are", "was", "were"].contains(t))
+                {
+                    for next in tokens
+                        .iter()
+                        .skip(i + 2)
+                        .skip_while(|t| ["the", "a", "an"].contains(*t))
+                        .take(3)
+                    {
+                        if STOPWORDS.contains(next) || AUXILIARIES.contains(next) {
+                            break;
+                        }
+                        types.insert((*next).to_owned());
+                    }
+                }
             }
             "much" | "many" | "long" | "price" | "cost" | "percent" => {
                 types.insert("number".to_owned());
@@ -89,14 +106,17 @@ fn asked_types(question: &str) -> BTreeSet<String> {
 }
 
 /// What [`asked_types`] names a question asking for a date ("when ...?"): any object type whose
-/// values are dates fits it.
+/// values are dates fits it. (A word naming versions, "which *release*", fits any object type
+/// of versions alike.)
 const DATE: &str = "date";
 
 /// Whether an answer of `object_type` is of a kind `asked` names: the type itself, or a date
 /// for "when" and "what date".
 fn asked_for(asked: &BTreeSet<String>, object_type: &str) -> bool {
+    let kind = value_kind(&object_type.to_lowercase());
     asked.contains(object_type)
-        || (asked.contains(DATE) && value_kind(&object_type.to_lowercase()) == ValueKind::Date)
+        || (asked.contains(DATE) && kind == ValueKind::Date)
+        || (kind == ValueKind::Version && asked.iter().any(|a| value_kind(a) == ValueKind::Version))
 }
 
 /// The shape of answer a question's own words ask for: a person ("who"), a date ("when", "what
@@ -214,9 +234,28 @@ fn linked_names(
         let key = normaliser.key(name);
         !key.bytes().all(|b| b.is_ascii_digit()) || stands_alone(question, &key)
     });
+    // A name written right before a number asks about the thing it numbers: "Ubuntu 25.04" is
+    // not Ubuntu, nor "Python 3.12.1" Python 3.12.
+    found.retain(|name| !numbered_in(&words, &words_plain(name)));
     found.sort_by_cached_key(|name| (rank(name), name.clone()));
     found.dedup();
     found
+}
+
+/// Whether the words `name` are written in `words`, each time right before a number.
+fn numbered_in(words: &[String], name: &[String]) -> bool {
+    if name.is_empty() || name.len() > words.len() {
+        return false;
+    }
+    let mut written = (0..=words.len() - name.len())
+        .filter(|&at| words[at..at + name.len()] == name[..])
+        .peekable();
+    written.peek().is_some()
+        && written.all(|at| {
+            words
+                .get(at + name.len())
+                .is_some_and(|next| next.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 /// Whether the digits `number` stand somewhere in `question` as a number of their own, not as a
@@ -403,6 +442,7 @@ pub fn map_question(
     let similar = similarities(ontology, &terms, &words);
     let mut fits = fits(&vocabularies, &words, similar.as_deref());
     naming_fits(&mut fits, &words, tokens.len(), &vocabularies);
+    dated_fits(&mut fits, &words, &slots);
     let start = entity
         .as_deref()
         .and_then(|e| entity_type(graph, ontology, e, extra_names));
@@ -425,7 +465,7 @@ pub fn map_question(
             .map(|&p| {
                 words
                     .iter()
-                    .filter(|w| name_words[p].contains(&w.stem))
+                    .filter(|w| name_words[p].contains(&w.stem) && !names_dates(w))
                     .count()
             })
             .sum();
@@ -808,6 +848,28 @@ fn fits(
                 .collect()
         })
         .collect()
+}
+
+/// Whether a question's word names the kind dates are (`date`, `day`): the kind of answer, not
+/// which relation gives it.
+fn names_dates(word: &QuestionWord) -> bool {
+    value_kind(&word.text) == ValueKind::Date
+}
+
+/// A word naming dates explains every slot of dates alike: "What is the release *date* of Go
+/// 1.25?" is no more about `latest_release_date`, whose name says date, than about
+/// `initial_release`; the other words choose between them.
+fn dated_fits(fits: &mut [Vec<f64>], words: &[QuestionWord], slots: &[&Predicate]) {
+    for (row, word) in fits.iter_mut().zip(words) {
+        if !names_dates(word) {
+            continue;
+        }
+        for (fit, slot) in row.iter_mut().zip(slots) {
+            if value_kind(&slot.object_type.to_lowercase()) == ValueKind::Date {
+                *fit = 1.0;
+            }
+        }
+    }
 }
 
 /// Words that, ending a question, ask what a thing is called ("What is PEP 8 *called*?", "what

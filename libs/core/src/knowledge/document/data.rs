@@ -110,6 +110,62 @@ fn collect(value: &Value, depth: usize, out: &mut Vec<Record>) {
     }
 }
 
+/// Whether a list is records of one kind named by their first field (`releases:` of
+/// `- releaseCycle: "3.12"` items, each with its dates): two or more objects, each opening with
+/// the same key, whose values are short scalars, each another, and sharing most of their field
+/// names as the entries of [`keyed_records`] do.
+pub(super) fn listed_records(items: &[Value]) -> bool {
+    let mut map = serde_json::Map::new();
+    let mut first_key: Option<&str> = None;
+    for item in items {
+        let Value::Object(fields) = item else {
+            return false;
+        };
+        let Some((key, Value::String(name))) = fields.iter().next() else {
+            return false;
+        };
+        if *first_key.get_or_insert(key) != key.as_str() || map.contains_key(name.trim()) {
+            return false;
+        }
+        let rest: serde_json::Map<String, Value> = fields
+            .iter()
+            .skip(1)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        map.insert(name.trim().to_owned(), Value::Object(rest));
+    }
+    keyed_records(&map)
+}
+
+/// One item of a list of [`listed_records`]: a record about the subject its first field names
+/// ([`Layout::Keyed`], as an entry of a mapping of records is about its key).
+fn listed(item: &Value, depth: usize, out: &mut Vec<Record>) {
+    let Value::Object(fields) = item else {
+        return;
+    };
+    let Some((key, Value::String(name))) = fields.iter().next() else {
+        return;
+    };
+    let name = name.trim();
+    let rest: serde_json::Map<String, Value> = fields
+        .iter()
+        .skip(1)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut record = Record {
+        layout: Layout::Keyed,
+        subject: Some(name.to_owned()),
+        ..Record::default()
+    };
+    flatten(&Value::Object(rest), "", depth, &mut record.fields, out);
+    for field in &mut record.fields {
+        field.line = format!("{key}: {name}, {}", field.line);
+    }
+    if !record.fields.is_empty() {
+        out.push(record);
+    }
+}
+
 /// Whether an object's entries are records of one kind: two or more, every one an object of
 /// fields, keyed by a short name, and sharing their field names (most of a record's keys are
 /// another record's too). Sections of one thing (`metadata`, `spec`) share few.
@@ -163,6 +219,11 @@ fn flatten(
             }
             Value::Object(_) if depth < MAX_DEPTH => {
                 flatten(value, &key, depth + 1, out, records);
+            }
+            Value::Array(items) if depth < MAX_DEPTH && listed_records(items) => {
+                for item in items {
+                    listed(item, depth + 1, records);
+                }
             }
             Value::Array(items) => {
                 let values: Vec<String> = items

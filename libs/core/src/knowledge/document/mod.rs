@@ -76,7 +76,8 @@ pub enum Layout {
     /// `Key: value` items of a list: each key names its own subject.
     Items,
     /// One of several records of one kind, each about the subject its place names: an entry of
-    /// a mapping of records (`{"v20": {"start": ..}, "v22": {..}}`, its key), a table's row (its
+    /// a mapping of records (`{"v20": {"start": ..}, "v22": {..}}`, its key), an item of a list
+    /// of records (`- releaseCycle: "3.12"`, its first field's value), a table's row (its
     /// first cell, the other cells fields under their column's header). Records of one kind
     /// in one document share their field names, which are read as one schema.
     Keyed,

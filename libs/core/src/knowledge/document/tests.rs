@@ -310,3 +310,52 @@ fn a_tables_rows_are_records_named_by_their_first_cell() {
         "a [1] b c e [g]"
     );
 }
+
+#[test]
+fn a_list_of_records_named_by_their_first_field_is_one_record_per_item() {
+    let doc = parse(
+        "---\ntitle: Ledger\nreleases:\n  - releaseCycle: \"1.10\"\n    releaseDate: 2024-01-02\n    \
+         eol: false\n  - releaseCycle: \"1.9\"\n    releaseDate: 2023-05-06\n    eol: 2025-05-06\n\
+         ---\n\nLedger keeps books.\n",
+    );
+    let subjects: Vec<_> = doc
+        .records
+        .iter()
+        .map(|r| (r.layout, r.subject.as_deref()))
+        .collect();
+    assert_eq!(
+        subjects,
+        vec![
+            (Layout::Header, None),
+            (Layout::Keyed, Some("1.10")),
+            (Layout::Keyed, Some("1.9")),
+        ]
+    );
+    assert_eq!(fields(&doc.records[0]), vec![("title", vec!["Ledger"])]);
+    assert_eq!(
+        fields(&doc.records[2]),
+        vec![
+            ("releaseDate", vec!["2023-05-06"]),
+            ("eol", vec!["2025-05-06"])
+        ]
+    );
+    assert_eq!(
+        doc.records[1].fields[0].line,
+        "releaseCycle: 1.10, releaseDate: 2024-01-02"
+    );
+    // Items that open with different keys, or name one thing twice, are no such list.
+    for list in [
+        "- a: x\n  b: 1\n- c: y\n  b: 2\n",
+        "- a: x\n  b: 1\n- a: x\n  b: 2\n",
+    ] {
+        let doc = parse(&format!("name: n\nitems:\n{}", indent(list)));
+        assert!(
+            doc.records.iter().all(|r| r.layout == Layout::Header),
+            "{list}: {doc:?}"
+        );
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}

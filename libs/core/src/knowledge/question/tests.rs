@@ -539,3 +539,92 @@ fn a_word_of_the_noun_phrase_asked_for_after_what_is_the_names_no_other_relation
     assert_eq!(m.path, ["codename"]);
     assert!(m.unexplained.is_empty(), "{:?}", m.unexplained);
 }
+
+#[test]
+fn what_is_the_release_of_asks_for_a_version_not_its_date_or_a_text() {
+    let ontology = Ontology::from_json(
+        r#"{"predicates": [
+            {"name": "codename", "subject_type": "cycle", "object_type": "text",
+             "patterns": ["The codename of {s} is {o}."]},
+            {"name": "latest_version", "subject_type": "cycle", "object_type": "version",
+             "patterns": ["The latest release of {s} is {o}."]},
+            {"name": "latest_release_date", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["The latest release of {s} came out on {o}."]}],
+          "authority": {"default": 1}}"#,
+    )
+    .expect("ontology");
+    let mut graph = Graph::new(&ontology);
+    let body = "The codename of Kestrel is Erbium. The latest release of Kestrel is 1.2.3. \
+                The latest release of Kestrel came out on 2020-10-20.";
+    graph.apply_page(&ontology, &page("kestrel", "wiki", body), Utc::now());
+    for (question, path) in [
+        ("What is the latest release of Kestrel?", "latest_version"),
+        ("What is the current version of Kestrel?", "latest_version"),
+        (
+            "Which patch release of Kestrel is the newest?",
+            "latest_version",
+        ),
+        (
+            "When was the latest release of Kestrel?",
+            "latest_release_date",
+        ),
+        (
+            "What is the date of the latest release of Kestrel?",
+            "latest_release_date",
+        ),
+        ("What is the codename of Kestrel?", "codename"),
+    ] {
+        let m = map_question(question, &graph, &ontology, &[]).expect("maps");
+        assert_eq!(m.path, [path], "{question}");
+    }
+}
+
+#[test]
+fn a_name_written_before_a_number_asks_about_the_numbered_thing() {
+    let words = |text: &str| crate::knowledge::words::words_plain(text);
+    assert!(numbered_in(
+        &words("When is Ubuntu 25.04 EOL?"),
+        &words("Ubuntu")
+    ));
+    assert!(numbered_in(
+        &words("Is Python 3.12.1 out?"),
+        &words("Python 3.12")
+    ));
+    assert!(!numbered_in(
+        &words("When is Python 3.12 EOL?"),
+        &words("Python 3.12")
+    ));
+    // Written once on its own: asked about.
+    assert!(!numbered_in(
+        &words("Is Ubuntu 24.04 an Ubuntu LTS?"),
+        &words("Ubuntu")
+    ));
+    assert!(!numbered_in(&words("Who owns v20?"), &words("Node")));
+}
+
+#[test]
+fn the_word_date_chooses_no_slot_of_dates_over_another() {
+    let ontology = Ontology::from_json(
+        r#"{"predicates": [
+            {"name": "initial_release", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["{s} was released on {o}."]},
+            {"name": "latest_release_date", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["The latest release of {s} came out on {o}."]}],
+          "authority": {"default": 1}}"#,
+    )
+    .expect("ontology");
+    let mut graph = Graph::new(&ontology);
+    let body = "Kestrel was released on 2020-01-02. \
+                The latest release of Kestrel came out on 2020-10-20.";
+    graph.apply_page(&ontology, &page("kestrel", "wiki", body), Utc::now());
+    for (question, path) in [
+        ("What is the release date of Kestrel?", "initial_release"),
+        (
+            "What is the date of the latest release of Kestrel?",
+            "latest_release_date",
+        ),
+    ] {
+        let m = map_question(question, &graph, &ontology, &[]).expect("maps");
+        assert_eq!(m.path, [path], "{question}");
+    }
+}

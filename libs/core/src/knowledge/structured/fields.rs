@@ -105,7 +105,11 @@ pub(super) fn key_fit(
     let key: BTreeSet<String> = key_words(key)
         .iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().any(char::is_alphabetic))
-        .flat_map(|w| compound(w, &vocabulary).unwrap_or_else(|| vec![field_stem(w)]))
+        .flat_map(|w| {
+            compound(w, &vocabulary)
+                .or_else(|| acronym(w, &name, &vocabulary))
+                .unwrap_or_else(|| vec![field_stem(w)])
+        })
         .collect();
     if key.is_empty() || name.is_empty() {
         return 0.0;
@@ -168,6 +172,40 @@ fn compound(word: &str, vocabulary: &BTreeSet<String>) -> Option<Vec<String>> {
         let (a, b) = (field_stem(&word[..at]), field_stem(&word[at..]));
         (vocabulary.contains(&a) && vocabulary.contains(&b)).then(|| vec![a, b])
     })
+}
+
+/// Letters an acronym may hold for the small words of the phrase it shortens (`o` of "end of
+/// life", `f` of "date for ...", `t` of "time to ...", `a` of "... and ..."), each at most once.
+const ACRONYM_SMALL_WORDS: &[char] = &['o', 'f', 't', 'a'];
+
+/// A key word that is an acronym of a predicate's whole name (`eol`: end, of, life;
+/// `eoas`: end of active support, for `active_support_end`; `ga`: general availability): one
+/// initial of each of the name's words (`name`, stemmed as [`key_fit`] stems, at least two), in
+/// any order, and at most one letter of each small word besides; the name's words then.
+/// `None` for a word of `vocabulary`, an identifier word, or any other word.
+pub(super) fn acronym(
+    word: &str,
+    name: &BTreeSet<String>,
+    vocabulary: &BTreeSet<String>,
+) -> Option<Vec<String>> {
+    if name.len() < 2
+        || !(2..=6).contains(&word.len())
+        || !word.chars().all(|c| c.is_ascii_lowercase())
+        || vocabulary.contains(&field_stem(word))
+        || super::ID_WORDS.contains(&word)
+        || STOPWORDS.contains(&word)
+    {
+        return None;
+    }
+    let mut letters: Vec<char> = word.chars().collect();
+    for initial in name.iter().filter_map(|w| w.chars().next()) {
+        let at = letters.iter().position(|&c| c == initial)?;
+        letters.remove(at);
+    }
+    letters.sort_unstable();
+    let small = letters.windows(2).all(|pair| pair[0] != pair[1])
+        && letters.iter().all(|c| ACRONYM_SMALL_WORDS.contains(c));
+    small.then(|| name.iter().cloned().collect())
 }
 
 /// What [`key_fit`] gives a key that shares some words with a predicate but names something
@@ -273,6 +311,14 @@ pub(super) fn unquoted(value: &str) -> String {
 /// Words that make a key name a file (general English, not any ontology's words).
 pub(super) const FILE_WORDS: &[&str] = &["file", "files", "filename", "path", "filepath"];
 
+/// A flag where a value may stand (`eol: false`, `lts: true`): it states no date, number or
+/// name.
+pub(super) fn is_flag(value: &str) -> bool {
+    ["true", "false", "yes", "no"]
+        .iter()
+        .any(|flag| value.trim().eq_ignore_ascii_case(flag))
+}
+
 /// A filler where a tool had nothing to write (`License: UNKNOWN`): no value.
 pub(super) fn is_filler(value: &str) -> bool {
     ["UNKNOWN", "None", "N/A", "n/a"].contains(&value)
@@ -357,11 +403,12 @@ pub(crate) fn has_shape(object_type: &str, value: &str) -> bool {
     }
 }
 
-/// A version's shape: a digit, and not a date — unless only digits and dots, as a calendar
+/// A version's shape: a digit, no address (`https://…/assets/1423115`), and not a date — unless only digits and dots, as a calendar
 /// version is written (`2016.2.28`, certifi's; `24.1.0`), where a date would take a dash, a
 /// slash or a month's name.
 fn version_shaped(value: &str) -> bool {
     value.chars().any(|c| c.is_ascii_digit())
+        && !value.contains("://")
         && (!looks_like_date(value) || value.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 

@@ -117,7 +117,11 @@ pub(crate) fn read(
                 while at < doc.records.len() && doc.records[at].layout == Layout::Keyed {
                     at += 1;
                 }
-                claims.extend(ctx.keyed(&doc.records[start..at], similarity));
+                claims.extend(ctx.keyed(
+                    &doc.records[start..at],
+                    page_title.as_deref(),
+                    similarity,
+                ));
             }
             Layout::Items => {
                 let items = ctx.items(record, &page_types);
@@ -184,6 +188,31 @@ fn titled_version(title: &str, subject: &str) -> Option<String> {
             && word.chars().all(char::is_alphabetic))
         .then(|| format!("{word} {subject}"))
     })
+}
+
+/// Words a page's title may have to name the things its records number (`Python`, `Node.js`,
+/// `Red Hat Enterprise Linux`).
+const MAX_NAMING_TITLE_WORDS: usize = 4;
+
+/// `subject` named as the page titled `title` numbers it: a bare number or version (`3.12`,
+/// `22.04`, `18`) after a short title (`Python 3.12`); any other subject, or under no title or
+/// a long one, as it is.
+fn titled_number(title: Option<&str>, subject: &str) -> String {
+    let bare = subject.starts_with(|c: char| c.is_ascii_digit())
+        && !subject.contains(char::is_whitespace)
+        && subject
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    match title.map(str::trim) {
+        Some(title)
+            if bare
+                && title.starts_with(char::is_alphabetic)
+                && title.split_whitespace().count() <= MAX_NAMING_TITLE_WORDS =>
+        {
+            format!("{title} {subject}")
+        }
+        _ => subject.to_owned(),
+    }
 }
 
 /// A title split into an id and a name: "KEP-12: Pod spread", "PEP 8 – Style Guide".
@@ -312,7 +341,16 @@ impl Ctx<'_> {
     /// row's first cell): their field names are read as one schema, so a name means the same
     /// in every record (`start` beside `lts` in most records is not the LTS start in the few
     /// without one), and each record states its own values.
-    fn keyed(&self, records: &[Record], similarity: KeySimilarity<'_>) -> Vec<Claim> {
+    ///
+    /// A subject its place writes as a bare number or version (`"3.12"` in the releases of a
+    /// page titled Python) is named with the page's short title before it (`Python 3.12`): the
+    /// same number is another thing on another page.
+    fn keyed(
+        &self,
+        records: &[Record],
+        page_title: Option<&str>,
+        similarity: KeySimilarity<'_>,
+    ) -> Vec<Claim> {
         let keys = by_key(records.iter().flat_map(|r| &r.fields));
         let schema = self.schema(&keys, similarity);
         let mut claims = Vec::new();
@@ -325,6 +363,8 @@ impl Ctx<'_> {
             else {
                 continue;
             };
+            let subject = titled_number(page_title, subject);
+            let subject = subject.as_str();
             // Its title or name, if it has one, is another name of it.
             for field in &record.fields {
                 if matches!(field.key.to_lowercase().trim(), "title" | "name")
@@ -409,9 +449,14 @@ impl Ctx<'_> {
                 .unwrap_or(0.0)
         };
         let predicates = self.ontology.predicates();
-        // How many of a key's values type as each predicate's objects.
+        // How many of a key's values type as each predicate's objects, of those that are no
+        // flag (`eoas: true` where most records give a date states that no date is given).
         let typed = |k: usize, p: usize| {
-            let fields = &keys[k].1;
+            let fields: Vec<&&Field> = keys[k]
+                .1
+                .iter()
+                .filter(|f| !f.values.iter().all(|v| is_flag(v)))
+                .collect();
             let n = fields
                 .iter()
                 .filter(|f| typed_value(&predicates[p], f).is_some())

@@ -558,3 +558,74 @@ fn a_labelled_address_is_a_field_named_by_its_label() {
         Vec::new()
     );
 }
+
+#[test]
+fn a_list_of_numbered_records_names_each_by_the_pages_title_and_its_number() {
+    let ontology = schedule_ontology();
+    let page = |title: &str| {
+        format!(
+            "---\ntitle: {title}\nreleases:\n  - cycle: \"1.10\"\n    codename: Ash\n    \
+             end-of-life: 2026-04-30\n  - cycle: \"1.9\"\n    codename: Birch\n    \
+             end-of-life: 2025-04-30\n---\n"
+        )
+    };
+    assert_eq!(
+        claims_with(&ontology, &|_: &[&str]| None, &page("Ledger")),
+        vec![
+            triple("codename", "Ledger 1.10", "Ash"),
+            triple("end_of_life", "Ledger 1.10", "2026-04-30"),
+            triple("codename", "Ledger 1.9", "Birch"),
+            triple("end_of_life", "Ledger 1.9", "2025-04-30"),
+        ]
+    );
+    // A long title is no name to number things by.
+    let got = claims_with(
+        &ontology,
+        &|_: &[&str]| None,
+        &page("How the ledger team plans its releases"),
+    );
+    assert!(got.contains(&triple("codename", "1.10", "Ash")), "{got:?}");
+    assert_eq!(titled_number(Some("Ledger"), "v1"), "v1");
+    assert_eq!(titled_number(Some("Ledger"), "22.04"), "Ledger 22.04");
+    assert_eq!(titled_number(None, "22.04"), "22.04");
+}
+
+#[test]
+fn a_key_that_is_an_acronym_of_a_predicates_name_names_it() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "active_support_end", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["Active support for {s} ends on {o}."]},
+            {"name": "end_of_life", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["{s} reaches end of life on {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    let got = claims_with(
+        &ontology,
+        &|_: &[&str]| None,
+        "cycles:\n  - cycle: v1\n    eoas: 2024-04-01\n    eol: 2026-04-30\n  \
+         - cycle: v2\n    eoas: 2025-04-01\n    eol: 2027-04-30\n  \
+         - cycle: v0\n    eoas: true\n    eol: true\n  - cycle: v00\n    eoas: true\n",
+    );
+    // A flag (`eoas: true`, in most records) states no date and does not unmake the key.
+    assert_eq!(
+        got,
+        vec![
+            triple("active_support_end", "v1", "2024-04-01"),
+            triple("end_of_life", "v1", "2026-04-30"),
+            triple("active_support_end", "v2", "2025-04-01"),
+            triple("end_of_life", "v2", "2027-04-30"),
+        ]
+    );
+    let name = |words: &[&str]| words.iter().map(|w| w.to_string()).collect();
+    let none = BTreeSet::new();
+    assert!(acronym("eol", &name(&["end", "life"]), &none).is_some());
+    assert!(acronym("ga", &name(&["general", "availability"]), &none).is_some());
+    // Each of the name's words once, small words' letters at most once each.
+    assert!(acronym("eo", &name(&["end", "life"]), &none).is_none());
+    assert!(acronym("eool", &name(&["end", "life"]), &none).is_none());
+    assert!(acronym("id", &name(&["incident", "date"]), &none).is_none());
+    assert!(acronym("eol", &name(&["end"]), &none).is_none());
+}
