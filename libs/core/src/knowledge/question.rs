@@ -57,7 +57,30 @@ fn asked_types(question: &str) -> BTreeSet<String> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
+    // The same words as written, for their capitals.
+    let written: Vec<&str> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
     let mut types = BTreeSet::new();
+    // The words of a noun phrase naming the kind asked for, from `from` on: a word naming
+    // versions names any kind of versions, unless a name before it says whose ("which *patch
+    // release*" asks for a version, "what *Python version*" for one of Python's).
+    let phrase = |from: usize, types: &mut BTreeSet<String>| {
+        let mut named = false;
+        for (at, next) in tokens.iter().enumerate().skip(from).take(3) {
+            if STOPWORDS.contains(next) || AUXILIARIES.contains(next) {
+                break;
+            }
+            types.insert((*next).to_owned());
+            if !named && value_kind(next) == ValueKind::Version {
+                types.insert(VERSIONS.to_owned());
+            }
+            named |= written
+                .get(at)
+                .is_some_and(|w| w.starts_with(char::is_uppercase));
+        }
+    };
     for (i, token) in tokens.iter().enumerate() {
         match *token {
             "who" | "whom" => {
@@ -69,12 +92,7 @@ fn asked_types(question: &str) -> BTreeSet<String> {
             "which" | "what" => {
                 // The noun phrase after it names the kind asked for: "which Python *release*",
                 // "what *date*".
-                for next in tokens.iter().skip(i + 1).take(3) {
-                    if STOPWORDS.contains(next) || AUXILIARIES.contains(next) {
-                        break;
-                    }
-                    types.insert((*next).to_owned());
-                }
+                phrase(i + 1, &mut types);
                 if tokens.get(i + 1) == Some(&"is") || tokens.get(i + 1) == Some(&"are") {
                     types.insert("text".to_owned());
                 }
@@ -83,17 +101,10 @@ fn asked_types(question: &str) -> BTreeSet<String> {
                     .get(i + 1)
                     .is_some_and(|t| ["is", "are", "was", "were"].contains(t))
                 {
-                    for next in tokens
-                        .iter()
-                        .skip(i + 2)
-                        .skip_while(|t| ["the", "a", "an"].contains(*t))
-                        .take(3)
-                    {
-                        if STOPWORDS.contains(next) || AUXILIARIES.contains(next) {
-                            break;
-                        }
-                        types.insert((*next).to_owned());
-                    }
+                    let article = tokens
+                        .get(i + 2)
+                        .is_some_and(|t| ["the", "a", "an"].contains(t));
+                    phrase(i + 2 + usize::from(article), &mut types);
                 }
             }
             "much" | "many" | "long" | "price" | "cost" | "percent" => {
@@ -106,9 +117,12 @@ fn asked_types(question: &str) -> BTreeSet<String> {
 }
 
 /// What [`asked_types`] names a question asking for a date ("when ...?"): any object type whose
-/// values are dates fits it. (A word naming versions, "which *release*", fits any object type
-/// of versions alike.)
+/// values are dates fits it.
 const DATE: &str = "date";
+
+/// What [`asked_types`] names a question asking for a version ("which patch *release*", "what
+/// is the latest *version*"): any object type whose values are versions fits it. Not a word.
+const VERSIONS: &str = "(versions)";
 
 /// Whether an answer of `object_type` is of a kind `asked` names: the type itself, or a date
 /// for "when" and "what date".
@@ -116,7 +130,7 @@ fn asked_for(asked: &BTreeSet<String>, object_type: &str) -> bool {
     let kind = value_kind(&object_type.to_lowercase());
     asked.contains(object_type)
         || (asked.contains(DATE) && kind == ValueKind::Date)
-        || (kind == ValueKind::Version && asked.iter().any(|a| value_kind(a) == ValueKind::Version))
+        || (asked.contains(VERSIONS) && kind == ValueKind::Version)
 }
 
 /// The shape of answer a question's own words ask for: a person ("who"), a date ("when", "what

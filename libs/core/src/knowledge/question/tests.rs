@@ -628,3 +628,19 @@ fn the_word_date_chooses_no_slot_of_dates_over_another() {
         assert_eq!(m.path, [path], "{question}");
     }
 }
+
+#[test]
+fn a_version_named_by_whose_it_is_is_no_version_of_the_subject() {
+    let asked = asked_types("What Python version does requests need?");
+    assert!(
+        asked.contains("version") && !asked.contains(VERSIONS),
+        "{asked:?}"
+    );
+    for question in [
+        "Which patch release of requests is the newest?",
+        "What is the latest version of requests?",
+        "Which requests release is current?",
+    ] {
+        assert!(asked_types(question).contains(VERSIONS), "{question}");
+    }
+}

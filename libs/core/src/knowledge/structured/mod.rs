@@ -427,8 +427,9 @@ impl Ctx<'_> {
     /// or in records of one kind): one predicate per name and one name per predicate, the best
     /// fit first. A name that shares words with a predicate is judged by its words, weighted by
     /// how few predicates share each (`lts` names `lts_start` better than `start` does); one
-    /// that shares none, by meaning (the encoder). A name whose words fit two free predicates
-    /// alike names neither. Then, by elimination, a name left over whose values all have the
+    /// that shares none, by meaning (the encoder), and only after every name judged by its
+    /// words has taken its predicate. A name whose words fit two free predicates alike names
+    /// neither. Then, by elimination, a name left over whose values all have the
     /// shape of a date, number or version takes the one free predicate of that shape about the
     /// same subjects that it is close to in meaning, when no other name left over is. Most of a
     /// name's values must have the predicate's shape.
@@ -493,7 +494,14 @@ impl Ctx<'_> {
                 fits.push((score, k, p, by_words));
             }
         }
-        fits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        // Names that share words with a predicate first: meaning alone (`releaseLabel`, close
+        // to `latest_version`) takes only what no name's words claim (`latest`).
+        fits.sort_by(|a, b| {
+            b.3.cmp(&a.3)
+                .then(b.0.total_cmp(&a.0))
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+        });
         let mut schema: BTreeMap<String, usize> = BTreeMap::new();
         let mut used_keys = BTreeSet::new();
         let mut used_predicates = BTreeSet::new();

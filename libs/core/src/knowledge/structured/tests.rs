@@ -629,3 +629,37 @@ fn a_key_that_is_an_acronym_of_a_predicates_name_names_it() {
     assert!(acronym("id", &name(&["incident", "date"]), &none).is_none());
     assert!(acronym("eol", &name(&["end"]), &none).is_none());
 }
+
+#[test]
+fn a_name_close_in_meaning_takes_no_predicate_a_names_words_claim() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "latest_version", "subject_type": "cycle", "object_type": "version",
+             "patterns": ["The latest release of {s} is {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    // The encoder finds `releaseLabel` closer to the latest version than `latest` is by its
+    // words; the words decide.
+    let similarity = |keys: &[&str]| {
+        Some(
+            keys.iter()
+                .map(|k| vec![if *k == "release label" { 0.9 } else { 0.3 }])
+                .collect(),
+        )
+    };
+    let got = claims_with(
+        &ontology,
+        &similarity,
+        "cycles:\n  - cycle: 11-24h2\n    releaseLabel: \"11 24H2\"\n    latest: 10.0.26100\n  \
+         - cycle: 11-23h2\n    releaseLabel: \"11 23H2\"\n    latest: 10.0.22631\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("latest_version", "11-24h2", "10.0.26100"),
+            triple("latest_version", "11-23h2", "10.0.22631"),
+        ]
+    );
+}
