@@ -96,15 +96,16 @@ fn asked_types(question: &str) -> BTreeSet<String> {
                 if tokens.get(i + 1) == Some(&"is") || tokens.get(i + 1) == Some(&"are") {
                     types.insert("text".to_owned());
                 }
-                // "what is the *latest version* of X": the noun phrase after the verb.
+                // "what is the *latest version* of X": the noun phrase after the verb and its
+                // article ("what is PEP 594 about?" names the thing, not a kind).
                 if tokens
                     .get(i + 1)
                     .is_some_and(|t| ["is", "are", "was", "were"].contains(t))
-                {
-                    let article = tokens
+                    && tokens
                         .get(i + 2)
-                        .is_some_and(|t| ["the", "a", "an"].contains(t));
-                    phrase(i + 2 + usize::from(article), &mut types);
+                        .is_some_and(|t| ["the", "a", "an"].contains(t))
+                {
+                    phrase(i + 3, &mut types);
                 }
             }
             "much" | "many" | "long" | "price" | "cost" | "percent" => {

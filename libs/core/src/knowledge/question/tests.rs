@@ -644,3 +644,12 @@ fn a_version_named_by_whose_it_is_is_no_version_of_the_subject() {
         assert!(asked_types(question).contains(VERSIONS), "{question}");
     }
 }
+
+#[test]
+fn what_is_a_thing_about_names_no_kind() {
+    let asked = asked_types("What is PEP 594 about?");
+    assert!(
+        !asked.contains("pep") && !asked.contains("594"),
+        "{asked:?}"
+    );
+}
