@@ -21,14 +21,11 @@ same from the same commit.
 
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_pypi_world as pypi  # noqa: E402  (the format check is shared)
 from worldlib import (  # noqa: E402
-    arguments, git, in_effect, make_question, parse_time, rfc3339, tally, timeline, world,
-    write)
+    in_effect, main, make_question, parse_time, rfc3339, tally, timeline, versions, world)
 
 COMMIT = "a70eca337600e7d721dc48112c271f98661d208b"  # master, 2026-08-22
 ORIGIN = "eol-registry"
@@ -102,26 +99,6 @@ QID = {"codename": "C", "initial_release": "R", "active_support_end": "S", "end_
 
 # --------------------------------------------------------------------------------------------
 # Reading the repository.
-
-
-def versions(repo, path):
-    """The file as every main-line commit that changed it left it, oldest first: (commit time,
-    commit, text). Of commits made in the same second, the last."""
-    out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %ct", COMMIT, "--", path)
-    found = []
-    for line in out.decode().split("\n"):
-        if not line.strip():
-            continue
-        commit, when = line.split()
-        try:
-            text = git(repo, "show", f"{commit}:{path}").decode("utf-8")
-        except subprocess.CalledProcessError:
-            continue  # the commit deleted the file
-        text = text.replace("\r\n", "\n")
-        if found and found[-1][0] == int(when):
-            found.pop()
-        found.append((int(when), commit, text.rstrip("\n") + "\n"))
-    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +181,7 @@ def build(repo, products, cycles_per_product, checkpoints, sampled=False):
     for pi, product in enumerate(products):
         path = f"products/{product}.md"
         doc_id = f"endoflife.date/{path}"
-        found = versions(repo, path)
+        found = versions(repo, COMMIT, path)
         first_listed = {}
         for when, _, text in found:
             if when < cps[-1]:
@@ -270,23 +247,14 @@ def reread(ask, hops, pages):
     return any(read_page(body)[0] == product for body in pages.values()), None
 
 
-def main():
-    ap = arguments(__doc__)
-    ap.add_argument("--repo", default=os.environ.get("EOL_REPO"),
-                    help="a clone of endoflife-date/endoflife.date holding the pinned commit "
-                         "($EOL_REPO)")
-    args = ap.parse_args()
-    if args.check:
-        return pypi.check(args.check, reread=reread)
-    if not args.repo:
-        ap.error("--repo (or $EOL_REPO) is needed")
-    if args.small:
-        built = build(args.repo, SMALL_PRODUCTS, SMALL_CYCLES, SMALL_CHECKPOINTS, sampled=True)
-    else:
-        built = build(args.repo, PRODUCTS, CYCLES_PER_PRODUCT, CHECKPOINTS, sampled=True)
-    write(built, args.out)
-    return 0
+def build_cut(repo, small):
+    """The world, or with `small` its cut for make test."""
+    if small:
+        return build(repo, SMALL_PRODUCTS, SMALL_CYCLES, SMALL_CHECKPOINTS, sampled=True)
+    return build(repo, PRODUCTS, CYCLES_PER_PRODUCT, CHECKPOINTS, sampled=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, "EOL_REPO",
+                  "a clone of endoflife-date/endoflife.date holding the pinned commit",
+                  reread, build_cut))

@@ -22,10 +22,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_pypi_world as pypi  # noqa: E402  (the format check is shared)
 from worldlib import (  # noqa: E402
-    arguments, git, in_effect, make_question, parse_time, rfc3339, tally, timeline, world,
-    write)
+    in_effect, main, make_question, parse_time, rfc3339, tally, timeline, versions, world)
 
 COMMIT = "e4bf922d83b877a116763e2f83d2d9b6701871f9"  # main, 2026-07-02
 PATH = "schedule.json"
@@ -89,22 +87,6 @@ QID = {"codename": "C", "initial_release": "R", "lts_start": "L", "maintenance_s
 
 # --------------------------------------------------------------------------------------------
 # Reading the repository.
-
-
-def versions(repo):
-    """The file as every main-line commit that changed it left it, oldest first: (commit time,
-    commit, text). Of commits made in the same second, the last."""
-    out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %ct", COMMIT, "--", PATH)
-    found = []
-    for line in out.decode().split("\n"):
-        if not line.strip():
-            continue
-        commit, when = line.split()
-        text = git(repo, "show", f"{commit}:{PATH}").decode("utf-8").replace("\r\n", "\n")
-        if found and found[-1][0] == int(when):
-            found.pop()
-        found.append((int(when), commit, text.rstrip("\n") + "\n"))
-    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,24 +192,14 @@ def reread(ask, hops, pages):
     return True, read_schedule(body).get(ask["entity"], {}).get(hops[0])
 
 
-def main():
-    ap = arguments(__doc__)
-    ap.add_argument("--repo", default=os.environ.get("NODE_RELEASE_REPO"),
-                    help="a clone of nodejs/Release holding the pinned commit "
-                         "($NODE_RELEASE_REPO)")
-    args = ap.parse_args()
-    if args.check:
-        return pypi.check(args.check, reread=reread)
-    if not args.repo:
-        ap.error("--repo (or $NODE_RELEASE_REPO) is needed")
-    found = versions(args.repo)
-    if args.small:
-        built = build(found, SMALL_CHECKPOINTS, set(SMALL_LINES), sampled=True)
-    else:
-        built = build(found, CHECKPOINTS)
-    write(built, args.out)
-    return 0
+def build_cut(repo, small):
+    """The world, or with `small` its cut for make test."""
+    found = versions(repo, COMMIT, PATH)
+    if small:
+        return build(found, SMALL_CHECKPOINTS, set(SMALL_LINES), sampled=True)
+    return build(found, CHECKPOINTS)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, "NODE_RELEASE_REPO",
+                  "a clone of nodejs/Release holding the pinned commit", reread, build_cut))

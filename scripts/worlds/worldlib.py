@@ -37,6 +37,44 @@ def git_dir(repo):
     return inner if os.path.isdir(inner) else repo
 
 
+def versions(repo, commit, path):
+    """The file at `path` as every main-line commit up to `commit` that changed it left it,
+    oldest first: (commit time, commit, text), line ends made `\n` and one at the end. Of
+    commits made in the same second, the last; a commit that deleted the file is left out."""
+    out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %ct", commit, "--", path)
+    found = []
+    for line in out.decode().split("\n"):
+        if not line.strip():
+            continue
+        at, when = line.split()
+        try:
+            text = git(repo, "show", f"{at}:{path}").decode("utf-8")
+        except subprocess.CalledProcessError:
+            continue  # the commit deleted the file
+        text = text.replace("\r\n", "\n")
+        if found and found[-1][0] == int(when):
+            found.pop()
+        found.append((int(when), at, text.rstrip("\n") + "\n"))
+    return found
+
+
+def main(doc, repo_env, repo_help, reread, build):
+    """A builder's command line (`arguments(doc)` and `--repo`, default `$repo_env`): `--check`
+    checks a world file through `make_pypi_world.check` with `reread`; else writes
+    `build(repo, small)` to `--out`."""
+    import make_pypi_world as pypi  # the format check; it imports this module too
+    ap = arguments(doc)
+    ap.add_argument("--repo", default=os.environ.get(repo_env),
+                    help=f"{repo_help} (${repo_env})")
+    args = ap.parse_args()
+    if args.check:
+        return pypi.check(args.check, reread=reread)
+    if not args.repo:
+        ap.error(f"--repo (or ${repo_env}) is needed")
+    write(build(args.repo, args.small), args.out)
+    return 0
+
+
 def in_effect(found, at):
     """Of `found` (`(time, ...)` tuples, oldest first), the last before `at`; None if none."""
     last = None
