@@ -11,7 +11,7 @@ use super::{
     MAX_EXAMPLES, MAX_PREVIEW_FACTS, Options, Page, PreviewFact, ProposedPredicate, Types,
     key_words_of, name_of, value_shape,
 };
-use crate::knowledge::document::{self, Layout, Record};
+use crate::knowledge::document::{self, Record};
 use crate::knowledge::extract::split_sentences;
 use crate::knowledge::structured::numbered;
 
@@ -53,7 +53,7 @@ pub(super) fn propose(
         if let Some((kind, id)) = &title_id {
             types.add(kind, &format!("id pattern {id}"), id);
         }
-        for record in doc.records.iter().filter(|r| r.layout == Layout::Header) {
+        for record in doc.records.iter().filter(|r| r.layout.is_header()) {
             let Some((kind, subject, at)) = subject_of(record, title_id.as_ref(), types) else {
                 continue;
             };

@@ -337,7 +337,7 @@ fn ontoloop_slot(
                 super::document::parse(&page.body)
                     .records
                     .iter()
-                    .any(|r| r.layout == super::document::Layout::Header)
+                    .any(|r| r.layout.is_header())
             })
     };
     weak_evidence(

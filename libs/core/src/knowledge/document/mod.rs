@@ -73,6 +73,10 @@ pub enum Layout {
     /// field (or the page's title).
     #[default]
     Header,
+    /// A header block written as a list of `Key: value` items opening a page (under its title
+    /// at most): read as a header; when that states nothing, as [`Layout::Items`] (a list of
+    /// release dates under a page's title, each key a subject).
+    ListedHeader,
     /// `Key: value` items of a list: each key names its own subject.
     Items,
     /// One of several records of one kind, each about the subject its place names: an entry of
@@ -81,6 +85,13 @@ pub enum Layout {
     /// first cell, the other cells fields under their column's header). Records of one kind
     /// in one document share their field names, which are read as one schema.
     Keyed,
+}
+
+impl Layout {
+    /// Whether a record so laid out is about one subject: a header block, in whatever form.
+    pub fn is_header(self) -> bool {
+        matches!(self, Layout::Header | Layout::ListedHeader)
+    }
 }
 
 /// A paragraph (or a list item read with its lead-in) and the headings above it.

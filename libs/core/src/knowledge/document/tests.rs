@@ -359,3 +359,27 @@ fn a_list_of_records_named_by_their_first_field_is_one_record_per_item() {
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}\n")).collect()
 }
+
+#[test]
+fn a_list_of_key_value_items_opening_a_page_is_a_header() {
+    let doc = parse(
+        "# Use a queue\n\n* Status: accepted\n* Deciders: [Ana](https://example.org/ana),\n  Bo\n\
+         * Date: 2024-05-02\n\nThe team met.\n\n- Owner: Ana\n- Reviewer: Bo\n",
+    );
+    assert_eq!(doc.title.as_deref(), Some("Use a queue"));
+    let layouts: Vec<Layout> = doc.records.iter().map(|r| r.layout).collect();
+    // The list after the prose is items.
+    assert_eq!(layouts, vec![Layout::ListedHeader, Layout::Items]);
+    assert_eq!(
+        fields(&doc.records[0]),
+        vec![
+            ("Status", vec!["accepted"]),
+            ("Deciders", vec!["Ana, Bo"]),
+            ("Date", vec!["2024-05-02"]),
+        ]
+    );
+    assert_eq!(doc.sections.len(), 1);
+    // An item that is no field makes the list none.
+    let doc = parse("- Status: accepted\n- we should ship\n");
+    assert!(doc.records.iter().all(|r| r.layout != Layout::ListedHeader));
+}

@@ -166,6 +166,18 @@ pub(super) fn read_text(text: &str, doc: &mut Document) {
             at += 1;
             continue;
         }
+        // A list of `Key: value` items opening the page (under its title at most) is a header
+        // block written as a list.
+        if doc.sections.is_empty()
+            && paragraph.is_empty()
+            && items.fields.is_empty()
+            && headings.len() <= 1
+            && let Some((record, next)) = listed_header(&lines, at)
+        {
+            doc.records.push(record);
+            at = next;
+            continue;
+        }
         // List items, each with its continuation lines.
         if let Some((indent, first)) = list_item(line) {
             if !paragraph.is_empty() {
@@ -246,6 +258,46 @@ pub(super) fn read_text(text: &str, doc: &mut Document) {
     if !items.fields.is_empty() {
         doc.records.push(items);
     }
+}
+
+/// A header block written as a list starting at `at` (`- Start Date: 2023-07-26`, `* Status:
+/// accepted`): at least two items at the left margin, every one a `Key: value` whose key starts
+/// with a letter, its continuation lines indented; the list ends at a blank line. Links are
+/// read as their text and code marks dropped. A [`Layout::ListedHeader`] record, with the next
+/// line's index.
+fn listed_header(lines: &[&str], at: usize) -> Option<(Record, usize)> {
+    let mut record = Record {
+        layout: Layout::ListedHeader,
+        ..Record::default()
+    };
+    let mut i = at;
+    while i < lines.len() && !lines[i].trim().is_empty() {
+        let (indent, first) = list_item(lines[i])?;
+        if indent > 0 {
+            return None;
+        }
+        let mut item = vec![first.to_owned()];
+        i += 1;
+        while i < lines.len()
+            && lines[i].starts_with([' ', '\t'])
+            && !lines[i].trim().is_empty()
+            && list_item(lines[i]).is_none()
+        {
+            item.push(lines[i].trim().to_owned());
+            i += 1;
+        }
+        let item = without_links(&item.join(" "));
+        let (key, value) = item_field(&item)?;
+        if !key.starts_with(char::is_alphabetic) {
+            return None;
+        }
+        record.fields.push(Field {
+            key: key.to_owned(),
+            values: vec![plain(value)],
+            line: item.clone(),
+        });
+    }
+    (record.fields.len() >= 2).then_some((record, i))
 }
 
 /// A header block starting at `at`: at least two fields, every line a field or a continuation

@@ -83,13 +83,14 @@ pub(super) fn field_stem(word: &str) -> String {
 /// name's words the key holds, when one of the two is whole (`Author-email` holds the author;
 /// `milestone beta` is beta_milestone). A word of the name counts for less the more predicates'
 /// names hold it (`name_words`): `lts` names `lts_start` better than `start` does when
-/// `maintenance_start` holds `start` too.
+/// `maintenance_start` holds `start` too. The fit also says whether the key holds only part of
+/// the name (`releaseDate` of `latest_release_date`).
 pub(super) fn key_fit(
     key: &str,
     predicate: &Predicate,
     profile: &Profile,
     name_words: &BTreeMap<String, usize>,
-) -> f64 {
+) -> KeyFit {
     let name: BTreeSet<String> = key_words(&predicate.name)
         .iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
@@ -112,22 +113,78 @@ pub(super) fn key_fit(
         })
         .collect();
     if key.is_empty() || name.is_empty() {
-        return 0.0;
+        return KeyFit::NONE;
     }
     let weight = |w: &String| 1.0 / name_words.get(w).copied().unwrap_or(1).max(1) as f64;
     let of_key = key.iter().filter(|w| vocabulary.contains(*w)).count() as f64 / key.len() as f64;
     let held: f64 = name.iter().filter(|w| key.contains(*w)).map(weight).sum();
     let of_name = held / name.iter().map(weight).sum::<f64>();
-    if of_key < 1.0 && held < name.iter().map(weight).sum::<f64>() - 1e-9 {
+    let part = of_name < 1.0 - 1e-9;
+    if of_key < 1.0 && part {
         // Each side has a word the other lacks: `Requires-Dist` is what a package requires, not
         // the Python it requires. With no word in common, meaning alone may still decide.
         return if of_key > 0.0 || held > 0.0 {
-            KEY_CONTRADICTS
+            KeyFit {
+                score: KEY_CONTRADICTS,
+                part,
+            }
         } else {
-            0.0
+            KeyFit::NONE
         };
     }
-    (of_key + of_name) / 2.0
+    KeyFit {
+        score: (of_key + of_name) / 2.0,
+        part,
+    }
+}
+
+/// How well a key names a predicate by its words ([`key_fit`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct KeyFit {
+    /// 0 for no word in common, [`KEY_CONTRADICTS`] for a key naming something else, else in
+    /// (0, 1], 1 for a key and a name of the same words.
+    pub(super) score: f64,
+    /// The key holds only part of the predicate's name: it names something more general
+    /// (`releaseDate` of `latest_release_date` and of `initial_release`).
+    pub(super) part: bool,
+}
+
+impl KeyFit {
+    /// No word in common.
+    const NONE: KeyFit = KeyFit {
+        score: 0.0,
+        part: true,
+    };
+}
+
+/// A key without the words that name where its values, numbered references all, point
+/// (`Rust Issue: rust-lang/rust#8122` is an issue, in Rust's tracker); the key itself when no
+/// such word or no other word is left.
+pub(super) fn without_namespace(key: &str, fields: &[&Field]) -> String {
+    let spaces: Vec<Vec<String>> = fields
+        .iter()
+        .filter_map(|f| {
+            let value = f.values.first()?;
+            super::reference_number(value)?;
+            let (space, _) = value.trim().rsplit_once('#')?;
+            Some(key_words(space))
+        })
+        .collect();
+    if spaces.is_empty() || spaces.len() < fields.len() {
+        return key.to_owned();
+    }
+    let words = key_words(key);
+    let kept: Vec<&String> = words
+        .iter()
+        .filter(|w| !spaces.iter().all(|space| space.contains(w)))
+        .collect();
+    if kept.is_empty() || kept.len() == words.len() {
+        return key.to_owned();
+    }
+    kept.iter()
+        .map(|w| w.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Words a label of an address holds at most (`Project-URL: Bug Tracker, https://…`).
@@ -293,16 +350,16 @@ pub(super) fn typed_value(predicate: &Predicate, field: &Field) -> Option<String
     }
 }
 
-/// A value without the quotes around all of it (`"v1.19"`; not the one of `"abi3t": Stable
-/// ABI`), its white space runs one space.
+/// A value without the quotes or brackets around all of it (`"v1.19"`, `(2022-11-07)`; not
+/// the quote of `"abi3t": Stable ABI`), its white space runs one space.
 pub(super) fn unquoted(value: &str) -> String {
     let v = value.trim();
-    let inner = ['"', '\'']
+    let inner = [('"', '"'), ('\'', '\''), ('(', ')'), ('[', ']')]
         .iter()
-        .find_map(|q| {
-            v.strip_prefix(*q)
-                .and_then(|r| r.strip_suffix(*q))
-                .filter(|inner| !inner.contains(*q))
+        .find_map(|&(open, close)| {
+            v.strip_prefix(open)
+                .and_then(|r| r.strip_suffix(close))
+                .filter(|inner| !inner.contains([open, close]))
         })
         .unwrap_or(v);
     inner.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -91,14 +91,14 @@ pub(crate) fn read(
     let page_types: BTreeSet<&str> = doc
         .records
         .iter()
-        .filter(|r| r.layout == Layout::Header)
+        .filter(|r| r.layout.is_header())
         .filter_map(|r| ctx.record_subject(r).and_then(|(_, _, noun)| noun))
         .collect();
     // The page's own title: its header's title field, else its first heading.
     let page_title = doc
         .records
         .iter()
-        .filter(|r| r.layout == Layout::Header)
+        .filter(|r| r.layout.is_header())
         .flat_map(|r| &r.fields)
         .find(|f| f.key.trim().eq_ignore_ascii_case("title"))
         .and_then(|f| f.values.first().cloned())
@@ -110,8 +110,31 @@ pub(crate) fn read(
     while at < doc.records.len() {
         let record = &doc.records[at];
         at += 1;
+        // A list's `Key: value` items, each key naming its own subject.
+        let mut as_items = |record: &Record, claims: &mut Vec<Claim>| {
+            let items = ctx.items(record, &page_types);
+            let aliases: Vec<Claim> = items
+                .iter()
+                .filter(|c| named.insert(c.subject.name().to_owned()))
+                .filter_map(|c| {
+                    let subject = c.subject.name();
+                    let full = titled_version(page_title.as_deref()?, subject)?;
+                    alias(subject, &full, &c.sentence)
+                })
+                .collect();
+            claims.extend(items);
+            claims.extend(aliases);
+        };
         match record.layout {
             Layout::Header => claims.extend(ctx.header(record, title.as_ref(), similarity)),
+            Layout::ListedHeader => {
+                let stated = ctx.header(record, title.as_ref(), similarity);
+                if stated.iter().any(|c| c.predicate != ALIAS) {
+                    claims.extend(stated);
+                } else {
+                    as_items(record, &mut claims);
+                }
+            }
             Layout::Keyed => {
                 let start = at - 1;
                 while at < doc.records.len() && doc.records[at].layout == Layout::Keyed {
@@ -123,20 +146,7 @@ pub(crate) fn read(
                     similarity,
                 ));
             }
-            Layout::Items => {
-                let items = ctx.items(record, &page_types);
-                let aliases: Vec<Claim> = items
-                    .iter()
-                    .filter(|c| named.insert(c.subject.name().to_owned()))
-                    .filter_map(|c| {
-                        let subject = c.subject.name();
-                        let full = titled_version(page_title.as_deref()?, subject)?;
-                        alias(subject, &full, &c.sentence)
-                    })
-                    .collect();
-                claims.extend(items);
-                claims.extend(aliases);
-            }
+            Layout::Items => as_items(record, &mut claims),
         }
     }
     // A titled page names its subject ("KEP-12: Pod spread" is KEP-12, also called Pod spread).
@@ -144,7 +154,7 @@ pub(crate) fn read(
         id,
         name: Some(name),
     }) = &title
-        && doc.records.iter().all(|r| r.layout != Layout::Header)
+        && doc.records.iter().all(|r| !r.layout.is_header())
         && !ctx.known(name)
     {
         claims.extend(alias(id, name, &format!("{id}: {name}")));
@@ -247,6 +257,18 @@ fn is_id(text: &str) -> bool {
         && t.chars().last().is_some_and(|c| c.is_ascii_digit())
         && t.chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '-' | ' ' | '_'))
+}
+
+/// The number a reference ends in, written as one word with `#` before the number
+/// (`rust-lang/rfcs#3498`, `#812`), without leading zeros.
+fn reference_number(value: &str) -> Option<&str> {
+    let value = value.trim();
+    let (before, number) = value.rsplit_once('#')?;
+    let ok = !number.is_empty()
+        && number.chars().all(|c| c.is_ascii_digit())
+        && !before.contains(char::is_whitespace);
+    let number = number.trim_start_matches('0');
+    (ok && !number.is_empty()).then_some(number)
 }
 
 /// A claim that `name` is another name of `id` (kept as an alias, as a rename keeps the old
@@ -428,8 +450,9 @@ impl Ctx<'_> {
     /// fit first. A name that shares words with a predicate is judged by its words, weighted by
     /// how few predicates share each (`lts` names `lts_start` better than `start` does); one
     /// that shares none, by meaning (the encoder), and only after every name judged by its
-    /// words has taken its predicate. A name whose words fit two free predicates alike names
-    /// neither. Then, by elimination, a name left over whose values all have the
+    /// words has taken its predicate. A name whose words fit two free predicates alike, or hold
+    /// only part of each one's name (`releaseDate`, with `latest_release_date` and
+    /// `initial_release` free), names neither. Then, by elimination, a name left over whose values all have the
     /// shape of a date, number or version takes the one free predicate of that shape about the
     /// same subjects that it is close to in meaning, when no other name left over is. Most of a
     /// name's values must have the predicate's shape.
@@ -468,14 +491,20 @@ impl Ctx<'_> {
             let (n, of) = typed(k, p);
             n > 0 && n * 2 >= of
         };
-        let mut fits: Vec<(f64, usize, usize, bool)> = Vec::new();
+        // (score, key, predicate, judged by words, the key holds part of the name)
+        let mut fits: Vec<(f64, usize, usize, bool, bool)> = Vec::new();
         let mut words_of: Vec<Vec<f64>> = vec![vec![0.0; predicates.len()]; keys.len()];
         for (k, (key, _)) in keys.iter().enumerate() {
             for (p, (predicate, profile)) in predicates.iter().zip(self.profiles).enumerate() {
                 if predicate.kind == PredicateKind::Rename {
                     continue;
                 }
-                let words = key_fit(key, predicate, profile, &self.name_words);
+                let KeyFit { score: words, part } = key_fit(
+                    &without_namespace(key, &keys[k].1),
+                    predicate,
+                    profile,
+                    &self.name_words,
+                );
                 words_of[k][p] = words;
                 if words == KEY_CONTRADICTS {
                     continue;
@@ -491,7 +520,7 @@ impl Ctx<'_> {
                 {
                     continue;
                 }
-                fits.push((score, k, p, by_words));
+                fits.push((score, k, p, by_words, part));
             }
         }
         // Names that share words with a predicate first: meaning alone (`releaseLabel`, close
@@ -505,18 +534,20 @@ impl Ctx<'_> {
         let mut schema: BTreeMap<String, usize> = BTreeMap::new();
         let mut used_keys = BTreeSet::new();
         let mut used_predicates = BTreeSet::new();
-        for &(score, k, p, by_words) in &fits {
+        for &(score, k, p, by_words, part) in &fits {
             if used_keys.contains(&k) || used_predicates.contains(&p) {
                 continue;
             }
-            // Words that fit another free predicate as well name neither.
+            // Words that fit another free predicate as well name neither, nor do words that
+            // are only part of each of two free predicates' names: which one is meant is a
+            // guess, and a wrong guess states the wrong fact.
             let tied = by_words
-                && fits.iter().any(|&(s, k2, p2, w2)| {
+                && fits.iter().any(|&(s, k2, p2, w2, part2)| {
                     k2 == k
                         && p2 != p
                         && w2
                         && !used_predicates.contains(&p2)
-                        && (s - score).abs() < 1e-9
+                        && ((s - score).abs() < 1e-9 || (part && part2))
                 });
             if tied {
                 continue;
@@ -566,9 +597,11 @@ impl Ctx<'_> {
     }
 
     /// The field naming a record's subject, the subject, and the entity type its key names: a
-    /// key naming an entity type (`Package: ledger`; `kep-number: 12` gives `KEP-12`), else an
-    /// identifier or name key (no type).
+    /// key naming an entity type (`Package: ledger`; `kep-number: 12` gives `KEP-12`), else a
+    /// key naming one with other words whose value is a numbered reference (`RFC PR:
+    /// rust-lang/rfcs#3498` gives `RFC-3498`), else an identifier or name key (no type).
     fn record_subject(&self, record: &Record) -> Option<(String, usize, Option<&str>)> {
+        let mut referenced = None;
         for (i, field) in record.fields.iter().enumerate() {
             let words = key_words(&field.key);
             let Some(noun) = self
@@ -580,6 +613,11 @@ impl Ctx<'_> {
             };
             let rest: Vec<&String> = words.iter().filter(|w| stem(w) != stem(noun)).collect();
             if !rest.iter().all(|w| ID_WORDS.contains(&w.as_str())) {
+                if referenced.is_none()
+                    && let Some(number) = field.values.first().and_then(|v| reference_number(v))
+                {
+                    referenced = Some((numbered(noun, number), i, Some(noun.as_str())));
+                }
                 continue;
             }
             let Some(value) = field.values.first() else {
@@ -593,6 +631,9 @@ impl Ctx<'_> {
                 return Some((numbered(noun, value), i, Some(noun.as_str())));
             }
             return Some((value.to_owned(), i, Some(noun.as_str())));
+        }
+        if referenced.is_some() {
+            return referenced;
         }
         for wanted in SUBJECT_KEYS {
             if let Some((i, field)) = record.field(wanted)

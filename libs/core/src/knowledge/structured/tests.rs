@@ -663,3 +663,128 @@ fn a_name_close_in_meaning_takes_no_predicate_a_names_words_claim() {
         ]
     );
 }
+
+#[test]
+fn a_key_holding_part_of_two_predicates_names_names_neither_unless_one_is_taken() {
+    let ontology = Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "initial_release", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["{s} was released on {o}."]},
+            {"name": "latest_release_date", "subject_type": "cycle", "object_type": "date",
+             "patterns": ["The latest release of {s} came out on {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology");
+    let page = |latest: bool| {
+        let latest = |date: &str| {
+            if latest {
+                format!("    latestReleaseDate: {date}\n")
+            } else {
+                String::new()
+            }
+        };
+        format!(
+            "cycles:\n  - cycle: v1\n    releaseDate: 2024-04-01\n{}  \
+             - cycle: v2\n    releaseDate: 2025-04-01\n{}",
+            latest("2024-09-30"),
+            latest("2025-06-30")
+        )
+    };
+    // `releaseDate` alone could be either date; its words fit the latest release's a little
+    // better, and a guess would state a wrong fact.
+    assert_eq!(
+        claims_with(&ontology, &|_: &[&str]| None, &page(false)),
+        vec![]
+    );
+    // Beside `latestReleaseDate`, which names the latest release's date whole, it is the
+    // other.
+    assert_eq!(
+        claims_with(&ontology, &|_: &[&str]| None, &page(true)),
+        vec![
+            triple("initial_release", "v1", "2024-04-01"),
+            triple("latest_release_date", "v1", "2024-09-30"),
+            triple("initial_release", "v2", "2025-04-01"),
+            triple("latest_release_date", "v2", "2025-06-30"),
+        ]
+    );
+}
+
+/// An RFC's ontology of our own making.
+fn rfc_ontology() -> Ontology {
+    Ontology::from_value(serde_json::json!({
+        "predicates": [
+            {"name": "feature_name", "subject_type": "rfc", "object_type": "text",
+             "patterns": ["The feature gate of {s} is {o}."]},
+            {"name": "start_date", "subject_type": "rfc", "object_type": "date",
+             "patterns": ["{s} was started on {o}."]},
+            {"name": "tracking_issue", "subject_type": "rfc", "object_type": "text",
+             "patterns": ["{s} is tracked in {o}."]},
+            {"name": "release_date", "subject_type": "release", "object_type": "date",
+             "patterns": ["{s} ships on {o}."]}
+        ],
+        "authority": {"default": 1}
+    }))
+    .expect("ontology")
+}
+
+#[test]
+fn a_header_written_as_a_list_opening_the_page_is_read_as_a_header() {
+    let ontology = rfc_ontology();
+    let got = claims_of(
+        &ontology,
+        "- Feature Name: `lifetime_capture_rules_2024`\n- Start Date: 2023-07-26\n\
+         - RFC PR: [rust-lang/rfcs#3498](https://github.com/rust-lang/rfcs/pull/3498)\n\
+         - Tracking Issue: [rust-lang/rust#117587](https://github.com/rust-lang/rust/issues/117587)\n\
+         \n## Summary\n\nLifetimes are captured.\n",
+    );
+    // The subject is the RFC its numbered reference names; a link is its text.
+    assert_eq!(
+        got,
+        vec![
+            triple("feature_name", "RFC-3498", "lifetime_capture_rules_2024"),
+            triple("start_date", "RFC-3498", "2023-07-26"),
+            triple("tracking_issue", "RFC-3498", "rust-lang/rust#117587"),
+        ]
+    );
+    // Under the page's title too; a list after prose is no header, and a list of dates
+    // under a title, stating nothing as a header, is each key's own date.
+    let got = claims_of(
+        &ontology,
+        "# Lifetimes\n\n* Start Date: 2023-07-26\n* RFC PR: #3498\n",
+    );
+    assert_eq!(got, vec![triple("start_date", "RFC-3498", "2023-07-26")]);
+    let dates = "- Ledger: 2026-04-30\n- Harbor: 2026-05-14\n";
+    let got = claims_of(&ontology, &format!("# Releases\n\n{dates}"));
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got.iter().all(|(_, s, _)| s == "Ledger" || s == "Harbor"));
+    assert_eq!(
+        got,
+        claims_of(&ontology, &format!("# Releases\n\nOur dates.\n\n{dates}"))
+    );
+    // A key word naming the tracker its reference points into is no word of what it is: a
+    // `Rust Issue` is an issue, the tracking issue when no other is.
+    let got = claims_of(
+        &ontology,
+        "- Start Date: 2014-03-11\n- RFC PR: [rust-lang/rfcs#1](https://example.org/1)\n\
+         - Rust Issue: [rust-lang/rust#8122](https://example.org/8122)\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            triple("start_date", "RFC-1", "2014-03-11"),
+            triple("tracking_issue", "RFC-1", "rust-lang/rust#8122"),
+        ]
+    );
+    // A date written in brackets is the date.
+    let got = claims_of(
+        &ontology,
+        "- Start Date: (2022-11-07)\n- RFC PR: [rust-lang/rfcs#3346](https://example.org)\n",
+    );
+    assert_eq!(got, vec![triple("start_date", "RFC-3346", "2022-11-07")]);
+    assert_eq!(unquoted("(a) and (b)"), "(a) and (b)");
+    assert_eq!(reference_number("rust-lang/rfcs#0042"), Some("42"));
+    assert_eq!(reference_number("#812"), Some("812"));
+    assert_eq!(reference_number("see #812"), None);
+    assert_eq!(reference_number("rust-lang/rfcs#"), None);
+}
