@@ -104,27 +104,27 @@ pub(crate) fn read(
         .and_then(|f| f.values.first().cloned())
         .or_else(|| doc.title.clone());
     let mut named = BTreeSet::new();
+    // A list's `Key: value` items, each key naming its own subject.
+    let mut as_items = |record: &Record, claims: &mut Vec<Claim>| {
+        let items = ctx.items(record, &page_types);
+        let aliases: Vec<Claim> = items
+            .iter()
+            .filter(|c| named.insert(c.subject.name().to_owned()))
+            .filter_map(|c| {
+                let subject = c.subject.name();
+                let full = titled_version(page_title.as_deref()?, subject)?;
+                alias(subject, &full, &c.sentence)
+            })
+            .collect();
+        claims.extend(items);
+        claims.extend(aliases);
+    };
     // Records of one kind (consecutive keyed records: one mapping's entries, one table's rows)
     // are read together.
     let mut at = 0;
     while at < doc.records.len() {
         let record = &doc.records[at];
         at += 1;
-        // A list's `Key: value` items, each key naming its own subject.
-        let mut as_items = |record: &Record, claims: &mut Vec<Claim>| {
-            let items = ctx.items(record, &page_types);
-            let aliases: Vec<Claim> = items
-                .iter()
-                .filter(|c| named.insert(c.subject.name().to_owned()))
-                .filter_map(|c| {
-                    let subject = c.subject.name();
-                    let full = titled_version(page_title.as_deref()?, subject)?;
-                    alias(subject, &full, &c.sentence)
-                })
-                .collect();
-            claims.extend(items);
-            claims.extend(aliases);
-        };
         match record.layout {
             Layout::Header => claims.extend(ctx.header(record, title.as_ref(), similarity)),
             Layout::ListedHeader => {
@@ -494,17 +494,14 @@ impl Ctx<'_> {
         // (score, key, predicate, judged by words, the key holds part of the name)
         let mut fits: Vec<(f64, usize, usize, bool, bool)> = Vec::new();
         let mut words_of: Vec<Vec<f64>> = vec![vec![0.0; predicates.len()]; keys.len()];
-        for (k, (key, _)) in keys.iter().enumerate() {
+        for (k, (key, fields)) in keys.iter().enumerate() {
+            let key = without_namespace(key, fields);
             for (p, (predicate, profile)) in predicates.iter().zip(self.profiles).enumerate() {
                 if predicate.kind == PredicateKind::Rename {
                     continue;
                 }
-                let KeyFit { score: words, part } = key_fit(
-                    &without_namespace(key, &keys[k].1),
-                    predicate,
-                    profile,
-                    &self.name_words,
-                );
+                let KeyFit { score: words, part } =
+                    key_fit(&key, predicate, profile, &self.name_words);
                 words_of[k][p] = words;
                 if words == KEY_CONTRADICTS {
                     continue;
