@@ -98,10 +98,6 @@ QID = {"codename": "C", "initial_release": "R", "active_support_end": "S", "end_
        "latest_version": "V", "latest_release_date": "D"}
 
 # --------------------------------------------------------------------------------------------
-# Reading the repository.
-
-
-# --------------------------------------------------------------------------------------------
 # Reading a product page (the part of YAML its front matter uses).
 
 def front_matter(text):

@@ -86,10 +86,6 @@ QID = {"codename": "C", "initial_release": "R", "lts_start": "L", "maintenance_s
        "end_of_life": "E"}
 
 # --------------------------------------------------------------------------------------------
-# Reading the repository.
-
-
-# --------------------------------------------------------------------------------------------
 # Reading the schedule.
 
 def read_schedule(text):

@@ -1,8 +1,9 @@
 """What the world builders in this folder share: the records of the `ontoloop.world/v1` format
 they all write (a slot or passage question and its asks, a timeline with its checkpoints, the
-world itself and the count of its asks in `about`), the options every builder takes, reading a
-git history (the CLI, on a clone or a bare git directory), and the writing out. The format check stays in `make_pypi_world.py`, whose metadata reader is its
-default.
+world itself and the count of its asks in `about`), the command line every builder takes
+(`main`), reading a file's versions from a git history (the CLI, on a clone or a bare git
+directory), and the writing out. The format check stays in `make_pypi_world.py`, whose
+metadata reader is its default.
 
 Python 3 standard library only; the builders import this module from their own folder.
 """
