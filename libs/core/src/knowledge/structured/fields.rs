@@ -164,10 +164,8 @@ pub(super) fn without_namespace(key: &str, fields: &[&Field]) -> String {
     let spaces: Vec<Vec<String>> = fields
         .iter()
         .filter_map(|f| {
-            let value = f.values.first()?;
-            super::reference_number(value)?;
-            let (space, _) = value.trim().rsplit_once('#')?;
-            Some(key_words(space))
+            let (tracker, _) = super::reference(f.values.first()?)?;
+            Some(key_words(tracker))
         })
         .collect();
     if spaces.is_empty() || spaces.len() < fields.len() {

@@ -262,13 +262,30 @@ fn is_id(text: &str) -> bool {
 /// The number a reference ends in, written as one word with `#` before the number
 /// (`rust-lang/rfcs#3498`, `#812`), without leading zeros.
 fn reference_number(value: &str) -> Option<&str> {
-    let value = value.trim();
-    let (before, number) = value.rsplit_once('#')?;
+    reference(value).map(|(_, number)| number)
+}
+
+/// A numbered reference: the tracker it points into (`rust-lang/rfcs`, or nothing before a
+/// bare `#812`) and its number without leading zeros.
+fn reference(value: &str) -> Option<(&str, &str)> {
+    let (tracker, number) = value.trim().rsplit_once('#')?;
     let ok = !number.is_empty()
         && number.chars().all(|c| c.is_ascii_digit())
-        && !before.contains(char::is_whitespace);
+        && !tracker.contains(char::is_whitespace);
     let number = number.trim_start_matches('0');
-    (ok && !number.is_empty()).then_some(number)
+    (ok && !number.is_empty()).then_some((tracker, number))
+}
+
+/// A field name's fit to a predicate ([`Ctx::schema`]).
+struct Fit {
+    /// By the name's words ([`key_fit`]), else by meaning.
+    score: f64,
+    /// The name's and the predicate's index.
+    key: usize,
+    predicate: usize,
+    by_words: bool,
+    /// The name holds only part of the predicate's name.
+    part: bool,
 }
 
 /// A claim that `name` is another name of `id` (kept as an alias, as a rename keeps the old
@@ -452,10 +469,10 @@ impl Ctx<'_> {
     /// that shares none, by meaning (the encoder), and only after every name judged by its
     /// words has taken its predicate. A name whose words fit two free predicates alike, or hold
     /// only part of each one's name (`releaseDate`, with `latest_release_date` and
-    /// `initial_release` free), names neither. Then, by elimination, a name left over whose values all have the
-    /// shape of a date, number or version takes the one free predicate of that shape about the
-    /// same subjects that it is close to in meaning, when no other name left over is. Most of a
-    /// name's values must have the predicate's shape.
+    /// `initial_release` free), names neither. Then, by elimination, a name left over whose
+    /// values all have the shape of a date, number or version takes the one free predicate of
+    /// that shape about the same subjects that it is close to in meaning, when no other name
+    /// left over is. Most of a name's values must have the predicate's shape.
     fn schema(
         &self,
         keys: &[(&str, Vec<&Field>)],
@@ -491,8 +508,7 @@ impl Ctx<'_> {
             let (n, of) = typed(k, p);
             n > 0 && n * 2 >= of
         };
-        // (score, key, predicate, judged by words, the key holds part of the name)
-        let mut fits: Vec<(f64, usize, usize, bool, bool)> = Vec::new();
+        let mut fits: Vec<Fit> = Vec::new();
         let mut words_of: Vec<Vec<f64>> = vec![vec![0.0; predicates.len()]; keys.len()];
         for (k, (key, fields)) in keys.iter().enumerate() {
             let key = without_namespace(key, fields);
@@ -517,34 +533,42 @@ impl Ctx<'_> {
                 {
                     continue;
                 }
-                fits.push((score, k, p, by_words, part));
+                fits.push(Fit {
+                    score,
+                    key: k,
+                    predicate: p,
+                    by_words,
+                    part,
+                });
             }
         }
         // Names that share words with a predicate first: meaning alone (`releaseLabel`, close
         // to `latest_version`) takes only what no name's words claim (`latest`).
         fits.sort_by(|a, b| {
-            b.3.cmp(&a.3)
-                .then(b.0.total_cmp(&a.0))
-                .then(a.1.cmp(&b.1))
-                .then(a.2.cmp(&b.2))
+            b.by_words
+                .cmp(&a.by_words)
+                .then(b.score.total_cmp(&a.score))
+                .then(a.key.cmp(&b.key))
+                .then(a.predicate.cmp(&b.predicate))
         });
         let mut schema: BTreeMap<String, usize> = BTreeMap::new();
         let mut used_keys = BTreeSet::new();
         let mut used_predicates = BTreeSet::new();
-        for &(score, k, p, by_words, part) in &fits {
+        for fit in &fits {
+            let (k, p) = (fit.key, fit.predicate);
             if used_keys.contains(&k) || used_predicates.contains(&p) {
                 continue;
             }
             // Words that fit another free predicate as well name neither, nor do words that
             // are only part of each of two free predicates' names: which one is meant is a
             // guess, and a wrong guess states the wrong fact.
-            let tied = by_words
-                && fits.iter().any(|&(s, k2, p2, w2, part2)| {
-                    k2 == k
-                        && p2 != p
-                        && w2
-                        && !used_predicates.contains(&p2)
-                        && ((s - score).abs() < 1e-9 || (part && part2))
+            let tied = fit.by_words
+                && fits.iter().any(|other| {
+                    other.key == k
+                        && other.predicate != p
+                        && other.by_words
+                        && !used_predicates.contains(&other.predicate)
+                        && ((other.score - fit.score).abs() < 1e-9 || (fit.part && other.part))
                 });
             if tied {
                 continue;
